@@ -1,0 +1,29 @@
+"""kerasflow's graph backend (layer L0): tensors, ops, autodiff and execution.
+
+TF1 names are importable from here directly, as TF1 users wrote ``tf.square``::
+
+    from kerasflow.backend import placeholder, Variable, square, gradients, Session
+"""
+
+from kerasflow.backend import ops
+from kerasflow.backend.array import (
+    floatx, get_device, get_xp, gpu_available, set_device, set_floatx, to_device,
+    to_numpy,
+)
+from kerasflow.backend.autodiff import gradients
+from kerasflow.backend.function import Function, Session, function
+from kerasflow.backend.graph import (
+    SymbolicTensor, TensorSpec, Variable, constant, is_symbolic, name_scope,
+    placeholder,
+)
+from kerasflow.backend.ops import *  # noqa: F403
+from kerasflow.backend.ops import __all__ as _ops_all
+from kerasflow.backend.registry import apply, get_op, register_gradient, register_op
+
+__all__ = [
+    "ops", "floatx", "set_floatx", "get_device", "set_device", "get_xp",
+    "gpu_available", "to_device", "to_numpy", "gradients", "Function", "Session",
+    "function", "SymbolicTensor", "TensorSpec", "Variable", "constant",
+    "is_symbolic", "name_scope", "placeholder", "apply", "get_op",
+    "register_gradient", "register_op", *_ops_all,
+]

@@ -1,0 +1,136 @@
+"""Array modules and devices: numpy on CPU, cupy on GPU.
+
+This is the only module in kerasflow that imports cupy. Kernels receive the array
+module as their first argument (``xp``) and never import numpy or cupy themselves,
+the approach of Chainer's ``chainer.backend.get_array_module``.
+
+The device is chosen by ``set_device('cpu'|'gpu')`` or the ``KERASFLOW_DEVICE``
+environment variable (read once, on first use). cupy is imported only when the GPU
+device is first asked for, so ``import kerasflow`` never imports it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+__all__ = [
+    "floatx",
+    "set_floatx",
+    "get_device",
+    "set_device",
+    "get_xp",
+    "gpu_available",
+    "to_numpy",
+    "to_device",
+]
+
+_FLOATX = "float32"
+_DEVICE: str | None = None
+_CUPY = None
+
+
+def floatx() -> str:
+    """Returns the default float dtype name ('float32' unless changed)."""
+    return _FLOATX
+
+
+def set_floatx(dtype: str) -> None:
+    """Sets the default float dtype.
+
+    Args:
+        dtype: one of 'float16', 'float32', 'float64'.
+
+    Raises:
+        ValueError: for any other dtype.
+    """
+    global _FLOATX
+    name = np.dtype(dtype).name
+    if name not in ("float16", "float32", "float64"):
+        raise ValueError(
+            f"floatx must be one of 'float16', 'float32', 'float64'. "
+            f"Received: dtype={dtype!r}."
+        )
+    _FLOATX = name
+
+
+def _import_cupy():
+    global _CUPY
+    if _CUPY is None:
+        try:
+            import cupy  # noqa: PLC0415  (the one place cupy is imported)
+
+            if cupy.cuda.runtime.getDeviceCount() < 1:
+                return None
+        except Exception:  # ImportError, or a CUDA runtime error without a device
+            return None
+        _CUPY = cupy
+    return _CUPY
+
+
+def gpu_available() -> bool:
+    """True when cupy imports and sees at least one CUDA device."""
+    return _import_cupy() is not None
+
+
+def get_device() -> str:
+    """Returns the current device, 'cpu' or 'gpu'."""
+    global _DEVICE
+    if _DEVICE is None:
+        set_device(os.environ.get("KERASFLOW_DEVICE", "cpu"))
+    return _DEVICE
+
+
+def set_device(device: str) -> None:
+    """Selects where new arrays live and kernels run.
+
+    Args:
+        device: 'cpu' (numpy) or 'gpu' (cupy, device 0).
+
+    Raises:
+        ValueError: for another device name.
+        RuntimeError: for 'gpu' when cupy or a CUDA device is missing.
+    """
+    global _DEVICE
+    device = device.lower()
+    if device not in ("cpu", "gpu"):
+        raise ValueError(f"device must be 'cpu' or 'gpu'. Received: device={device!r}.")
+    if device == "gpu" and _import_cupy() is None:
+        raise RuntimeError(
+            "device 'gpu' needs cupy and a CUDA device; install kerasflow[gpu] on a "
+            "machine with an NVIDIA GPU, or use set_device('cpu')."
+        )
+    _DEVICE = device
+
+
+def get_xp():
+    """Returns the array module of the current device (numpy or cupy)."""
+    return _CUPY if get_device() == "gpu" else np
+
+
+def xp_of(array):
+    """Returns the array module an array belongs to (cupy arrays are not numpy)."""
+    if _CUPY is not None and isinstance(array, _CUPY.ndarray):
+        return _CUPY
+    return np
+
+
+def to_numpy(value):
+    """Copies a device array (or nested list/tuple/dict of them) to numpy."""
+    if isinstance(value, dict):
+        return {k: to_numpy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_numpy(v) for v in value)
+    if _CUPY is not None and isinstance(value, _CUPY.ndarray):
+        return _CUPY.asnumpy(value)
+    return value
+
+
+def to_device(value, dtype=None):
+    """Converts a numpy array or Python value to an array on the current device."""
+    xp = get_xp()
+    if xp is np:
+        return np.asarray(value, dtype=dtype)
+    return xp.asarray(to_numpy(value) if not isinstance(value, xp.ndarray) else value,
+                      dtype=dtype)

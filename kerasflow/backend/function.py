@@ -1,0 +1,343 @@
+"""Execution: ``Function`` compiles a subgraph once; ``Session`` is the TF1 facade.
+
+A ``Function(inputs, outputs, updates)`` prunes the graph to what its outputs and
+updates need, orders it topologically (stateful nodes as late as possible, so
+updates see and change nothing that an output reads) and turns it into one
+straight-line Python function, one line per node, with each kernel pre-bound to
+its array module and attributes. Running it costs one Python call per node; the
+intermediate arrays are released as soon as their last consumer has run.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import deque
+
+import numpy as np
+
+from kerasflow.backend import array as _array
+from kerasflow.backend.graph import SymbolicTensor, Variable
+from kerasflow.backend.registry import get_op
+
+__all__ = ["Function", "Session", "function"]
+
+
+def _flatten(struct, out):
+    if isinstance(struct, dict):
+        for k in struct:
+            _flatten(struct[k], out)
+    elif isinstance(struct, (list, tuple)):
+        for v in struct:
+            _flatten(v, out)
+    else:
+        out.append(struct)
+    return out
+
+
+def _pack(struct, it):
+    if isinstance(struct, dict):
+        return {k: _pack(v, it) for k, v in struct.items()}
+    if isinstance(struct, (list, tuple)):
+        return type(struct)(_pack(v, it) for v in struct)
+    return next(it)
+
+
+def _schedule(roots, fed):
+    """Nodes needed for ``roots`` in topological order, stateful ones deferred."""
+    needed, stack = {}, [t.node for t in roots if t not in fed]
+    while stack:
+        node = stack.pop()
+        if node.id in needed:
+            continue
+        needed[node.id] = node
+        for t in node.inputs:
+            if t not in fed and t.node.id not in needed:
+                stack.append(t.node)
+    indeg = {nid: 0 for nid in needed}
+    users: dict[int, list] = {nid: [] for nid in needed}
+    for nid, node in needed.items():
+        deps = {t.node.id for t in node.inputs if t not in fed}
+        indeg[nid] = len(deps)
+        for d in deps:
+            users[d].append(nid)
+    ready, late = deque(), deque()  # late: stateful nodes, run when nothing else is
+
+    def push(nid):
+        (late if _is_stateful(needed[nid]) else ready).append(nid)
+
+    for nid in sorted(n for n in needed if indeg[n] == 0):
+        push(nid)
+    order = []
+    while ready or late:
+        nid = ready.popleft() if ready else late.popleft()
+        order.append(needed[nid])
+        for u in users[nid]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                push(u)
+    return order
+
+
+def _is_stateful(node):
+    if node.op in ("Placeholder", "Const", "Variable"):
+        return False
+    return get_op(node.op).stateful
+
+
+class Function:
+    """A compiled, callable piece of graph (Keras' ``K.function``).
+
+    Args:
+        inputs: list of tensors to feed (usually placeholders; any tensor may be
+            fed, cutting the graph there).
+        outputs: a tensor, or a list/tuple/dict of tensors, to compute.
+        updates: stateful tensors (``var.assign_sub(...)``, optimizer updates) or
+            ``(variable, new_value)`` pairs, run after all outputs are computed.
+        name: shown in error messages.
+
+    Calling it with one array per input returns the outputs in the structure
+    given, as device arrays (numpy on CPU, cupy on GPU).
+
+    Raises:
+        ValueError: at construction, when the outputs need a placeholder that is
+            not among ``inputs`` (naming it); at call time, when a fed value's
+            shape does not fit its placeholder or the count of values is wrong.
+        TypeError: a fed value whose dtype cannot be cast safely (same kind) to
+            the placeholder's dtype.
+
+    Example:
+        >>> x = placeholder("float32", (None, 3))
+        >>> f = Function([x], [sum(x * 2.0)])
+        >>> f(np.ones((2, 3)))[0]
+        12.0
+    """
+
+    def __init__(self, inputs, outputs, updates=(), name="function"):
+        self.inputs = list(inputs)
+        self.name = name
+        self._structure = outputs
+        self._single = isinstance(outputs, SymbolicTensor)
+        self.outputs = _flatten(outputs, [])
+        for t in self.inputs + self.outputs:
+            if not isinstance(t, SymbolicTensor):
+                raise TypeError(
+                    f"Function '{name}' takes symbolic tensors as inputs and "
+                    f"outputs. Received: {type(t).__name__} {t!r}."
+                )
+        self.updates = [self._as_update(u) for u in updates]
+        self._xp = _array.get_xp()
+        self._specs = [(t.shape, t.dtype, t.name) for t in self.inputs]
+        self._run, self._lines = self._compile()
+
+    @staticmethod
+    def _as_update(u):
+        if isinstance(u, tuple) and len(u) == 2 and isinstance(u[0], Variable):
+            from kerasflow.backend.ops.state import assign  # noqa: PLC0415
+
+            return assign(u[0], u[1])
+        if not isinstance(u, SymbolicTensor):
+            raise TypeError(f"An update is a stateful tensor or (variable, value). "
+                            f"Received: {u!r}.")
+        return u
+
+    # -- compilation ------------------------------------------------------------------
+    def _compile(self):
+        xp = self._xp
+        fed = {t: f"a{i}" for i, t in enumerate(self.inputs)}
+        order = _schedule(self.outputs + self.updates, fed)
+        names = dict(fed)
+        env = {}
+        body = []  # (line, node)
+        last_use: dict = {}
+        for i, node in enumerate(order):
+            for t in node.inputs:
+                last_use[t] = i
+        keep = set(self.outputs)
+        stateful_seen = any(_is_stateful(n) for n in order)
+        for i, node in enumerate(order):
+            outs = [f"t{node.id}_{k}" for k in range(len(node.outputs))]
+            for t, n in zip(node.outputs, outs):
+                names.setdefault(t, n)
+            target = ", ".join(outs) + ("," if len(outs) > 1 else "")
+            if node.op == "Placeholder":
+                raise ValueError(
+                    f"Function '{self.name}': placeholder '{node.name}' "
+                    f"(shape={node.outputs[0].shape}, "
+                    f"dtype={node.outputs[0].dtype.name}) must be fed: the "
+                    f"outputs depend on it but it is not among the inputs."
+                )
+            if node.op == "Const":
+                # Constants are globals of the generated code, never deleted.
+                names[node.outputs[0]] = f"c{node.id}"
+                env[f"c{node.id}"] = _array.to_device(node.attrs["value"])
+                continue
+            if node.op == "Variable":
+                env[f"V{node.id}"] = node.attrs["variable"]
+                body.append((f"{target} = V{node.id}.value", node))
+                continue
+            opdef = get_op(node.op)
+            attrs = dict(node.attrs)
+            if opdef.random:
+                from kerasflow.backend.ops.random import make_rng  # noqa: PLC0415
+
+                attrs["rng"] = make_rng(xp, attrs.get("seed"))
+            env[f"k{node.id}"] = functools.partial(opdef.kernel, xp, **attrs)
+            args = []
+            for j, t in enumerate(node.inputs):
+                if j == 0 and opdef.stateful:
+                    var = t.node.attrs["variable"]
+                    env[f"V{t.node.id}"] = var
+                    args.append(f"V{t.node.id}")
+                else:
+                    args.append(names[t])
+            body.append((f"{target} = k{node.id}({', '.join(args)})", node))
+            dead = [names[t] for t in dict.fromkeys(node.inputs)
+                    if last_use.get(t) == i and t not in keep and t not in fed
+                    and names[t].startswith("t")]
+            if dead:
+                body.append((f"del {', '.join(dead)}", node))
+        results = []
+        for t in self.outputs:
+            n = names[t]
+            # Fetching a Variable itself: hand out a copy, as TF1 returns a value
+            # that later updates cannot change.
+            if stateful_seen and t.node.op == "Variable":
+                n = f"{n}.copy()"
+            results.append(n)
+        src = [f"def _run({', '.join(fed[t] for t in self.inputs)}):"]
+        src += [f"    {line}" for line, _ in body]
+        src.append(f"    return ({', '.join(results)}{',' if results else ''})")
+        code = compile("\n".join(src), f"<kerasflow.Function {self.name}>", "exec")
+        exec(code, env)  # noqa: S102  (generated from our own graph, no user text)
+        return env["_run"], [n for _, n in body]
+
+    # -- running -----------------------------------------------------------------------
+    def _convert(self, i, value):
+        shape, dtype, name = self._specs[i]
+        xp = self._xp
+        if not (isinstance(value, xp.ndarray) and value.dtype == dtype):
+            src = getattr(value, "dtype", None)
+            if src is None:
+                value = np.asarray(value)
+                src = value.dtype
+            if not np.can_cast(src, dtype, "same_kind") or src.kind in "OSUV":
+                raise TypeError(
+                    f"Placeholder '{name}' expects dtype {dtype.name}. Received: a "
+                    f"value of dtype {np.dtype(src).name}."
+                )
+            value = _array.to_device(value, dtype=dtype)
+        if shape is not None:
+            vs = value.shape
+            if len(vs) != len(shape) or any(
+                d is not None and d != v for d, v in zip(shape, vs)
+            ):
+                raise ValueError(
+                    f"Placeholder '{name}' expects shape "
+                    f"{tuple('None' if d is None else d for d in shape)}. "
+                    f"Received: a value of shape {tuple(vs)}."
+                )
+        return value
+
+    def __call__(self, *values):
+        if len(values) != len(self.inputs):
+            raise ValueError(
+                f"Function '{self.name}' takes {len(self.inputs)} input value(s) "
+                f"({', '.join(s[2] for s in self._specs)}). Received: {len(values)}."
+            )
+        args = [self._convert(i, v) for i, v in enumerate(values)]
+        try:
+            flat = self._run(*args)
+        except Exception as e:  # name the node whose kernel failed
+            node = self._failed_node(e)
+            if node is None:
+                raise
+            shapes = ", ".join(f"{t.name} {t.shape}" for t in node.inputs)
+            raise type(e)(
+                f"Op '{node.name}' ({node.op}) failed at run time on inputs "
+                f"[{shapes}]: {e}"
+            ).with_traceback(None) from e
+        if self._single:
+            return flat[0]
+        return _pack(self._structure, iter(flat))
+
+    def _failed_node(self, exc):
+        tb = exc.__traceback__
+        line = None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename.startswith("<kerasflow.Function"):
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        if line is None or not 2 <= line < len(self._lines) + 2:
+            return None
+        return self._lines[line - 2]
+
+    @property
+    def num_nodes(self) -> int:
+        """Kernel calls (and variable reads) per run of the compiled plan."""
+        return sum(1 for _ in self._lines)
+
+
+def function(inputs, outputs, updates=(), name="function"):
+    """Keras-style alias of ``Function(inputs, outputs, updates)``."""
+    return Function(inputs, outputs, updates, name)
+
+
+class Session:
+    """TF1-style runner: ``Session().run(fetches, feed_dict)``.
+
+    Fetches may be a tensor, a stateful op (an assignment, ``group``), or nested
+    lists/tuples/dicts of them; the result has the same structure with numpy arrays
+    (None for fetched ops that yield nothing). Plans are compiled once per
+    (fetches, fed tensors) signature and cached.
+
+    Raises:
+        ValueError: a placeholder the fetches need is not in ``feed_dict`` (naming
+            it), or a fed value's shape does not fit (naming the placeholder, the
+            expected and the received shape).
+        TypeError: a fed value of an incompatible dtype, or a fetch that is not a
+            tensor.
+
+    Example:
+        >>> with Session() as sess:
+        ...     sess.run(x * 2.0, feed_dict={x: [1.0, 2.0]})
+        array([2., 4.], dtype=float32)
+    """
+
+    def __init__(self):
+        self._cache: dict = {}
+        self._closed = False
+
+    def run(self, fetches, feed_dict=None):
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        feed_dict = dict(feed_dict or {})
+        for k in feed_dict:
+            if not isinstance(k, SymbolicTensor):
+                raise TypeError(f"feed_dict keys are tensors. Received key: {k!r}.")
+        flat = _flatten(fetches, [])
+        for f in flat:
+            if not isinstance(f, SymbolicTensor):
+                raise TypeError(f"Fetches are tensors or ops. Received: {f!r}.")
+        feeds = list(feed_dict)
+        key = (tuple(id(t) for t in flat), tuple(id(t) for t in feeds))
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = (Function(feeds, flat, name="session_run"), flat, feeds)
+            self._cache[key] = entry
+        fn = entry[0]
+        values = fn(*[feed_dict[t] for t in feeds])
+        out = [None if t.node.op == "NoOp" else _array.to_numpy(v)
+               for t, v in zip(flat, values)]
+        return _pack(fetches, iter(out))
+
+    def close(self):
+        self._cache.clear()
+        self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+

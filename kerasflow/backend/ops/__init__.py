@@ -1,0 +1,21 @@
+"""All backend ops, by family; each module registers its kernels on import."""
+
+from kerasflow.backend.ops.math import *  # noqa: F403
+from kerasflow.backend.ops.reduction import *  # noqa: F403
+from kerasflow.backend.ops.shape import *  # noqa: F403
+from kerasflow.backend.ops.linalg import *  # noqa: F403
+from kerasflow.backend.ops.state import *  # noqa: F403
+from kerasflow.backend.ops.random import *  # noqa: F403
+from kerasflow.backend.ops.nn import *  # noqa: F403
+from kerasflow.backend.ops import (  # noqa: F401
+    linalg, math, nn, random, reduction, shape, state,
+)
+from kerasflow.backend.ops.math import __all__ as _m
+from kerasflow.backend.ops.reduction import __all__ as _r
+from kerasflow.backend.ops.shape import __all__ as _s
+from kerasflow.backend.ops.linalg import __all__ as _l
+from kerasflow.backend.ops.state import __all__ as _st
+from kerasflow.backend.ops.random import __all__ as _rn
+from kerasflow.backend.ops.nn import __all__ as _nn
+
+__all__ = [*_m, *_r, *_s, *_l, *_st, *_rn, *_nn]

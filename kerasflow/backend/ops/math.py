@@ -1,0 +1,523 @@
+"""Elementwise math: arithmetic, unary functions, comparisons, casts, where, clip.
+
+Gradient rules return gradients of the broadcast output shape; ``gradients``
+sums them back to each input's shape in one place (as tinygrad and HIPS autograd
+do), so no rule here unbroadcasts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerasflow.backend.ops import infer as I
+from kerasflow.backend.registry import apply, register_gradient, register_op
+
+__all__ = [
+    "add", "subtract", "multiply", "divide", "floor_divide", "mod", "negative",
+    "exp", "log", "log1p", "sqrt", "rsqrt", "square", "power", "abs", "sign",
+    "reciprocal", "sin", "cos", "maximum", "minimum", "clip", "where", "equal",
+    "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+    "logical_or", "logical_not", "cast", "stop_gradient", "identity", "add_n",
+    "zeros_like", "ones_like", "isnan", "isfinite", "floor", "round",
+]
+
+
+def _binary(name, fn, infer=I.broadcast, differentiable=True):
+    register_op(name, infer, differentiable=differentiable)(
+        lambda xp, a, b: fn(xp)(a, b))
+
+
+def _unary(name, fn, infer=I.same, differentiable=True):
+    register_op(name, infer, differentiable=differentiable)(lambda xp, x: fn(xp)(x))
+
+
+# -- arithmetic ------------------------------------------------------------------
+_binary("Add", lambda xp: xp.add)
+_binary("Sub", lambda xp: xp.subtract)
+_binary("Mul", lambda xp: xp.multiply)
+_binary("FloorDiv", lambda xp: xp.floor_divide, differentiable=False)
+_binary("Mod", lambda xp: xp.mod, differentiable=False)
+
+
+@register_op("Div", I.broadcast_float)
+def _div(xp, a, b):
+    return xp.true_divide(a, b)
+
+
+@register_gradient("Add")
+def _add_grad(node, g):
+    return g, g
+
+
+@register_gradient("Sub")
+def _sub_grad(node, g):
+    return g, negative(g)
+
+
+@register_gradient("Mul")
+def _mul_grad(node, g):
+    a, b = node.inputs
+    return multiply(g, b), multiply(g, a)
+
+
+@register_gradient("Div")
+def _div_grad(node, g):
+    a, b = node.inputs
+    ga = divide(g, b)
+    return ga, negative(multiply(ga, divide(a, b)))
+
+
+def add(a, b):
+    """Elementwise ``a + b`` with numpy broadcasting.
+
+    Args:
+        a, b: tensors, arrays or numbers of broadcast-compatible shapes.
+
+    Returns:
+        Tensor (or array, eagerly) of the broadcast shape and the result dtype.
+
+    Raises:
+        ValueError: shapes that cannot broadcast, naming both.
+    """
+    return apply("Add", a, b)
+
+
+def subtract(a, b):
+    """Elementwise ``a - b`` with broadcasting (see ``add``)."""
+    return apply("Sub", a, b)
+
+
+def multiply(a, b):
+    """Elementwise ``a * b`` with broadcasting (see ``add``)."""
+    return apply("Mul", a, b)
+
+
+def divide(a, b):
+    """Elementwise true division ``a / b``; integer inputs give floatx."""
+    return apply("Div", a, b)
+
+
+def floor_divide(a, b):
+    """Elementwise ``a // b`` (no gradient)."""
+    return apply("FloorDiv", a, b)
+
+
+def mod(a, b):
+    """Elementwise ``a % b`` (no gradient)."""
+    return apply("Mod", a, b)
+
+
+def add_n(tensors):
+    """Sum of a list of tensors of the same (broadcastable) shape."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("add_n needs at least one tensor. Received: [].")
+    out = tensors[0]
+    for t in tensors[1:]:
+        out = add(out, t)
+    return out
+
+
+# -- unary -----------------------------------------------------------------------
+_unary("Neg", lambda xp: xp.negative)
+_unary("Exp", lambda xp: xp.exp, I.same_float)
+_unary("Log", lambda xp: xp.log, I.same_float)
+_unary("Log1p", lambda xp: xp.log1p, I.same_float)
+_unary("Sqrt", lambda xp: xp.sqrt, I.same_float)
+_unary("Square", lambda xp: xp.square)
+_unary("Abs", lambda xp: xp.abs)
+_unary("Sign", lambda xp: xp.sign)
+_unary("Sin", lambda xp: xp.sin, I.same_float)
+_unary("Cos", lambda xp: xp.cos, I.same_float)
+_unary("Floor", lambda xp: xp.floor, differentiable=False)
+_unary("Round", lambda xp: xp.round, differentiable=False)
+_unary("IsNan", lambda xp: xp.isnan, lambda x, **_: (x.shape, np.dtype(bool)), False)
+_unary("IsFinite", lambda xp: xp.isfinite, lambda x, **_: (x.shape, np.dtype(bool)),
+       False)
+
+
+@register_op("Rsqrt", I.same_float)
+def _rsqrt(xp, x):
+    return xp.reciprocal(xp.sqrt(x))
+
+
+@register_op("Reciprocal", I.same_float)
+def _reciprocal(xp, x):
+    return xp.reciprocal(x)
+
+
+@register_gradient("Neg")
+def _neg_grad(node, g):
+    return (negative(g),)
+
+
+@register_gradient("Exp")
+def _exp_grad(node, g):
+    return (multiply(g, node.outputs[0]),)
+
+
+@register_gradient("Log")
+def _log_grad(node, g):
+    return (divide(g, node.inputs[0]),)
+
+
+@register_gradient("Log1p")
+def _log1p_grad(node, g):
+    return (divide(g, add(node.inputs[0], 1.0)),)
+
+
+@register_gradient("Sqrt")
+def _sqrt_grad(node, g):
+    return (divide(multiply(g, 0.5), node.outputs[0]),)
+
+
+@register_gradient("Rsqrt")
+def _rsqrt_grad(node, g):
+    y = node.outputs[0]
+    return (multiply(g, multiply(-0.5, multiply(y, multiply(y, y)))),)
+
+
+@register_gradient("Reciprocal")
+def _reciprocal_grad(node, g):
+    y = node.outputs[0]
+    return (negative(multiply(g, square(y))),)
+
+
+@register_gradient("Square")
+def _square_grad(node, g):
+    return (multiply(g, multiply(2.0, node.inputs[0])),)
+
+
+@register_gradient("Abs")
+def _abs_grad(node, g):
+    return (multiply(g, sign(node.inputs[0])),)
+
+
+@register_gradient("Sign")
+def _sign_grad(node, g):
+    return (zeros_like(node.inputs[0]),)
+
+
+@register_gradient("Sin")
+def _sin_grad(node, g):
+    return (multiply(g, cos(node.inputs[0])),)
+
+
+@register_gradient("Cos")
+def _cos_grad(node, g):
+    return (negative(multiply(g, sin(node.inputs[0]))),)
+
+
+def negative(x):
+    """Elementwise ``-x``."""
+    return apply("Neg", x)
+
+
+def exp(x):
+    """Elementwise e**x (float input)."""
+    return apply("Exp", x)
+
+
+def log(x):
+    """Elementwise natural logarithm (float input); -inf at 0."""
+    return apply("Log", x)
+
+
+def log1p(x):
+    """Elementwise log(1 + x), accurate for small x."""
+    return apply("Log1p", x)
+
+
+def sqrt(x):
+    """Elementwise square root (float input)."""
+    return apply("Sqrt", x)
+
+
+def rsqrt(x):
+    """Elementwise 1 / sqrt(x) (float input)."""
+    return apply("Rsqrt", x)
+
+
+def reciprocal(x):
+    """Elementwise 1 / x (float input)."""
+    return apply("Reciprocal", x)
+
+
+def square(x):
+    """Elementwise x**2."""
+    return apply("Square", x)
+
+
+def abs(x):  # noqa: A001  (the TF/numpy name)
+    """Elementwise |x|; its gradient at 0 is 0 (sign(0) = 0)."""
+    return apply("Abs", x)
+
+
+def sign(x):
+    """Elementwise sign (-1, 0 or 1); gradient zero."""
+    return apply("Sign", x)
+
+
+def sin(x):
+    """Elementwise sine (radians)."""
+    return apply("Sin", x)
+
+
+def cos(x):
+    """Elementwise cosine (radians)."""
+    return apply("Cos", x)
+
+
+def floor(x):
+    """Elementwise floor (no gradient)."""
+    return apply("Floor", x)
+
+
+def round(x):  # noqa: A001
+    """Elementwise round half to even (no gradient)."""
+    return apply("Round", x)
+
+
+def isnan(x):
+    """Elementwise NaN test, bool result."""
+    return apply("IsNan", x)
+
+
+def isfinite(x):
+    """Elementwise finiteness test, bool result."""
+    return apply("IsFinite", x)
+
+
+# -- power, maximum, minimum, clip ---------------------------------------------------
+@register_op("Pow", I.broadcast)
+def _pow(xp, a, b):
+    return xp.power(a, b)
+
+
+@register_gradient("Pow")
+def _pow_grad(node, g):
+    a, b = node.inputs
+    y = node.outputs[0]
+    ga = multiply(g, multiply(b, power(a, subtract(b, 1))))
+    if b.dtype.kind != "f":
+        return ga, None
+    # d/db a**b = a**b * log(a); defined where a > 0, taken as 0 elsewhere.
+    safe_log = log(where(greater(a, 0), a, ones_like(a)))
+    return ga, multiply(g, multiply(y, safe_log))
+
+
+def power(a, b):
+    """Elementwise ``a ** b`` with broadcasting.
+
+    The gradient with respect to ``b`` is ``a**b * log(a)`` where ``a > 0`` and 0
+    elsewhere.
+    """
+    return apply("Pow", a, b)
+
+
+_binary("Maximum", lambda xp: xp.maximum)
+_binary("Minimum", lambda xp: xp.minimum)
+
+
+@register_gradient("Maximum")
+def _maximum_grad(node, g):
+    a, b = node.inputs
+    mask = cast(greater_equal(a, b), g.dtype)  # ties go to ``a``
+    return multiply(g, mask), multiply(g, subtract(1.0, mask))
+
+
+@register_gradient("Minimum")
+def _minimum_grad(node, g):
+    a, b = node.inputs
+    mask = cast(less_equal(a, b), g.dtype)
+    return multiply(g, mask), multiply(g, subtract(1.0, mask))
+
+
+def maximum(a, b):
+    """Elementwise maximum; at ties the gradient goes to ``a``."""
+    return apply("Maximum", a, b)
+
+
+def minimum(a, b):
+    """Elementwise minimum; at ties the gradient goes to ``a``."""
+    return apply("Minimum", a, b)
+
+
+@register_op("ClipByValue", I.same)
+def _clip(xp, x, lo, hi):
+    return xp.clip(x, lo, hi)
+
+
+@register_gradient("ClipByValue")
+def _clip_grad(node, g):
+    x, lo, hi = node.inputs
+    inside = logical_and(greater_equal(x, lo), less_equal(x, hi))
+    return multiply(g, cast(inside, g.dtype)), None, None
+
+
+def clip(x, min_value, max_value):
+    """Clips ``x`` elementwise to ``[min_value, max_value]``.
+
+    The gradient passes where ``min_value <= x <= max_value`` and is 0 elsewhere
+    (TF's ``clip_by_value``).
+    """
+    return apply("ClipByValue", x, min_value, max_value)
+
+
+# -- where, comparisons, logic, cast -------------------------------------------------
+def _where_infer(c, a, b, **_):
+    if c.dtype.kind != "b":
+        raise TypeError(f"condition must be bool. Received: condition {I.fmt(c)}.")
+    shape = I.broadcast_dims(I.broadcast_dims(c.shape, a.shape), b.shape)
+    return shape, I.result_dtype(a, b)
+
+
+@register_op("Select", _where_infer)
+def _where(xp, c, a, b):
+    return xp.where(c, a, b)
+
+
+@register_gradient("Select")
+def _where_grad(node, g):
+    c = node.inputs[0]
+    zeros = zeros_like(g)
+    return None, where(c, g, zeros), where(c, zeros, g)
+
+
+def where(condition, x, y):
+    """Elementwise ``x`` where ``condition`` else ``y``, broadcasting all three.
+
+    Args:
+        condition: bool tensor.
+        x, y: tensors or numbers.
+    """
+    return apply("Select", condition, x, y)
+
+
+for _name, _fn in [("Equal", "equal"), ("NotEqual", "not_equal"), ("Less", "less"),
+                   ("LessEqual", "less_equal"), ("Greater", "greater"),
+                   ("GreaterEqual", "greater_equal"), ("LogicalAnd", "logical_and"),
+                   ("LogicalOr", "logical_or")]:
+    _binary(_name, (lambda f: lambda xp: getattr(xp, f))(_fn), I.broadcast_bool,
+            differentiable=False)
+_unary("LogicalNot", lambda xp: xp.logical_not,
+       lambda x, **_: (x.shape, np.dtype(bool)), False)
+
+
+def equal(a, b):
+    """Elementwise ``a == b``, bool result (no gradient)."""
+    return apply("Equal", a, b)
+
+
+def not_equal(a, b):
+    """Elementwise ``a != b``, bool result."""
+    return apply("NotEqual", a, b)
+
+
+def less(a, b):
+    """Elementwise ``a < b``, bool result."""
+    return apply("Less", a, b)
+
+
+def less_equal(a, b):
+    """Elementwise ``a <= b``, bool result."""
+    return apply("LessEqual", a, b)
+
+
+def greater(a, b):
+    """Elementwise ``a > b``, bool result."""
+    return apply("Greater", a, b)
+
+
+def greater_equal(a, b):
+    """Elementwise ``a >= b``, bool result."""
+    return apply("GreaterEqual", a, b)
+
+
+def logical_and(a, b):
+    """Elementwise logical and of bool tensors."""
+    return apply("LogicalAnd", a, b)
+
+
+def logical_or(a, b):
+    """Elementwise logical or of bool tensors."""
+    return apply("LogicalOr", a, b)
+
+
+def logical_not(x):
+    """Elementwise logical not of a bool tensor."""
+    return apply("LogicalNot", x)
+
+
+@register_op("Cast", lambda x, dtype, **_: (x.shape, np.dtype(dtype)))
+def _cast(xp, x, dtype):
+    return x.astype(dtype, copy=False)
+
+
+@register_gradient("Cast")
+def _cast_grad(node, g):
+    x = node.inputs[0]
+    if x.dtype.kind != "f" or g.dtype.kind != "f":
+        return (None,)
+    return (cast(g, x.dtype),)
+
+
+def cast(x, dtype):
+    """Converts ``x`` to ``dtype``; gradients pass only between float dtypes."""
+    return apply("Cast", x, dtype=np.dtype(dtype).name)
+
+
+# -- identity, stop_gradient, zeros_like, ones_like ----------------------------------
+@register_op("Identity", I.same)
+def _identity(xp, x):
+    return x
+
+
+@register_gradient("Identity")
+def _identity_grad(node, g):
+    return (g,)
+
+
+@register_op("StopGradient", I.same)
+def _stop_gradient(xp, x):
+    return x
+
+
+@register_gradient("StopGradient")
+def _stop_gradient_grad(node, g):
+    return (None,)
+
+
+def identity(x):
+    """Returns ``x`` unchanged (a new node)."""
+    return apply("Identity", x)
+
+
+def stop_gradient(x):
+    """Returns ``x``; ``gradients`` treats it as a constant (TF's op of that name)."""
+    return apply("StopGradient", x)
+
+
+def _like_infer(x, dtype=None, **_):
+    return x.shape, np.dtype(dtype) if dtype else x.dtype
+
+
+@register_op("ZerosLike", _like_infer, differentiable=False)
+def _zeros_like(xp, x, dtype=None):
+    return xp.zeros(x.shape, dtype=dtype or x.dtype)
+
+
+@register_op("OnesLike", _like_infer, differentiable=False)
+def _ones_like(xp, x, dtype=None):
+    return xp.ones(x.shape, dtype=dtype or x.dtype)
+
+
+def zeros_like(x, dtype=None):
+    """Zeros of ``x``'s runtime shape (dtype defaults to ``x``'s)."""
+    return apply("ZerosLike", x, dtype=None if dtype is None else np.dtype(dtype).name)
+
+
+def ones_like(x, dtype=None):
+    """Ones of ``x``'s runtime shape (dtype defaults to ``x``'s)."""
+    return apply("OnesLike", x, dtype=None if dtype is None else np.dtype(dtype).name)
+

@@ -1,0 +1,353 @@
+"""Neural-network ops: activations, fused cross-entropies, dropout.
+
+Activations are composites of primitives (no gradient code) except relu, sigmoid
+and tanh, whose kernels are stable and whose gradients reuse the output. The
+softmax cross-entropies are fused primitives for a numerical reason: the gradient
+softmax(z) - labels avoids differentiating through log(softmax(z)).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kerasflow.backend.ops import infer as I
+from kerasflow.backend.ops.math import (
+    abs, add, cast, divide, exp, greater, log1p, maximum, minimum, multiply,
+    negative, sign, square, subtract, where,
+)
+from kerasflow.backend.ops.random import random_uniform_like
+from kerasflow.backend.ops.reduction import logsumexp, sum
+from kerasflow.backend.registry import apply, register_gradient, register_op
+
+__all__ = ["relu", "sigmoid", "tanh", "softplus", "softsign", "elu", "selu", "gelu",
+           "leaky_relu", "relu6", "swish", "silu", "hard_sigmoid", "softmax",
+           "log_softmax", "softmax_cross_entropy_with_logits",
+           "sparse_softmax_cross_entropy_with_logits",
+           "sigmoid_cross_entropy_with_logits", "dropout"]
+
+
+# -- primitive activations ------------------------------------------------------------
+@register_op("Relu", I.same)
+def _relu(xp, x):
+    return xp.maximum(x, 0)
+
+
+@register_gradient("Relu")
+def _relu_grad(node, g):
+    return (apply("ReluGrad", g, node.outputs[0]),)
+
+
+@register_op("ReluGrad", lambda g, y: (g.shape, g.dtype))
+def _relu_grad_kernel(xp, g, y):
+    return g * (y > 0)
+
+
+@register_gradient("ReluGrad")
+def _relu_grad_grad(node, gg):
+    return apply("ReluGrad", gg, node.inputs[1]), None
+
+
+@register_op("Sigmoid", I.same_float)
+def _sigmoid(xp, x):
+    # 0.5 * (1 + tanh(x / 2)): equal to 1 / (1 + exp(-x)) without overflow.
+    return 0.5 * (1.0 + xp.tanh(0.5 * x))
+
+
+@register_gradient("Sigmoid")
+def _sigmoid_grad(node, g):
+    y = node.outputs[0]
+    return (multiply(g, multiply(y, subtract(1.0, y))),)
+
+
+@register_op("Tanh", I.same_float)
+def _tanh(xp, x):
+    return xp.tanh(x)
+
+
+@register_gradient("Tanh")
+def _tanh_grad(node, g):
+    y = node.outputs[0]
+    return (multiply(g, subtract(1.0, multiply(y, y))),)
+
+
+def relu(x, alpha=0.0, max_value=None, threshold=0.0):
+    """Rectified linear unit max(x, 0); Keras' ``alpha``/``max_value`` supported.
+
+    Args:
+        x: float tensor of any shape.
+        alpha: slope below ``threshold`` (leaky relu when > 0).
+        max_value: upper clip (relu6 is ``max_value=6``).
+    """
+    if alpha == 0.0 and max_value is None and threshold == 0.0:
+        return apply("Relu", x)
+    y = where(greater(x, threshold), x, multiply(alpha, subtract(x, threshold)))
+    return y if max_value is None else minimum(y, max_value)
+
+
+def sigmoid(x):
+    """Logistic sigmoid 1 / (1 + exp(-x)), computed without overflow."""
+    return apply("Sigmoid", x)
+
+
+def tanh(x):
+    """Hyperbolic tangent."""
+    return apply("Tanh", x)
+
+
+# -- composite activations ------------------------------------------------------------
+def softplus(x):
+    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): finite for any x."""
+    return add(maximum(x, 0.0), log1p(exp(negative(abs(x)))))
+
+
+def softsign(x):
+    """x / (1 + |x|)."""
+    return divide(x, add(abs(x), 1.0))
+
+
+def elu(x, alpha=1.0):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise (Clevert et al., 2015)."""
+    neg = multiply(alpha, subtract(exp(minimum(x, 0.0)), 1.0))
+    return where(greater(x, 0.0), x, neg)
+
+
+_SELU_ALPHA = 1.6732632423543772
+_SELU_SCALE = 1.0507009873554805
+
+
+def selu(x):
+    """Scaled ELU with the constants of Klambauer et al., 2017."""
+    return multiply(_SELU_SCALE, elu(x, _SELU_ALPHA))
+
+
+def gelu(x, approximate=False):
+    """Gaussian error linear unit x * Φ(x) (Hendrycks & Gimpel, 2016).
+
+    Args:
+        approximate: use the tanh approximation (as Keras' ``approximate=True``);
+            otherwise Φ(x) = (1 + erf(x / √2)) / 2 with erf from Abramowitz &
+            Stegun 7.1.26 (absolute error ≤ 1.5e-7).
+    """
+    if approximate:
+        inner = multiply(math.sqrt(2.0 / math.pi),
+                         add(x, multiply(0.044715, multiply(x, multiply(x, x)))))
+        return multiply(multiply(0.5, x), add(1.0, tanh(inner)))
+    return multiply(multiply(0.5, x), add(1.0, _erf(multiply(x, 1.0 / math.sqrt(2)))))
+
+
+def _erf(x):
+    """erf by Abramowitz & Stegun 7.1.26, built from primitives."""
+    a = abs(x)
+    t = divide(1.0, add(1.0, multiply(0.3275911, a)))
+    acc = multiply(t, 1.061405429)
+    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        acc = multiply(t, add(acc, c))
+    return multiply(sign(x), subtract(1.0, multiply(acc, exp(negative(square(a))))))
+
+
+def leaky_relu(x, alpha=0.2):
+    """x for x > 0, alpha * x otherwise (Keras' default alpha 0.2)."""
+    return where(greater(x, 0.0), x, multiply(alpha, x))
+
+
+def relu6(x):
+    """min(max(x, 0), 6)."""
+    return minimum(apply("Relu", x), 6.0)
+
+
+def swish(x):
+    """x * sigmoid(x) (Ramachandran et al., 2017); also called silu."""
+    return multiply(x, sigmoid(x))
+
+
+silu = swish
+
+
+def hard_sigmoid(x):
+    """Piecewise linear sigmoid: clip(x / 6 + 0.5, 0, 1) (Keras 3's definition)."""
+    return minimum(maximum(add(multiply(x, 1.0 / 6.0), 0.5), 0.0), 1.0)
+
+
+def softmax(x, axis=-1):
+    """exp(x) / sum(exp(x)) along ``axis``, computed as exp(x - logsumexp(x))."""
+    return exp(log_softmax(x, axis))
+
+
+def log_softmax(x, axis=-1):
+    """x - logsumexp(x) along ``axis``: finite for large logits."""
+    return subtract(x, logsumexp(x, axis=axis, keepdims=True))
+
+
+# -- fused cross-entropies ------------------------------------------------------------
+def _xent_infer(labels, logits):
+    if labels.shape is not None and logits.shape is not None:
+        if len(labels.shape) != len(logits.shape) or any(
+            a is not None and b is not None and a != b
+            for a, b in zip(labels.shape, logits.shape)
+        ):
+            raise ValueError(
+                f"labels and logits must have one shape. Received: "
+                f"labels.shape={labels.shape}, logits.shape={logits.shape}."
+            )
+    return (None if logits.shape is None else logits.shape[:-1]), logits.dtype
+
+
+def _log_softmax_kernel(xp, z):
+    m = z.max(axis=-1, keepdims=True)
+    shifted = z - m
+    return shifted - xp.log(xp.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+@register_op("SoftmaxCrossEntropyWithLogits", _xent_infer)
+def _softmax_xent(xp, labels, logits):
+    return -(labels * _log_softmax_kernel(xp, logits)).sum(axis=-1)
+
+
+@register_gradient("SoftmaxCrossEntropyWithLogits")
+def _softmax_xent_grad(node, g):
+    labels, logits = node.inputs
+    ge = apply("ExpandDims", g, axis=-1)
+    sm = softmax(logits)
+    # d/dlogits = (softmax * sum(labels) - labels); sum(labels) = 1 for
+    # distributions, kept general so unnormalized labels differentiate exactly.
+    gl = subtract(multiply(sm, sum(labels, axis=-1, keepdims=True)), labels)
+    return multiply(ge, negative(log_softmax(logits))), multiply(ge, gl)
+
+
+def softmax_cross_entropy_with_logits(labels, logits):
+    """Per-example -sum(labels * log_softmax(logits)) over the last axis.
+
+    Args:
+        labels: float tensor (batch..., classes), usually one-hot or a
+            probability distribution per row.
+        logits: float tensor of the same shape, unnormalized log-probabilities.
+
+    Returns:
+        Tensor of shape (batch...,).
+
+    Raises:
+        ValueError: labels and logits of different shapes, naming both.
+
+    TF's ``tf.nn.softmax_cross_entropy_with_logits``.
+    """
+    return apply("SoftmaxCrossEntropyWithLogits", labels, logits)
+
+
+def _sparse_xent_infer(labels, logits):
+    if labels.dtype.kind not in "iu":
+        raise TypeError(
+            f"sparse labels must be integers. Received: labels {I.fmt(labels)}."
+        )
+    if labels.shape is not None and logits.shape is not None:
+        if len(labels.shape) + 1 != len(logits.shape) or any(
+            a is not None and b is not None and a != b
+            for a, b in zip(labels.shape, logits.shape[:-1])
+        ):
+            raise ValueError(
+                f"sparse labels need shape logits.shape[:-1]. Received: "
+                f"labels.shape={labels.shape}, logits.shape={logits.shape}."
+            )
+    return (None if logits.shape is None else logits.shape[:-1]), logits.dtype
+
+
+def _check_labels(xp, labels, n):
+    if labels.size:
+        lo, hi = int(labels.min()), int(labels.max())
+        if lo < 0 or hi >= n:
+            raise ValueError(
+                f"sparse labels must lie in [0, {n}) for {n} classes. Received: "
+                f"labels from {lo} to {hi}."
+            )
+
+
+@register_op("SparseSoftmaxCrossEntropyWithLogits", _sparse_xent_infer)
+def _sparse_xent(xp, labels, logits):
+    _check_labels(xp, labels, logits.shape[-1])
+    logp = _log_softmax_kernel(xp, logits)
+    return -xp.take_along_axis(logp, labels[..., None].astype(np.int64), axis=-1)[..., 0]
+
+
+@register_gradient("SparseSoftmaxCrossEntropyWithLogits")
+def _sparse_xent_grad(node, g):
+    labels, logits = node.inputs
+    return None, apply("SparseXentGrad", g, labels, logits)
+
+
+@register_op("SparseXentGrad", lambda g, labels, logits: (logits.shape, logits.dtype))
+def _sparse_xent_grad_kernel(xp, g, labels, logits):
+    # softmax(logits) - one_hot(labels), scaled by the incoming gradient; one pass.
+    e = xp.exp(logits - logits.max(axis=-1, keepdims=True))
+    e /= e.sum(axis=-1, keepdims=True)
+    flat = e.reshape(-1, e.shape[-1])
+    flat[np.arange(flat.shape[0]) if xp is np else xp.arange(flat.shape[0]),
+         labels.reshape(-1)] -= 1.0
+    e *= g[..., None]
+    return e
+
+
+@register_gradient("SparseXentGrad")
+def _sparse_xent_grad_grad(node, gg):
+    g, labels, logits = node.inputs
+    from kerasflow.backend.ops.shape import expand_dims, one_hot  # noqa: PLC0415
+
+    sm = softmax(logits)
+    d = subtract(sm, one_hot(labels, logits.shape[-1], logits.dtype.name))
+    # d(out)/dg: out = d * g[..., None]
+    gg_g = sum(multiply(gg, d), axis=-1)
+    # d(out)/dlogits: g * Jacobian of softmax applied to gg.
+    inner = sum(multiply(gg, sm), axis=-1, keepdims=True)
+    gg_logits = multiply(expand_dims(g, -1), multiply(sm, subtract(gg, inner)))
+    return gg_g, None, gg_logits
+
+
+def sparse_softmax_cross_entropy_with_logits(labels, logits):
+    """Per-example cross-entropy with integer class labels.
+
+    Args:
+        labels: int tensor (batch...,) with values in [0, classes).
+        logits: float tensor (batch..., classes).
+
+    Returns:
+        Tensor of shape (batch...,).
+
+    Raises:
+        TypeError: non-integer labels. ValueError: shapes that do not pair up
+        (at graph build), or labels outside [0, classes) (at run time), naming the
+        range and the labels received.
+
+    TF's ``tf.nn.sparse_softmax_cross_entropy_with_logits``.
+    """
+    return apply("SparseSoftmaxCrossEntropyWithLogits", labels, logits)
+
+
+def sigmoid_cross_entropy_with_logits(labels, logits):
+    """Elementwise -z log σ(x) - (1 - z) log(1 - σ(x)), with x = logits, z = labels.
+
+    Computed as max(x, 0) - x z + log1p(exp(-|x|)), TF's stable form, so no term
+    overflows for large |x|.
+    """
+    return add(subtract(maximum(logits, 0.0), multiply(logits, labels)),
+               log1p(exp(negative(abs(logits)))))
+
+
+def dropout(x, rate, seed=None, training=True):
+    """Zeroes each element with probability ``rate`` and scales the rest by
+    1 / (1 - rate) (inverted dropout, Srivastava et al., 2014).
+
+    Args:
+        x: float tensor.
+        rate: drop probability in [0, 1).
+        seed: op seed; None takes the next one from ``set_random_seed``'s sequence.
+        training: when False, returns ``x`` unchanged.
+
+    Raises:
+        ValueError: rate outside [0, 1).
+    """
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"dropout rate must be in [0, 1). Received: rate={rate}.")
+    if not training or rate == 0.0:
+        return x
+    keep = cast(greater(random_uniform_like(x, seed=seed), rate), x.dtype)
+    return multiply(x, multiply(keep, 1.0 / (1.0 - rate)))

@@ -1,0 +1,192 @@
+"""Reductions: sum, mean, max, min, prod, argmax, argmin, logsumexp.
+
+Every reduction takes ``axis`` (None, an int or a tuple of ints; negative counts
+from the end) and ``keepdims``, as numpy and TF do. Gradients expand the reduced
+gradient back with ``unreduce_like``, one primitive that knows the runtime shape.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerasflow.backend.ops import infer as I
+from kerasflow.backend.ops.math import (
+    cast, divide, equal, log, multiply, add, exp, subtract, stop_gradient,
+)
+from kerasflow.backend.registry import apply, register_gradient, register_op
+
+__all__ = ["sum", "mean", "max", "min", "prod", "argmax", "argmin", "logsumexp",
+           "unreduce_like", "reduced_count"]
+
+
+def _axis(axis):
+    if axis is None or isinstance(axis, int):
+        return axis
+    return tuple(int(a) for a in axis)
+
+
+def _reduce_infer(x, axis=None, keepdims=False):
+    return I.reduced(x, axis, keepdims)
+
+
+def _register_reduction(op, fn_name):
+    register_op(op, _reduce_infer)(
+        lambda xp, x, axis=None, keepdims=False: getattr(xp, fn_name)(
+            x, axis=axis, keepdims=keepdims)
+    )
+
+
+_register_reduction("Sum", "sum")
+_register_reduction("Mean", "mean")
+_register_reduction("Max", "max")
+_register_reduction("Min", "min")
+_register_reduction("Prod", "prod")
+
+
+def _unreduce_infer(g, x, axis=None, keepdims=False):
+    return x.shape, g.dtype
+
+
+@register_op("UnreduceLike", _unreduce_infer)
+def _unreduce_like(xp, g, x, axis=None, keepdims=False):
+    if not keepdims:
+        axes = I.norm_axis(axis, x.ndim)
+        g = xp.reshape(g, [1 if i in axes else d for i, d in enumerate(x.shape)])
+    return xp.broadcast_to(g, x.shape)
+
+
+@register_gradient("UnreduceLike")
+def _unreduce_like_grad(node, gg):
+    a = node.attrs
+    return sum(gg, axis=a["axis"], keepdims=a["keepdims"]), None
+
+
+def unreduce_like(g, x, axis=None, keepdims=False):
+    """Broadcasts ``g``, the result of reducing ``x`` over ``axis``, back to x's shape."""
+    return apply("UnreduceLike", g, x, axis=_axis(axis), keepdims=keepdims)
+
+
+@register_op("ReducedCount", lambda x, axis=None, dtype="float32": ((), np.dtype(dtype)),
+             differentiable=False)
+def _reduced_count(xp, x, axis=None, dtype="float32"):
+    axes = I.norm_axis(axis, x.ndim)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    return xp.asarray(n, dtype=dtype)
+
+
+def reduced_count(x, axis=None, dtype="float32"):
+    """Number of elements of ``x`` that a reduction over ``axis`` combines."""
+    return apply("ReducedCount", x, axis=_axis(axis), dtype=np.dtype(dtype).name)
+
+
+@register_gradient("Sum")
+def _sum_grad(node, g):
+    a = node.attrs
+    return (unreduce_like(g, node.inputs[0], a["axis"], a["keepdims"]),)
+
+
+@register_gradient("Mean")
+def _mean_grad(node, g):
+    x = node.inputs[0]
+    a = node.attrs
+    count = reduced_count(x, a["axis"], g.dtype)
+    return (divide(unreduce_like(g, x, a["axis"], a["keepdims"]), count),)
+
+
+def _extremum_grad(node, g):
+    # The gradient is shared equally among the tied maxima (as TF's reduce_max).
+    x = node.inputs[0]
+    a = node.attrs
+    y = unreduce_like(node.outputs[0], x, a["axis"], a["keepdims"])
+    mask = cast(equal(x, y), g.dtype)
+    ties = unreduce_like(sum(mask, a["axis"], True), x, a["axis"], True)
+    return (divide(multiply(unreduce_like(g, x, a["axis"], a["keepdims"]), mask),
+                   ties),)
+
+
+register_gradient("Max")(_extremum_grad)
+register_gradient("Min")(_extremum_grad)
+
+
+@register_gradient("Prod")
+def _prod_grad(node, g):
+    # d prod / dx_i = prod / x_i: exact where no element is zero.
+    x = node.inputs[0]
+    a = node.attrs
+    y = unreduce_like(node.outputs[0], x, a["axis"], a["keepdims"])
+    return (multiply(unreduce_like(g, x, a["axis"], a["keepdims"]), divide(y, x)),)
+
+
+def sum(x, axis=None, keepdims=False):  # noqa: A001
+    """Sum over ``axis`` (None: all axes).
+
+    Args:
+        x: tensor of any shape.
+        axis: None, int or tuple of ints.
+        keepdims: keep reduced axes with size 1.
+
+    Raises:
+        ValueError: an axis out of range for x's rank.
+    """
+    return apply("Sum", x, axis=_axis(axis), keepdims=bool(keepdims))
+
+
+def mean(x, axis=None, keepdims=False):
+    """Arithmetic mean over ``axis`` (see ``sum``)."""
+    return apply("Mean", x, axis=_axis(axis), keepdims=bool(keepdims))
+
+
+def max(x, axis=None, keepdims=False):  # noqa: A001
+    """Maximum over ``axis``; the gradient is split evenly among ties."""
+    return apply("Max", x, axis=_axis(axis), keepdims=bool(keepdims))
+
+
+def min(x, axis=None, keepdims=False):  # noqa: A001
+    """Minimum over ``axis``; the gradient is split evenly among ties."""
+    return apply("Min", x, axis=_axis(axis), keepdims=bool(keepdims))
+
+
+def prod(x, axis=None, keepdims=False):
+    """Product over ``axis``; its gradient assumes no zero entries."""
+    return apply("Prod", x, axis=_axis(axis), keepdims=bool(keepdims))
+
+
+def _arg_infer(x, axis=None, output_type="int64"):
+    if x.shape is None:
+        return None, np.dtype(output_type)
+    return I.reduced(x, axis if axis is not None else None, False, output_type)
+
+
+@register_op("ArgMax", _arg_infer, differentiable=False)
+def _argmax(xp, x, axis=None, output_type="int64"):
+    return xp.argmax(x, axis=axis).astype(output_type, copy=False)
+
+
+@register_op("ArgMin", _arg_infer, differentiable=False)
+def _argmin(xp, x, axis=None, output_type="int64"):
+    return xp.argmin(x, axis=axis).astype(output_type, copy=False)
+
+
+def argmax(x, axis=-1, output_type="int64"):
+    """Index of the maximum along one ``axis`` (None: of the flattened tensor)."""
+    return apply("ArgMax", x, axis=axis, output_type=np.dtype(output_type).name)
+
+
+def argmin(x, axis=-1, output_type="int64"):
+    """Index of the minimum along one ``axis`` (None: of the flattened tensor)."""
+    return apply("ArgMin", x, axis=axis, output_type=np.dtype(output_type).name)
+
+
+def logsumexp(x, axis=None, keepdims=False):
+    """log(sum(exp(x))) over ``axis``, computed stably.
+
+    Subtracting the (gradient-stopped) maximum keeps exp finite for large inputs;
+    the result does not depend on the shift, so the gradient is exact: softmax(x).
+    """
+    m = stop_gradient(max(x, axis=axis, keepdims=True))
+    s = log(sum(exp(subtract(x, m)), axis=axis, keepdims=keepdims))
+    if not keepdims:
+        m = stop_gradient(max(x, axis=axis, keepdims=False))
+    return add(s, m)

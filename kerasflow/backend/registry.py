@@ -1,0 +1,165 @@
+"""The op registry: per op a kernel, shape/dtype inference and a gradient rule.
+
+``apply(op, *inputs, **attrs)`` is the single entry point every public op wrapper
+calls. Given any symbolic input it checks shapes and dtypes with the op's
+inference function and adds a ``Node``; given only arrays and numbers it runs the
+kernel at once (the eager path used by tests and debugging).
+
+Kernels have the signature ``kernel(xp, *arrays, **attrs)``, where ``xp`` is numpy
+or cupy. Random kernels also take ``rng`` (a seeded generator bound per compiled
+function); stateful kernels (assignments, optimizer updates) receive the
+``Variable`` object itself as their first argument and update ``var.value``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from kerasflow.backend import array as _array
+from kerasflow.backend.graph import Node, SymbolicTensor, TensorSpec, constant
+
+__all__ = ["OpDef", "register_op", "register_gradient", "get_op", "apply"]
+
+
+@dataclass
+class OpDef:
+    """What the registry knows of one op."""
+
+    name: str
+    kernel: Callable
+    infer: Callable
+    num_outputs: int = 1
+    stateful: bool = False
+    random: bool = False
+    differentiable: bool = True
+    gradient: Callable | None = None
+
+
+_OPS: dict[str, OpDef] = {}
+
+
+def register_op(name, infer, num_outputs=1, stateful=False, random=False,
+                differentiable=True):
+    """Decorator registering ``kernel(xp, *arrays, **attrs)`` as op ``name``.
+
+    Args:
+        name: op name, CamelCase as in TensorFlow ("MatMul").
+        infer: ``infer(*specs, **attrs) -> (shape, dtype)``, or a list of them when
+            ``num_outputs > 1``; raises ValueError/TypeError for bad inputs.
+        num_outputs: outputs per node.
+        stateful: the kernel updates a Variable (its first input); such nodes run
+            after every stateless node in a compiled plan.
+        random: the kernel takes a keyword ``rng``.
+        differentiable: False for ops whose outputs carry no gradient (argmax,
+            comparisons, random draws); ``gradients`` then stops there quietly.
+    """
+
+    def wrap(kernel):
+        if name in _OPS:
+            raise ValueError(f"Op '{name}' is registered twice.")
+        _OPS[name] = OpDef(name, kernel, infer, num_outputs, stateful, random,
+                           differentiable)
+        return kernel
+
+    return wrap
+
+
+def register_gradient(name):
+    """Decorator registering ``rule(node, *output_grads) -> tuple of input grads``.
+
+    ``output_grads`` holds one symbolic gradient per output of ``node``; the rule
+    returns one gradient (or None) per input, of the op's output-broadcast shape:
+    ``gradients`` sums over broadcast axes centrally.
+    """
+
+    def wrap(rule):
+        _OPS[name].gradient = rule
+        return rule
+
+    return wrap
+
+
+def get_op(name) -> OpDef:
+    try:
+        return _OPS[name]
+    except KeyError:
+        raise KeyError(f"No op named '{name}' is registered.") from None
+
+
+def _dtype_hint(inputs):
+    for x in inputs:
+        if isinstance(x, (bool, int, float)) or x is None:
+            continue
+        dt = getattr(x, "dtype", None)
+        if dt is not None and np.dtype(dt).kind != "b":
+            return np.dtype(dt)
+    return None
+
+
+def _scalar_dtype(x, hint):
+    if isinstance(x, bool):
+        return np.bool_
+    if hint is not None and (isinstance(x, int) or hint.kind == "f"):
+        return hint
+    return _array.floatx() if isinstance(x, float) else np.int64
+
+
+def apply(op: str, *inputs, name: str | None = None, **attrs):
+    """Applies op ``op``: adds a node for symbolic inputs, else runs the kernel.
+
+    Python numbers take the dtype of the op's first non-bool array input (as
+    ``x * 2.0`` stays float32 in TF); lists become arrays.
+
+    Returns:
+        A ``SymbolicTensor`` (tuple of them for multi-output ops) when any input is
+        symbolic; otherwise the kernel's array result.
+
+    Raises:
+        ValueError / TypeError: from the op's shape/dtype inference, naming the op.
+    """
+    opdef = _OPS[op]
+    symbolic = any(isinstance(x, SymbolicTensor) for x in inputs)
+    hint = _dtype_hint(inputs)
+    if symbolic:
+        tensors = []
+        for x in inputs:
+            if isinstance(x, SymbolicTensor):
+                tensors.append(x)
+            elif isinstance(x, (bool, int, float)):
+                tensors.append(constant(x, dtype=_scalar_dtype(x, hint)))
+            else:
+                tensors.append(constant(x))
+        result = _infer(opdef, tensors, attrs, name)
+        node = Node(op, tensors, attrs, name)
+        specs = [result] if opdef.num_outputs == 1 else list(result)
+        node.outputs = tuple(
+            SymbolicTensor(node, i, shape, dtype) for i, (shape, dtype) in
+            enumerate(specs)
+        )
+        return node.outputs[0] if opdef.num_outputs == 1 else node.outputs
+    xp = _array.get_xp()
+    arrays = []
+    for x in inputs:
+        if isinstance(x, (bool, int, float)):
+            arrays.append(xp.asarray(x, dtype=_scalar_dtype(x, hint)))
+        elif isinstance(x, xp.ndarray):
+            arrays.append(x)
+        else:
+            arrays.append(_array.to_device(x))
+    _infer(opdef, [TensorSpec(a.shape, a.dtype) for a in arrays], attrs, name)
+    if opdef.random:
+        from kerasflow.backend.ops.random import eager_rng  # noqa: PLC0415
+
+        return opdef.kernel(xp, *arrays, rng=eager_rng(attrs.get("seed")), **attrs)
+    return opdef.kernel(xp, *arrays, **attrs)
+
+
+def _infer(opdef, specs, attrs, name):
+    try:
+        return opdef.infer(*specs, **attrs)
+    except (ValueError, TypeError) as e:
+        label = f"'{name}' ({opdef.name})" if name else f"'{opdef.name}'"
+        raise type(e)(f"Op {label}: {e}") from None

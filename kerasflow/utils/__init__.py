@@ -1,0 +1,7 @@
+"""Utilities (Keras ``keras.utils`` API)."""
+
+from __future__ import annotations
+
+from kerasflow.utils.np_utils import normalize, to_categorical
+
+__all__ = ["to_categorical", "normalize"]

@@ -1,0 +1,45 @@
+"""Shared fixtures: data location, GPU skipping, float64 for gradient checks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kerasflow import backend as K
+
+
+def _data_dir():
+    env = os.environ.get("KERASFLOW_DATA_DIR")
+    if env:
+        return Path(env)
+    guess = Path(__file__).resolve().parents[2] / "shared" / "data"
+    return guess if guess.exists() else None
+
+
+@pytest.fixture(scope="session")
+def data_dir():
+    """The shared datasets folder ($KERASFLOW_DATA_DIR or ../shared/data)."""
+    d = _data_dir()
+    if d is None or not d.exists():
+        pytest.skip("datasets not found: set KERASFLOW_DATA_DIR")
+    return d
+
+
+def pytest_collection_modifyitems(config, items):
+    if K.gpu_available():
+        return
+    skip = pytest.mark.skip(reason="needs cupy and a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def float64():
+    """Runs a test with floatx float64 (numerical gradient checks)."""
+    old = K.floatx()
+    K.set_floatx("float64")
+    yield
+    K.set_floatx(old)
