@@ -1,6 +1,23 @@
-"""kerasflow: a Keras-style deep-learning framework on a TF1-style graph backend."""
+"""kerasflow: a Keras-style deep-learning framework on a TF1-style graph backend.
+
+    import kerasflow as kf
+    model = kf.Sequential([kf.layers.Dense(10, input_shape=(784,))])
+
+``import kerasflow`` loads numpy, pyyaml and tqdm only; ray and cupy load when
+first needed.
+"""
 
 from kerasflow import backend
+from kerasflow import activations, constraints, initializers, regularizers
+from kerasflow import losses, metrics, optimizers
+from kerasflow import layers
+from kerasflow import callbacks
+from kerasflow import models
+from kerasflow import datasets, utils
+from kerasflow.layers import Input
+from kerasflow.models import Model, Sequential
 
 __version__ = "0.1.0"
-__all__ = ["backend", "__version__"]
+__all__ = ["backend", "activations", "constraints", "initializers", "regularizers",
+           "losses", "metrics", "optimizers", "layers", "callbacks", "models",
+           "datasets", "utils", "Input", "Model", "Sequential", "__version__"]

@@ -232,8 +232,7 @@ class Function:
                 d is not None and d != v for d, v in zip(shape, vs)
             ):
                 raise ValueError(
-                    f"Placeholder '{name}' expects shape "
-                    f"{tuple('None' if d is None else d for d in shape)}. "
+                    f"Placeholder '{name}' expects shape {tuple(shape)}. "
                     f"Received: a value of shape {tuple(vs)}."
                 )
         return value
@@ -252,10 +251,13 @@ class Function:
             if node is None:
                 raise
             shapes = ", ".join(f"{t.name} {t.shape}" for t in node.inputs)
-            raise type(e)(
-                f"Op '{node.name}' ({node.op}) failed at run time on inputs "
-                f"[{shapes}]: {e}"
-            ).with_traceback(None) from e
+            msg = (f"Op '{node.name}' ({node.op}) failed at run time on inputs "
+                   f"[{shapes}]: {e}")
+            try:
+                err = type(e)(msg)
+            except Exception:  # an exception type whose constructor wants more
+                err = RuntimeError(msg)
+            raise err.with_traceback(None) from e
         if self._single:
             return flat[0]
         return _pack(self._structure, iter(flat))

@@ -19,7 +19,9 @@ from typing import Callable
 import numpy as np
 
 from kerasflow.backend import array as _array
-from kerasflow.backend.graph import Node, SymbolicTensor, TensorSpec, constant
+from kerasflow.backend.graph import (
+    Node, SymbolicTensor, TensorSpec, _as_numpy, constant,
+)
 
 __all__ = ["OpDef", "register_op", "register_gradient", "get_op", "apply"]
 
@@ -148,7 +150,8 @@ def apply(op: str, *inputs, name: str | None = None, **attrs):
         elif isinstance(x, xp.ndarray):
             arrays.append(x)
         else:
-            arrays.append(_array.to_device(x))
+            # As constant() does in a graph: a list of Python floats is floatx.
+            arrays.append(_array.to_device(_as_numpy(x)))
     _infer(opdef, [TensorSpec(a.shape, a.dtype) for a in arrays], attrs, name)
     if opdef.random:
         from kerasflow.backend.ops.random import eager_rng  # noqa: PLC0415

@@ -350,16 +350,19 @@ def _clip(xp, x, lo, hi):
 
 @register_gradient("ClipByValue")
 def _clip_grad(node, g):
+    # Where x is clipped the output is the bound, so the bound gets the gradient.
     x, lo, hi = node.inputs
-    inside = logical_and(greater_equal(x, lo), less_equal(x, hi))
-    return multiply(g, cast(inside, g.dtype)), None, None
+    below = cast(less(x, lo), g.dtype)
+    above = cast(greater(x, hi), g.dtype)
+    inside = subtract(1.0, add(below, above))
+    return multiply(g, inside), multiply(g, below), multiply(g, above)
 
 
 def clip(x, min_value, max_value):
     """Clips ``x`` elementwise to ``[min_value, max_value]``.
 
-    The gradient passes where ``min_value <= x <= max_value`` and is 0 elsewhere
-    (TF's ``clip_by_value``).
+    The gradient passes to ``x`` where ``min_value <= x <= max_value``, and to
+    the bound that applies elsewhere (TF's ``clip_by_value``).
     """
     return apply("ClipByValue", x, min_value, max_value)
 

@@ -1,0 +1,163 @@
+"""`CallbackList`: the one object the training loop calls, fanning out to callbacks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kerasflow.callbacks.callback import Callback
+from kerasflow.callbacks.history import History
+from kerasflow.callbacks.progbar_logger import ProgbarLogger
+
+__all__ = ["CallbackList"]
+
+
+class CallbackList(Callback):
+    """A container that forwards every hook to its callbacks, in list order.
+
+    Follows ``keras.callbacks.CallbackList``: `fit` wraps the user's callbacks
+    in one, adding a `History` (``add_history``) and a `ProgbarLogger`
+    (``add_progbar``) unless the list already holds one. Both go last, so they
+    see keys that earlier callbacks add to the epoch logs.
+
+    Args:
+        callbacks: iterable of `Callback` instances, or ``None``.
+        add_history: append a `History` unless one is present; `set_model`
+            then also sets ``model.history`` to it.
+        add_progbar: append a `ProgbarLogger` unless one is present.
+        model: if given, passed to `set_model`.
+        **params: if given, passed as a dict to `set_params` (``verbose``,
+            ``epochs``, ``steps``, ``samples``, ``batch_size``).
+
+    Raises:
+        TypeError: if an element of ``callbacks`` is not a `Callback`.
+
+    Example:
+        cbs = CallbackList([EarlyStopping()], add_history=True, model=model,
+                           verbose=0, epochs=10, steps=32)
+        cbs.on_train_begin()
+    """
+
+    def __init__(
+        self,
+        callbacks: Iterable[Callback] | None = None,
+        add_history: bool = False,
+        add_progbar: bool = False,
+        model: Any = None,
+        **params: Any,
+    ) -> None:
+        super().__init__()
+        self.callbacks: list[Callback] = []
+        for callback in callbacks or []:
+            self.append(callback)
+        self._history = next(
+            (cb for cb in self.callbacks if isinstance(cb, History)), None
+        )
+        self._progbar = next(
+            (cb for cb in self.callbacks if isinstance(cb, ProgbarLogger)), None
+        )
+        if add_history and self._history is None:
+            self._history = History()
+            self.callbacks.append(self._history)
+        if add_progbar and self._progbar is None:
+            self._progbar = ProgbarLogger()
+            self.callbacks.append(self._progbar)
+        if model is not None:
+            self.set_model(model)
+        if params:
+            self.set_params(params)
+
+    def append(self, callback: Callback) -> None:
+        """Adds ``callback`` at the end of the list."""
+        if not isinstance(callback, Callback):
+            raise TypeError(
+                "CallbackList expects instances of kerasflow.callbacks.Callback. "
+                f"Received: callback={callback!r} of type {type(callback).__name__}."
+            )
+        self.callbacks.append(callback)
+
+    def set_params(self, params: dict[str, Any]) -> None:
+        """Stores ``params`` here and on every callback."""
+        self.params = params
+        for callback in self.callbacks:
+            callback.set_params(params)
+
+    def set_model(self, model: Any) -> None:
+        """Stores ``model`` here and on every callback; sets ``model.history``."""
+        self.model = model
+        if self._history is not None:
+            model.history = self._history
+        for callback in self.callbacks:
+            callback.set_model(model)
+
+    # Hooks call callbacks positionally, as Keras 3 does, so that
+    # LambdaCallback functions may name their arguments freely.
+    def on_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_batch_begin(batch, logs)
+
+    def on_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_batch_end(batch, logs)
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_epoch_begin(epoch, logs)
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_epoch_end(epoch, logs)
+
+    def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_train_batch_begin(batch, logs)
+
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_train_batch_end(batch, logs)
+
+    def on_test_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_test_batch_begin(batch, logs)
+
+    def on_test_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_test_batch_end(batch, logs)
+
+    def on_predict_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_predict_batch_begin(batch, logs)
+
+    def on_predict_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_predict_batch_end(batch, logs)
+
+    def on_train_begin(self, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_train_begin(logs)
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_train_end(logs)
+
+    def on_test_begin(self, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_test_begin(logs)
+
+    def on_test_end(self, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_test_end(logs)
+
+    def on_predict_begin(self, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_predict_begin(logs)
+
+    def on_predict_end(self, logs: dict | None = None) -> None:
+        for callback in self.callbacks:
+            callback.on_predict_end(logs)
+
+    def __iter__(self):
+        return iter(self.callbacks)
+
+    def __len__(self) -> int:
+        return len(self.callbacks)

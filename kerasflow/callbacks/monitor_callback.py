@@ -1,0 +1,90 @@
+"""`MonitorCallback`: the "did the monitored metric improve?" logic, shared."""
+
+from __future__ import annotations
+
+import warnings
+
+from kerasflow.callbacks.callback import Callback
+
+__all__ = ["MonitorCallback"]
+
+# Metric names that improve upwards when the model does not say otherwise;
+# everything else (losses, errors) improves downwards.
+_MAXIMIZED = ("acc", "auc", "precision", "recall", "fmeasure")
+
+
+class MonitorCallback(Callback):
+    """Base of callbacks that act when a monitored metric stops improving.
+
+    Mirrors ``keras.callbacks.MonitorCallback`` (Keras 3): a value improves on a
+    reference when it is lower by more than ``min_delta`` (mode ``"min"``) or
+    higher by more than ``min_delta`` (mode ``"max"``). In mode ``"auto"`` the
+    direction is read from the model's metric of that name when it has a
+    ``_direction`` (``"up"``/``"down"``); otherwise names containing ``acc``,
+    ``auc``, ``precision``, ``recall`` or ``fmeasure`` are maximised and all
+    others (``loss``, errors) minimised. The direction is resolved on first
+    use, once the model's metrics exist.
+
+    Args:
+        monitor: log key to watch, e.g. ``"val_loss"`` or ``"accuracy"``.
+        mode: ``"auto"``, ``"min"`` or ``"max"``; anything else warns and
+            falls back to ``"auto"``.
+        min_delta: least change that counts as an improvement (its sign is
+            ignored).
+
+    Attributes:
+        monitor_op: the resolved comparison, or ``None`` until first use.
+    """
+
+    def __init__(
+        self, monitor: str = "val_loss", mode: str = "auto", min_delta: float = 0.0
+    ) -> None:
+        super().__init__()
+        if mode not in ("auto", "min", "max"):
+            warnings.warn(
+                f"{type(self).__name__} mode '{mode}' is unknown, falling back to "
+                "'auto'. Expected one of 'auto', 'min', 'max'.",
+                stacklevel=3,
+            )
+            mode = "auto"
+        self.monitor = monitor
+        self.mode = mode
+        self.min_delta = abs(min_delta)
+        self.monitor_op = None
+
+    def _direction(self) -> str:
+        """``"max"`` or ``"min"``: the way ``monitor`` improves."""
+        if self.mode != "auto":
+            return self.mode
+        name = self.monitor.removeprefix("val_")
+        if name == "loss":
+            return "min"
+        for metric in getattr(self.model, "metrics", None) or []:
+            if getattr(metric, "name", None) == name and hasattr(metric, "_direction"):
+                return "max" if metric._direction == "up" else "min"
+        return "max" if any(word in name for word in _MAXIMIZED) else "min"
+
+    def _set_monitor_op(self) -> None:
+        """Resolves ``monitor_op`` from the mode (and the model, in auto)."""
+        if self._direction() == "max":
+            self.monitor_op = _greater
+        else:
+            self.monitor_op = _less
+
+    def _is_improvement(self, value: float, reference: float | None) -> bool:
+        """True if ``value`` beats ``reference`` by ``min_delta`` (None: True)."""
+        if self.monitor_op is None:
+            self._set_monitor_op()
+        if reference is None:
+            return True
+        return self.monitor_op(value, reference, self.min_delta)
+
+
+def _less(value: float, reference: float, delta: float) -> bool:
+    """Improvement when minimising."""
+    return value < reference - delta
+
+
+def _greater(value: float, reference: float, delta: float) -> bool:
+    """Improvement when maximising."""
+    return value > reference + delta

@@ -1,0 +1,130 @@
+"""`TensorBoard`: writes scalar summaries of training for TensorBoard."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from kerasflow.callbacks.callback import Callback
+from kerasflow.callbacks.progbar_logger import _scalar
+
+__all__ = ["TensorBoard"]
+
+
+class TensorBoard(Callback):
+    """Logs training metrics as TensorBoard scalar summaries.
+
+    Follows the scalar part of ``keras.callbacks.TensorBoard`` (Keras 3),
+    writing with ``tensorboardX.SummaryWriter`` (imported on first write, so
+    ``import kerasflow`` does not import it). As in Keras, training metrics go
+    to ``<log_dir>/train`` and validation metrics to ``<log_dir>/validation``
+    under the same tag without the ``val_`` prefix, so TensorBoard draws them
+    in one chart:
+
+    - epoch end: ``epoch_<name>`` (``epoch_loss``, ``epoch_accuracy``, …) at
+      step ``epoch`` (0-based), plus ``epoch_learning_rate`` when the
+      optimizer's learning rate is a float;
+    - with an integer ``update_freq`` N: ``batch_<name>`` every N training
+      batches, at the global batch count (1-based, across epochs).
+
+    The writers are flushed and closed when training ends. View with
+    ``tensorboard --logdir <log_dir>``.
+
+    Args:
+        log_dir: str or path-like folder of the event files.
+        update_freq: ``"epoch"``, ``"batch"`` (same as 1) or a positive int:
+            also write batch-level scalars every that many batches.
+
+    Raises:
+        ValueError: if ``update_freq`` is not ``"epoch"``, ``"batch"`` or a
+            positive int.
+        ImportError: on the first write, if tensorboardX is not installed.
+
+    Example:
+        tb = kf.callbacks.TensorBoard(log_dir="./logs")
+        model.fit(x, y, validation_data=(xv, yv), epochs=5, callbacks=[tb])
+    """
+
+    def __init__(
+        self, log_dir: str | os.PathLike = "logs", update_freq: str | int = "epoch"
+    ) -> None:
+        super().__init__()
+        if update_freq == "batch":
+            update_freq = 1
+        valid_int = (
+            isinstance(update_freq, int)
+            and not isinstance(update_freq, bool)
+            and update_freq > 0
+        )
+        if update_freq != "epoch" and not valid_int:
+            raise ValueError(
+                "TensorBoard expects update_freq to be 'epoch', 'batch' or a "
+                f"positive integer. Received: update_freq={update_freq!r}"
+            )
+        self.log_dir = os.fspath(log_dir)
+        self.update_freq = update_freq
+        self._train_dir = os.path.join(self.log_dir, "train")
+        self._val_dir = os.path.join(self.log_dir, "validation")
+        self._writers: dict[str, Any] = {}
+        self._global_train_batch = 0
+
+    def _writer(self, logdir: str) -> Any:
+        """The SummaryWriter for ``logdir``, created on first use."""
+        writer = self._writers.get(logdir)
+        if writer is None:
+            try:
+                from tensorboardX import SummaryWriter
+            except ImportError as error:
+                raise ImportError(
+                    "The TensorBoard callback needs tensorboardX: "
+                    "pip install 'kerasflow[tensorboard]'."
+                ) from error
+            writer = self._writers[logdir] = SummaryWriter(logdir=logdir)
+        return writer
+
+    def on_train_begin(self, logs: dict | None = None) -> None:
+        self._global_train_batch = 0
+
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        self._global_train_batch += 1
+        if self.update_freq == "epoch" or self._global_train_batch % self.update_freq:
+            return
+        self._write(self._train_dir, "batch_", logs, self._global_train_batch)
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        logs = logs or {}
+        train = {k: v for k, v in logs.items() if not k.startswith("val_")}
+        val = {k[4:]: v for k, v in logs.items() if k.startswith("val_")}
+        if "learning_rate" not in train:
+            lr = _learning_rate(self.model)
+            if lr is not None:
+                train["learning_rate"] = lr
+        self._write(self._train_dir, "epoch_", train, epoch)
+        self._write(self._val_dir, "epoch_", val, epoch)
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        for writer in self._writers.values():
+            writer.flush()
+            writer.close()
+        self._writers = {}
+
+    def _write(self, logdir: str, prefix: str, logs: dict | None, step: int) -> None:
+        """Adds ``prefix + name`` scalars for the scalar entries of ``logs``."""
+        scalars = {}
+        for name, value in (logs or {}).items():
+            x = _scalar(value)
+            if x is not None and name not in ("batch", "size"):
+                scalars[prefix + name] = x
+        if not scalars:
+            return
+        writer = self._writer(logdir)
+        for tag, x in scalars.items():
+            writer.add_scalar(tag, x, global_step=step)
+
+
+def _learning_rate(model: Any) -> float | None:
+    """The optimizer's learning rate as a float, or None (none, or a schedule)."""
+    try:
+        return float(model.optimizer.learning_rate)
+    except (AttributeError, TypeError, ValueError):
+        return None

@@ -1,0 +1,61 @@
+"""Layers (L2): the ``Layer`` base class and one module per family.
+
+``serialize``/``deserialize`` turn a layer into ``{"class_name", "config"}`` and
+back; classes outside this package are found through ``custom_objects``.
+"""
+
+from __future__ import annotations
+
+from kerasflow.layers.base import InputSpec, Layer
+from kerasflow.layers.core import (
+    Activation, Dense, Dropout, Flatten, Input, InputLayer, Lambda, Reshape,
+)
+from kerasflow.layers.merging import Add, Average, Concatenate, Multiply, Subtract
+
+__all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation",
+           "Dropout", "Flatten", "Reshape", "Lambda", "Concatenate", "Add",
+           "Subtract", "Multiply", "Average", "serialize", "deserialize"]
+
+
+def _builtin_classes():
+    import kerasflow.models as models  # noqa: PLC0415  (models are layers too)
+
+    classes = {c.__name__: c for c in (
+        InputLayer, Dense, Activation, Dropout, Flatten, Reshape, Concatenate, Add,
+        Subtract, Multiply, Average)}
+    classes.update(Sequential=models.Sequential, Model=models.Model,
+                   Functional=models.Model)
+    return classes
+
+
+def serialize(layer) -> dict:
+    """``{"class_name": ..., "config": layer.get_config()}``."""
+    return {"class_name": type(layer).__name__, "config": layer.get_config()}
+
+
+def deserialize(config: dict, custom_objects: dict | None = None) -> Layer:
+    """Rebuilds a layer from ``serialize``'s output.
+
+    Raises:
+        ValueError: an unknown class name, naming it and how to provide it.
+    """
+    if not isinstance(config, dict) or "class_name" not in config:
+        raise ValueError(f"A layer config is a dict with 'class_name' and "
+                         f"'config'. Received: {config!r}.")
+    name = config["class_name"]
+    classes = _builtin_classes()
+    classes.update(custom_objects or {})
+    cls = classes.get(name)
+    if cls is None:
+        raise ValueError(
+            f"Unknown layer class: '{name}'. Pass it when loading, e.g. "
+            f"load_model(path, custom_objects={{'{name}': {name}}})."
+        )
+    if hasattr(cls, "from_config"):
+        try:
+            return cls.from_config(config["config"], custom_objects=custom_objects)
+        except TypeError as e:
+            if "custom_objects" not in str(e):
+                raise
+            return cls.from_config(config["config"])
+    return cls(**config["config"])

@@ -1,0 +1,392 @@
+"""The ``Layer`` base class: ``__init__`` config, ``build`` weights, ``call`` math.
+
+A layer called on symbolic tensors builds itself from their shapes (once), adds
+its ops to the graph inside a name scope and records the call, so a functional
+``Model`` can later replay the same calls on new inputs (Keras' functional API).
+Called on numpy arrays it runs at once through a compiled ``Function``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import threading
+import weakref
+from collections import defaultdict
+
+import numpy as np
+
+from kerasflow import backend as K
+from kerasflow import initializers, regularizers
+
+__all__ = ["Layer", "InputSpec", "get_history", "training_context"]
+
+_name_counts: dict[str, int] = defaultdict(int)
+# tensor -> (layer, call record, output index); weak so graphs are freed.
+_HISTORY: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_ctx = threading.local()
+
+
+def _snake(name):
+    s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
+
+
+def unique_layer_name(base):
+    n = _name_counts[base]
+    _name_counts[base] += 1
+    return base if n == 0 else f"{base}_{n}"
+
+
+def get_history(tensor):
+    """(layer, call record, output index) of the layer call that made ``tensor``."""
+    return _HISTORY.get(tensor)
+
+
+class training_context:
+    """Sets the default ``training`` flag for layer calls inside it."""
+
+    def __init__(self, training):
+        self.training = training
+
+    def __enter__(self):
+        self.prev = getattr(_ctx, "training", None)
+        _ctx.training = self.training
+
+    def __exit__(self, *exc):
+        _ctx.training = self.prev
+        return False
+
+
+def flatten_struct(x):
+    if isinstance(x, dict):
+        return [v for k in x for v in flatten_struct(x[k])]
+    if isinstance(x, (list, tuple)):
+        return [v for item in x for v in flatten_struct(item)]
+    return [x]
+
+
+def map_struct(fn, x):
+    if isinstance(x, dict):
+        return {k: map_struct(fn, v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(map_struct(fn, v) for v in x)
+    return fn(x)
+
+
+class InputSpec:
+    """What a layer accepts: rank (``ndim``/``min_ndim``) and fixed axis sizes."""
+
+    def __init__(self, ndim=None, min_ndim=None, axes=None):
+        self.ndim, self.min_ndim, self.axes = ndim, min_ndim, dict(axes or {})
+
+
+class CallRecord:
+    """One call of a layer: its input and output structures and keyword args."""
+
+    __slots__ = ("inputs", "outputs", "kwargs", "index")
+
+    def __init__(self, inputs, outputs, kwargs, index):
+        self.inputs, self.outputs, self.kwargs, self.index = (
+            inputs, outputs, kwargs, index)
+
+
+class Layer:
+    """Base class of all layers (Keras' ``keras.layers.Layer``).
+
+    Subclasses set configuration in ``__init__``, create weights in
+    ``build(input_shape)`` with ``add_weight``, write the math in ``call`` with
+    backend ops, and return their ``__init__`` arguments from ``get_config``.
+
+    Args:
+        trainable: whether the layer's weights are trained.
+        name: unique name; defaults to the snake-cased class name plus a counter.
+        dtype: weight dtype; defaults to floatx().
+        input_shape: shape without the batch axis, for the first layer of a
+            ``Sequential`` (``Dense(1, input_shape=(1,))``).
+        batch_input_shape: shape with the batch axis.
+        input_dim: shorthand for ``input_shape=(input_dim,)``.
+
+    Raises:
+        TypeError: an unknown keyword argument, naming it.
+
+    Example:
+        >>> class Scale(Layer):
+        ...     def build(self, input_shape):
+        ...         self.s = self.add_weight("s", (input_shape[-1],), "ones")
+        ...     def call(self, x):
+        ...         return x * self.s
+    """
+
+    # Models create their weights through their layers' calls, not in build().
+    _builds_in_call = False
+
+    def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
+                 batch_input_shape=None, input_dim=None, batch_size=None, **kwargs):
+        if kwargs:
+            raise TypeError(
+                f"{type(self).__name__} got unexpected keyword argument(s): "
+                f"{sorted(kwargs)}."
+            )
+        object.__setattr__(self, "_sub_layers", [])
+        self.name = name or unique_layer_name(_snake(type(self).__name__))
+        self.trainable = trainable
+        self.dtype = np.dtype(dtype or K.floatx()).name
+        if input_dim is not None and input_shape is None:
+            input_shape = (input_dim,)
+        if batch_input_shape is None and input_shape is not None:
+            batch_input_shape = (batch_size,) + tuple(input_shape)
+        self._batch_input_shape = (None if batch_input_shape is None
+                                   else tuple(batch_input_shape))
+        self._trainable_weights: list = []
+        self._non_trainable_weights: list = []
+        self._regularizers: list = []  # (regularizer, variable)
+        self._calls: list = []
+        self.built = False
+        self.input_spec = None
+        self._last_output_shape = None
+
+    # -- tracking of nested layers -----------------------------------------------
+    def __setattr__(self, name, value):
+        if isinstance(value, Layer) and name != "_outer":
+            self._track(value)
+        elif isinstance(value, (list, tuple)) and value and all(
+            isinstance(v, Layer) for v in value
+        ):
+            for v in value:
+                self._track(v)
+        object.__setattr__(self, name, value)
+
+    def _track(self, layer):
+        subs = self.__dict__.get("_sub_layers")
+        if subs is not None and all(layer is not s for s in subs):
+            subs.append(layer)
+
+    def _flatten_layers(self, include_self=True):
+        seen, out, stack = set(), [], [self] if include_self else list(
+            self._sub_layers)
+        while stack:
+            layer = stack.pop(0)
+            if id(layer) in seen:
+                continue
+            seen.add(id(layer))
+            out.append(layer)
+            stack.extend(layer._sub_layers)
+        return out
+
+    # -- weights --------------------------------------------------------------------
+    def add_weight(self, name, shape, initializer="glorot_uniform", regularizer=None,
+                   trainable=True, dtype=None, constraint=None):
+        """Creates a weight Variable named "<layer>/<name>".
+
+        Args:
+            shape: tuple of ints.
+            initializer: name, instance or callable ``f(shape, dtype)``.
+            regularizer: name or instance; its penalty joins ``layer.losses``.
+            trainable: False for statistics such as batch-norm moving means.
+        """
+        init = initializers.get(initializer)
+        dtype = np.dtype(dtype or self.dtype).name
+        value = np.asarray(init(tuple(shape), dtype=dtype), dtype=dtype)
+        var = K.Variable(value, trainable=trainable, name=f"{self.name}/{name}",
+                         dtype=dtype, constraint=constraint)
+        (self._trainable_weights if trainable else self._non_trainable_weights
+         ).append(var)
+        reg = regularizers.get(regularizer)
+        if reg is not None:
+            self._regularizers.append((reg, var))
+        return var
+
+    @property
+    def trainable_weights(self):
+        if not self.trainable:
+            return []
+        out = []
+        for layer in self._flatten_layers():
+            if layer.trainable:
+                out.extend(layer._trainable_weights)
+        return _dedupe(out)
+
+    @property
+    def non_trainable_weights(self):
+        out = []
+        for layer in self._flatten_layers():
+            out.extend(layer._non_trainable_weights)
+            if not layer.trainable or not self.trainable:
+                out.extend(layer._trainable_weights)
+        return _dedupe(out)
+
+    @property
+    def weights(self):
+        out = []
+        for layer in self._flatten_layers():
+            out.extend(layer._trainable_weights + layer._non_trainable_weights)
+        return _dedupe(out)
+
+    trainable_variables = trainable_weights
+    variables = weights
+
+    @property
+    def losses(self):
+        """Regularization penalties (scalar tensors) of this layer and sublayers."""
+        out = []
+        for layer in self._flatten_layers():
+            out.extend(reg(var) for reg, var in layer._regularizers)
+        return out
+
+    def get_weights(self):
+        """The weights' values as a list of numpy arrays (copies)."""
+        return [w.numpy() for w in self.weights]
+
+    def set_weights(self, weights):
+        """Sets all weights from a list of arrays, checking count and shapes first.
+
+        Raises:
+            ValueError: wrong count or shape; no weight is changed then.
+        """
+        own = self.weights
+        weights = list(weights)
+        if len(weights) != len(own):
+            raise ValueError(
+                f"Layer '{self.name}' expects {len(own)} weight arrays. Received: "
+                f"{len(weights)}."
+            )
+        for var, value in zip(own, weights):
+            if tuple(np.shape(value)) != tuple(var.shape):
+                raise ValueError(
+                    f"Weight '{var.name}' expects shape {tuple(var.shape)}. Received: "
+                    f"shape {tuple(np.shape(value))}."
+                )
+        for var, value in zip(own, weights):
+            var.assign(np.asarray(value, dtype=var.dtype))
+
+    def count_params(self):
+        """Total number of weight scalars."""
+        return int(sum(int(np.prod(w.shape)) for w in self.weights))
+
+    # -- lifecycle --------------------------------------------------------------------
+    def build(self, input_shape):
+        """Creates the weights for inputs of ``input_shape`` (batch axis included)."""
+        self.built = True
+
+    def call(self, inputs, *args, **kwargs):
+        """The layer's math on symbolic tensors; identity by default."""
+        return inputs
+
+    def _check_input_spec(self, inputs):
+        spec = self.input_spec
+        if spec is None or isinstance(inputs, (list, tuple, dict)):
+            return
+        shape = inputs.shape
+        if shape is None:
+            return
+        if spec.ndim is not None and len(shape) != spec.ndim:
+            raise ValueError(
+                f"Input 0 of layer '{self.name}' is incompatible with the layer: "
+                f"expected ndim={spec.ndim}, found ndim={len(shape)}. Full shape "
+                f"received: {shape}."
+            )
+        if spec.min_ndim is not None and len(shape) < spec.min_ndim:
+            raise ValueError(
+                f"Input 0 of layer '{self.name}' is incompatible with the layer: "
+                f"expected min_ndim={spec.min_ndim}, found ndim={len(shape)}. Full "
+                f"shape received: {shape}."
+            )
+        for axis, size in spec.axes.items():
+            got = shape[axis] if -len(shape) <= axis < len(shape) else None
+            if got is not None and got != size:
+                raise ValueError(
+                    f"Input 0 of layer '{self.name}' is incompatible with the layer: "
+                    f"expected axis {axis} of input shape to have value {size}, but "
+                    f"received input with shape {shape}."
+                )
+
+    def __call__(self, inputs, *args, **kwargs):
+        flat = flatten_struct(inputs)
+        if not any(K.is_symbolic(t) for t in flat):
+            return self._call_eager(inputs, *args, **kwargs)
+        if not self.built and not self._builds_in_call:
+            shapes = map_struct(lambda t: t.shape, inputs)
+            with K.name_scope(self.name):
+                self.build(shapes)
+            self.built = True
+        self._check_input_spec(inputs)
+        if "training" in _call_params(type(self)) and kwargs.get("training") is None:
+            kwargs["training"] = getattr(_ctx, "training", None)
+        with K.name_scope(self.name):
+            outputs = self.call(inputs, *args, **kwargs)
+        record = CallRecord(inputs, outputs, dict(kwargs), len(self._calls))
+        self._calls.append(record)
+        for i, t in enumerate(flatten_struct(outputs)):
+            if K.is_symbolic(t):
+                _HISTORY[t] = (self, record, i)
+        first = flatten_struct(outputs)[0]
+        self._last_output_shape = map_struct(
+            lambda t: getattr(t, "shape", None), outputs) if not K.is_symbolic(
+            first) or len(flatten_struct(outputs)) > 1 else first.shape
+        return outputs
+
+    def _call_eager(self, inputs, *args, **kwargs):
+        """Runs the layer on arrays by tracing it on placeholders once."""
+        arrays = map_struct(np.asarray, inputs)
+        phs = map_struct(
+            lambda a: K.placeholder(
+                K.floatx() if a.dtype.kind in "fu" or a.dtype == np.uint8
+                else a.dtype, (None,) + a.shape[1:]),
+            arrays)
+        outputs = self(phs, *args, **kwargs)
+        fn = K.Function(flatten_struct(phs), outputs)
+        return K.to_numpy(fn(*flatten_struct(arrays)))
+
+    def compute_output_shape(self, input_shape):
+        """Output shape for ``input_shape``, found by tracing on placeholders."""
+        ph = map_struct(lambda s: K.placeholder(self.dtype, s), input_shape,
+                        ) if not _is_shape(input_shape) else K.placeholder(
+            self.dtype, input_shape)
+        out = self(ph)
+        return map_struct(lambda t: t.shape, out)
+
+    @property
+    def output_shape(self):
+        if self._last_output_shape is None:
+            raise AttributeError(f"Layer '{self.name}' has not been called yet.")
+        return self._last_output_shape
+
+    # -- config -----------------------------------------------------------------------
+    def get_config(self):
+        """The ``__init__`` arguments, so ``cls.from_config(config)`` rebuilds it."""
+        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        if self._batch_input_shape is not None:
+            config["batch_input_shape"] = list(self._batch_input_shape)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self.name}>"
+
+
+def _is_shape(s):
+    return isinstance(s, (list, tuple)) and all(
+        d is None or isinstance(d, (int, np.integer)) for d in s)
+
+
+def _dedupe(variables):
+    seen, out = set(), []
+    for v in variables:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+
+
+_params_cache: dict = {}
+
+
+def _call_params(cls):
+    p = _params_cache.get(cls)
+    if p is None:
+        p = _params_cache[cls] = set(inspect.signature(cls.call).parameters)
+    return p

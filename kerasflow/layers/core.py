@@ -1,0 +1,261 @@
+"""Core layers: InputLayer/Input, Dense, Activation, Dropout, Flatten, Reshape, Lambda.
+
+Keras' ``keras.layers`` semantics and argument names.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerasflow import activations, constraints, initializers, regularizers
+from kerasflow import backend as K
+from kerasflow.layers.base import InputSpec, Layer
+
+__all__ = ["InputLayer", "Input", "Dense", "Activation", "Dropout", "Flatten",
+           "Reshape", "Lambda"]
+
+
+class InputLayer(Layer):
+    """Holds the placeholder a functional model starts from.
+
+    Args:
+        shape: input shape without the batch axis; None for unknown sizes.
+        batch_size: fixed batch size, or None.
+        dtype: dtype of the fed values (floatx by default).
+        sparse, ragged: unsupported; raise ValueError when True.
+    """
+
+    def __init__(self, shape=None, batch_size=None, dtype=None, name=None,
+                 batch_shape=None, input_shape=None, batch_input_shape=None,
+                 **kwargs):
+        shape = shape if shape is not None else input_shape
+        batch_shape = batch_shape or batch_input_shape
+        if batch_shape is None:
+            if shape is None:
+                raise ValueError("InputLayer needs shape= or batch_shape=.")
+            batch_shape = (batch_size,) + tuple(shape)
+        super().__init__(name=name, dtype=dtype, **kwargs)
+        self._batch_input_shape = tuple(batch_shape)
+        self.output = K.placeholder(self.dtype, self._batch_input_shape,
+                                    name=self.name)
+        from kerasflow.layers.base import _HISTORY, CallRecord  # noqa: PLC0415
+
+        record = CallRecord(None, self.output, {}, 0)
+        self._calls.append(record)
+        _HISTORY[self.output] = (self, record, 0)
+        self._last_output_shape = self.output.shape
+        self.built = True
+
+    def get_config(self):
+        return {"batch_shape": list(self._batch_input_shape), "dtype": self.dtype,
+                "name": self.name}
+
+
+def Input(shape=None, batch_size=None, name=None, dtype=None, batch_shape=None):
+    """A symbolic model input (Keras' ``keras.Input``).
+
+    Args:
+        shape: tuple without the batch axis, e.g. ``(784,)``.
+        batch_size: optional fixed batch size.
+        dtype: e.g. 'float32' (default floatx) or 'int64' for token ids.
+
+    Returns:
+        A placeholder ``SymbolicTensor`` of shape (batch_size, *shape).
+    """
+    layer = InputLayer(shape=shape, batch_size=batch_size, name=name, dtype=dtype,
+                       batch_shape=batch_shape)
+    return layer.output
+
+
+class Dense(Layer):
+    """Densely connected layer: ``activation(inputs @ kernel + bias)``.
+
+    Args:
+        units: output size (positive int).
+        activation: name or callable; None for linear.
+        use_bias: add a bias vector.
+        kernel_initializer, bias_initializer: names or initializers.
+        kernel_regularizer, bias_regularizer, activity_regularizer: penalties.
+        kernel_constraint, bias_constraint: callables applied after each update.
+
+    Input shape: (batch, ..., input_dim), float. Output: (batch, ..., units).
+
+    Raises:
+        ValueError: units not a positive int; an input whose last axis differs
+            from the one the layer was built for.
+    """
+
+    def __init__(self, units, activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(units, (int, np.integer)) or units <= 0:
+            raise ValueError(
+                f"Received an invalid value for `units`, expected a positive "
+                f"integer. Received: units={units}"
+            )
+        self.units = int(units)
+        self.activation = activations.get(activation)
+        self.use_bias = use_bias
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.activity_regularizer = regularizers.get(activity_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
+        self.input_spec = InputSpec(min_ndim=2)
+
+    def build(self, input_shape):
+        in_dim = input_shape[-1]
+        if in_dim is None:
+            raise ValueError(
+                f"Layer '{self.name}' needs a known last input dimension. Received: "
+                f"input_shape={input_shape}."
+            )
+        self.kernel = self.add_weight("kernel", (in_dim, self.units),
+                                      self.kernel_initializer,
+                                      self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self.bias = (self.add_weight("bias", (self.units,), self.bias_initializer,
+                                     self.bias_regularizer,
+                                     constraint=self.bias_constraint)
+                     if self.use_bias else None)
+        self.input_spec = InputSpec(min_ndim=2, axes={-1: in_dim})
+        self.built = True
+
+    def call(self, inputs):
+        x = K.matmul(inputs, self.kernel)
+        if self.bias is not None:
+            x = x + self.bias
+        out = self.activation(x)
+        if self.activity_regularizer is not None:
+            self._activity_penalty = self.activity_regularizer(out)
+        return out
+
+    @property
+    def losses(self):
+        out = super().losses
+        if self.activity_regularizer is not None and hasattr(self,
+                                                             "_activity_penalty"):
+            out.append(self._activity_penalty)
+        return out
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            units=self.units,
+            activation=activations.serialize(self.activation),
+            use_bias=self.use_bias,
+            kernel_initializer=initializers.serialize(self.kernel_initializer),
+            bias_initializer=initializers.serialize(self.bias_initializer),
+            kernel_regularizer=regularizers.serialize(self.kernel_regularizer)
+            if self.kernel_regularizer else None,
+            bias_regularizer=regularizers.serialize(self.bias_regularizer)
+            if self.bias_regularizer else None,
+            activity_regularizer=regularizers.serialize(self.activity_regularizer)
+            if self.activity_regularizer else None,
+        )
+        return config
+
+
+class Activation(Layer):
+    """Applies an activation function (name or callable) elementwise."""
+
+    def __init__(self, activation, **kwargs):
+        super().__init__(**kwargs)
+        self.activation = activations.get(activation)
+
+    def call(self, inputs):
+        return self.activation(inputs)
+
+    def get_config(self):
+        config = super().get_config()
+        config["activation"] = activations.serialize(self.activation)
+        return config
+
+
+class Dropout(Layer):
+    """Randomly zeroes a fraction ``rate`` of inputs during training and scales
+    the rest by 1 / (1 - rate) (Srivastava et al., JMLR 2014); identity at
+    inference.
+
+    Args:
+        rate: drop probability in [0, 1).
+        noise_shape: unsupported beyond None (full-shape masks).
+        seed: op seed for reproducible masks.
+
+    Raises:
+        ValueError: rate outside [0, 1).
+    """
+
+    def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if not 0 <= rate < 1:
+            raise ValueError(
+                f"Invalid value received for argument `rate`. Expected a float "
+                f"value between 0 and 1. Received: rate={rate}"
+            )
+        if noise_shape is not None:
+            raise ValueError("Dropout(noise_shape=...) is not supported yet.")
+        self.rate = float(rate)
+        self.seed = seed
+
+    def call(self, inputs, training=None):
+        if not training or self.rate == 0:
+            return inputs
+        return K.dropout(inputs, self.rate, seed=self.seed)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(rate=self.rate, seed=self.seed)
+        return config
+
+
+class Flatten(Layer):
+    """Flattens all axes but the batch axis: (batch, d1, d2, ...) -> (batch, d)."""
+
+    def call(self, inputs):
+        shape = inputs.shape
+        if shape is not None and None not in shape[1:]:
+            return K.reshape(inputs, (-1, int(np.prod(shape[1:]))))
+        return K.flatten(inputs)
+
+
+class Reshape(Layer):
+    """Reshapes to ``(batch,) + target_shape``; one entry may be -1.
+
+    Raises:
+        ValueError: when the element counts cannot match.
+    """
+
+    def __init__(self, target_shape, **kwargs):
+        super().__init__(**kwargs)
+        self.target_shape = tuple(int(d) for d in target_shape)
+
+    def call(self, inputs):
+        return K.reshape(inputs, (-1,) + self.target_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config["target_shape"] = list(self.target_shape)
+        return config
+
+
+class Lambda(Layer):
+    """Wraps a function of backend ops as a layer (not serializable to JSON)."""
+
+    def __init__(self, function, **kwargs):
+        super().__init__(**kwargs)
+        self.function = function
+
+    def call(self, inputs):
+        return self.function(inputs)
+
+    def get_config(self):
+        raise NotImplementedError(
+            f"Lambda layer '{self.name}' wraps Python code and cannot be saved as "
+            f"JSON; write a Layer subclass with get_config instead."
+        )

@@ -1,0 +1,69 @@
+"""Merging layers: Concatenate, Add, Subtract, Multiply, Average (Keras names)."""
+
+from __future__ import annotations
+
+from kerasflow import backend as K
+from kerasflow.layers.base import Layer
+
+__all__ = ["Concatenate", "Add", "Subtract", "Multiply", "Average"]
+
+
+class _Merge(Layer):
+    def _check(self, inputs):
+        if not isinstance(inputs, (list, tuple)) or len(inputs) < 2:
+            raise ValueError(
+                f"Layer '{self.name}' should be called on a list of at least 2 "
+                f"inputs. Received: {inputs!r}."
+            )
+
+
+class Concatenate(_Merge):
+    """Concatenates a list of tensors along ``axis`` (default last)."""
+
+    def __init__(self, axis=-1, **kwargs):
+        super().__init__(**kwargs)
+        self.axis = axis
+
+    def call(self, inputs):
+        self._check(inputs)
+        return K.concatenate(list(inputs), axis=self.axis)
+
+    def get_config(self):
+        return {**super().get_config(), "axis": self.axis}
+
+
+class Add(_Merge):
+    """Elementwise sum of a list of tensors of one shape."""
+
+    def call(self, inputs):
+        self._check(inputs)
+        return K.add_n(list(inputs))
+
+
+class Subtract(_Merge):
+    """``inputs[0] - inputs[1]``."""
+
+    def call(self, inputs):
+        if len(inputs) != 2:
+            raise ValueError(f"Subtract takes exactly 2 inputs. Received: "
+                             f"{len(inputs)}.")
+        return inputs[0] - inputs[1]
+
+
+class Multiply(_Merge):
+    """Elementwise product of a list of tensors."""
+
+    def call(self, inputs):
+        self._check(inputs)
+        out = inputs[0]
+        for t in inputs[1:]:
+            out = out * t
+        return out
+
+
+class Average(_Merge):
+    """Elementwise mean of a list of tensors."""
+
+    def call(self, inputs):
+        self._check(inputs)
+        return K.add_n(list(inputs)) * (1.0 / len(inputs))

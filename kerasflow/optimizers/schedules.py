@@ -1,0 +1,339 @@
+"""Learning-rate schedules: the learning rate as a function of the optimizer step.
+
+A schedule is called with the step, a symbolic tensor (the optimizer's
+``iterations``, inside a training graph) or a number/array (eagerly), and builds
+the learning rate from backend ops, so the same code serves both: a scalar
+tensor in the graph, a 0-d array eagerly. Names, arguments and formulas follow
+``keras.optimizers.schedules`` (Keras 3).
+"""
+
+from __future__ import annotations
+
+import math
+
+from kerasflow import backend as K
+
+__all__ = [
+    "LearningRateSchedule", "ExponentialDecay", "PiecewiseConstantDecay",
+    "CosineDecay", "InverseTimeDecay", "serialize", "deserialize",
+]
+
+
+def _float_step(step):
+    """The step as a floatx scalar (tensor or array)."""
+    dtype = K.floatx()
+    if K.is_symbolic(step) and step.dtype == dtype:
+        return step
+    return K.cast(step, dtype)
+
+
+def _scope(schedule, step):
+    """A name scope for graph building; none eagerly (no nodes are made)."""
+    return K.name_scope(schedule.name) if K.is_symbolic(step) else _NoScope()
+
+
+class _NoScope:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _check_positive(name, value):
+    if not value > 0:
+        raise ValueError(f"Argument `{name}` must be > 0. Received: {name}={value}.")
+
+
+class LearningRateSchedule:
+    """Base class: ``schedule(step)`` returns the learning rate at ``step``.
+
+    Subclasses implement ``__call__(step)`` with backend ops, so it works on a
+    symbolic step (building graph nodes) and on a number or array (computing at
+    once), and ``get_config()`` returning the constructor's arguments.
+
+    Example:
+        >>> class Halving(LearningRateSchedule):
+        ...     def __init__(self, lr):
+        ...         self.lr = lr
+        ...     def __call__(self, step):
+        ...         return K.multiply(self.lr, K.power(0.5, _float_step(step)))
+        ...     def get_config(self):
+        ...         return {"lr": self.lr}
+    """
+
+    name = "LearningRateSchedule"
+
+    def __call__(self, step):
+        raise NotImplementedError(
+            f"Learning rate schedule '{type(self).__name__}' must override "
+            f"`__call__(self, step)`."
+        )
+
+    def get_config(self) -> dict:
+        raise NotImplementedError(
+            f"Learning rate schedule '{type(self).__name__}' must override "
+            f"`get_config()` to be serializable."
+        )
+
+    @classmethod
+    def from_config(cls, config: dict):
+        """Rebuilds a schedule from ``get_config()``'s output."""
+        return cls(**config)
+
+
+class ExponentialDecay(LearningRateSchedule):
+    """``initial_learning_rate * decay_rate ** (step / decay_steps)``.
+
+    With ``staircase=True`` the exponent is ``floor(step / decay_steps)``, so the
+    rate drops at discrete intervals.
+
+    Args:
+        initial_learning_rate: float, the rate at step 0.
+        decay_steps: positive int, steps per factor of ``decay_rate``.
+        decay_rate: float, e.g. 0.96.
+        staircase: bool, integer division of the step.
+        name: name scope of the graph nodes.
+
+    Raises:
+        ValueError: ``decay_steps <= 0``.
+
+    Example:
+        >>> s = ExponentialDecay(0.1, decay_steps=10, decay_rate=0.5)
+        >>> float(s(20))
+        0.025
+    """
+
+    def __init__(self, initial_learning_rate, decay_steps, decay_rate,
+                 staircase=False, name="ExponentialDecay"):
+        _check_positive("decay_steps", decay_steps)
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = decay_steps
+        self.decay_rate = decay_rate
+        self.staircase = staircase
+        self.name = name
+
+    def __call__(self, step):
+        with _scope(self, step):
+            p = K.divide(_float_step(step), float(self.decay_steps))
+            if self.staircase:
+                p = K.floor(p)
+            return K.multiply(float(self.initial_learning_rate),
+                              K.power(float(self.decay_rate), p))
+
+    def get_config(self):
+        return {
+            "initial_learning_rate": self.initial_learning_rate,
+            "decay_steps": self.decay_steps,
+            "decay_rate": self.decay_rate,
+            "staircase": self.staircase,
+            "name": self.name,
+        }
+
+
+class PiecewiseConstantDecay(LearningRateSchedule):
+    """A constant rate per interval of steps.
+
+    The rate is ``values[0]`` for ``step <= boundaries[0]``, ``values[i]`` for
+    ``boundaries[i-1] < step <= boundaries[i]`` and ``values[-1]`` for
+    ``step > boundaries[-1]``.
+
+    Args:
+        boundaries: increasing list of step numbers.
+        values: list of floats, one longer than ``boundaries``.
+        name: name scope of the graph nodes.
+
+    Raises:
+        ValueError: ``len(values) != len(boundaries) + 1``.
+
+    Example:
+        >>> s = PiecewiseConstantDecay([100, 200], [1.0, 0.5, 0.1])
+        >>> [float(s(k)) for k in (100, 101, 201)]
+        [1.0, 0.5, 0.1]
+    """
+
+    def __init__(self, boundaries, values, name="PiecewiseConstant"):
+        if not boundaries or len(boundaries) != len(values) - 1:
+            raise ValueError(
+                f"boundaries must be non-empty and 1 shorter than values. Received: boundaries={boundaries} of length "
+                f"{len(boundaries)}, and values={values} of length {len(values)}."
+            )
+        self.boundaries = list(boundaries)
+        self.values = list(values)
+        self.name = name
+
+    def __call__(self, step):
+        with _scope(self, step):
+            step = _float_step(step)
+            rate = K.where(K.greater(step, float(self.boundaries[-1])),
+                           float(self.values[-1]), float(self.values[-2]))
+            # Walk down from the last interval: each earlier boundary overrides.
+            for b, v in zip(reversed(self.boundaries[:-1]),
+                            reversed(self.values[:-2])):
+                rate = K.where(K.less_equal(step, float(b)), float(v), rate)
+            return rate
+
+    def get_config(self):
+        return {"boundaries": self.boundaries, "values": self.values,
+                "name": self.name}
+
+
+class CosineDecay(LearningRateSchedule):
+    """Cosine decay (Loshchilov & Hutter, SGDR, ICLR 2017), optional linear warmup.
+
+    Without warmup: with ``s = min(step, decay_steps)``,
+    ``lr = initial_learning_rate * ((1 - alpha) * 0.5 * (1 + cos(pi * s /
+    decay_steps)) + alpha)``. With ``warmup_target``, the rate first rises
+    linearly from ``initial_learning_rate`` to ``warmup_target`` over
+    ``warmup_steps`` steps (Goyal et al. 2017), then decays from
+    ``warmup_target`` as above, over the next ``decay_steps`` steps.
+
+    Args:
+        initial_learning_rate: float.
+        decay_steps: positive int, steps to decay over.
+        alpha: float, the final rate as a fraction of the starting one.
+        name: name scope of the graph nodes.
+        warmup_target: float or None (no warmup).
+        warmup_steps: int, steps of warmup.
+
+    Raises:
+        ValueError: ``decay_steps <= 0``.
+
+    Example:
+        >>> s = CosineDecay(1.0, decay_steps=100)
+        >>> float(s(50))
+        0.5
+    """
+
+    def __init__(self, initial_learning_rate, decay_steps, alpha=0.0,
+                 name="CosineDecay", warmup_target=None, warmup_steps=0):
+        _check_positive("decay_steps", decay_steps)
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = decay_steps
+        self.alpha = alpha
+        self.name = name
+        self.warmup_target = warmup_target
+        self.warmup_steps = warmup_steps
+
+    def _decay(self, step, start_lr):
+        fraction = K.divide(step, float(self.decay_steps))
+        cosine = K.multiply(0.5, K.add(1.0, K.cos(K.multiply(math.pi, fraction))))
+        decayed = K.add(K.multiply(1.0 - self.alpha, cosine), float(self.alpha))
+        return K.multiply(float(start_lr), decayed)
+
+    def __call__(self, step):
+        with _scope(self, step):
+            step = _float_step(step)
+            if self.warmup_target is None:
+                return self._decay(K.minimum(step, float(self.decay_steps)),
+                                   self.initial_learning_rate)
+            warmup = float(self.warmup_steps)
+            step = K.minimum(step, float(self.decay_steps) + warmup)
+            delta = float(self.warmup_target) - float(self.initial_learning_rate)
+            rising = K.add(K.multiply(delta, K.divide(step, max(warmup, 1.0))),
+                           float(self.initial_learning_rate))
+            decaying = self._decay(K.maximum(K.subtract(step, warmup), 0.0),
+                                   self.warmup_target)
+            return K.where(K.less(step, warmup), rising, decaying)
+
+    def get_config(self):
+        return {
+            "initial_learning_rate": self.initial_learning_rate,
+            "decay_steps": self.decay_steps,
+            "alpha": self.alpha,
+            "name": self.name,
+            "warmup_target": self.warmup_target,
+            "warmup_steps": self.warmup_steps,
+        }
+
+
+class InverseTimeDecay(LearningRateSchedule):
+    """``initial_learning_rate / (1 + decay_rate * step / decay_steps)``.
+
+    With ``staircase=True`` the ratio ``step / decay_steps`` is floored.
+
+    Args:
+        initial_learning_rate: float.
+        decay_steps: positive int.
+        decay_rate: float.
+        staircase: bool.
+        name: name scope of the graph nodes.
+
+    Raises:
+        ValueError: ``decay_steps <= 0``.
+
+    Example:
+        >>> s = InverseTimeDecay(1.0, decay_steps=1, decay_rate=0.5)
+        >>> float(s(2))
+        0.5
+    """
+
+    def __init__(self, initial_learning_rate, decay_steps, decay_rate,
+                 staircase=False, name="InverseTimeDecay"):
+        _check_positive("decay_steps", decay_steps)
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = decay_steps
+        self.decay_rate = decay_rate
+        self.staircase = staircase
+        self.name = name
+
+    def __call__(self, step):
+        with _scope(self, step):
+            p = K.divide(_float_step(step), float(self.decay_steps))
+            if self.staircase:
+                p = K.floor(p)
+            denom = K.add(1.0, K.multiply(float(self.decay_rate), p))
+            return K.divide(float(self.initial_learning_rate), denom)
+
+    def get_config(self):
+        return {
+            "initial_learning_rate": self.initial_learning_rate,
+            "decay_steps": self.decay_steps,
+            "decay_rate": self.decay_rate,
+            "staircase": self.staircase,
+            "name": self.name,
+        }
+
+
+_SCHEDULES = {c.__name__: c for c in (ExponentialDecay, PiecewiseConstantDecay,
+                                      CosineDecay, InverseTimeDecay)}
+
+
+def serialize(schedule: LearningRateSchedule) -> dict:
+    """A JSON-compatible ``{"class_name": ..., "config": ...}`` dict (Keras' form).
+
+    Raises:
+        TypeError: ``schedule`` is not a ``LearningRateSchedule``.
+    """
+    if not isinstance(schedule, LearningRateSchedule):
+        raise TypeError(
+            f"serialize expects a LearningRateSchedule. Received: {schedule!r}."
+        )
+    return {"module": "kerasflow.optimizers.schedules",
+            "class_name": type(schedule).__name__,
+            "config": schedule.get_config()}
+
+
+def deserialize(config: dict, custom_objects: dict | None = None):
+    """Rebuilds a schedule from ``serialize()``'s output.
+
+    Args:
+        config: ``{"class_name": ..., "config": ...}``.
+        custom_objects: extra ``{class_name: class}`` for user schedules.
+
+    Raises:
+        ValueError: an unknown ``class_name`` or a malformed dict.
+    """
+    if not isinstance(config, dict) or "class_name" not in config:
+        raise ValueError(
+            f"deserialize expects a dict with 'class_name' and 'config'. "
+            f"Received: {config!r}."
+        )
+    known = {**_SCHEDULES, **(custom_objects or {})}
+    cls = known.get(config["class_name"])
+    if cls is None:
+        raise ValueError(
+            f"Unknown learning rate schedule '{config['class_name']}'; known: "
+            f"{sorted(known)}. Pass custom_objects for your own."
+        )
+    return cls.from_config(dict(config.get("config", {})))

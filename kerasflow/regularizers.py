@@ -1,0 +1,153 @@
+"""Weight regularizers (Keras 3's ``keras.regularizers``).
+
+A regularizer maps a weight tensor to a scalar penalty that the model adds to its
+loss. Built from backend ops, it works on symbolic weights (a graph node) and on
+arrays (a number).
+
+Example:
+    >>> L2(0.01)(np.array([1.0, -2.0]))      # 0.01 * (1 + 4)
+    0.05
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kerasflow.backend import ops
+from kerasflow.utils.serialization import (
+    deserialize_object, get_object, serialize_object,
+)
+
+__all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get",
+           "serialize", "deserialize"]
+
+
+def _check(name, value):
+    value = float(value)
+    if value < 0.0:
+        raise ValueError(
+            f"Regularization factor `{name}` must be non-negative. Received: "
+            f"{name}={value}."
+        )
+    return value
+
+
+class Regularizer:
+    """Base class: ``__call__(weights) -> scalar penalty`` and ``get_config``."""
+
+    def __call__(self, x):
+        return 0.0
+
+    def get_config(self) -> dict:
+        return {}
+
+    @classmethod
+    def from_config(cls, config: dict) -> Regularizer:
+        return cls(**config)
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
+        return f"{type(self).__name__}({args})"
+
+
+class L1(Regularizer):
+    """``l1 * sum(|x|)``.
+
+    Args:
+        l1: non-negative factor.
+
+    Raises:
+        ValueError: a negative factor.
+    """
+
+    def __init__(self, l1=0.01):  # noqa: E741
+        self.l1 = _check("l1", l1)
+
+    def __call__(self, x):
+        """Penalty of ``x`` (float tensor or array, any shape): a scalar."""
+        return ops.multiply(self.l1, ops.sum(ops.abs(x)))
+
+    def get_config(self):
+        return {"l1": self.l1}
+
+
+class L2(Regularizer):
+    """``l2 * sum(x ** 2)`` (no factor 1/2, as Keras).
+
+    Args:
+        l2: non-negative factor.
+
+    Raises:
+        ValueError: a negative factor.
+    """
+
+    def __init__(self, l2=0.01):
+        self.l2 = _check("l2", l2)
+
+    def __call__(self, x):
+        """Penalty of ``x`` (float tensor or array, any shape): a scalar."""
+        return ops.multiply(self.l2, ops.sum(ops.square(x)))
+
+    def get_config(self):
+        return {"l2": self.l2}
+
+
+class L1L2(Regularizer):
+    """``l1 * sum(|x|) + l2 * sum(x ** 2)``.
+
+    Args:
+        l1, l2: non-negative factors (Keras 3 defaults: 0.0 both).
+
+    Raises:
+        ValueError: a negative factor.
+    """
+
+    def __init__(self, l1=0.0, l2=0.0):  # noqa: E741
+        self.l1 = _check("l1", l1)
+        self.l2 = _check("l2", l2)
+
+    def __call__(self, x):
+        """Penalty of ``x`` (float tensor or array, any shape): a scalar."""
+        penalty = ops.multiply(self.l1, ops.sum(ops.abs(x)))
+        return ops.add(penalty, ops.multiply(self.l2, ops.sum(ops.square(x))))
+
+    def get_config(self):
+        return {"l1": self.l1, "l2": self.l2}
+
+
+# Keras' lower-case aliases.
+l1 = L1
+l2 = L2
+l1_l2 = L1L2
+
+_OBJECTS: dict[str, Any] = {
+    "Regularizer": Regularizer, "L1": L1, "L2": L2, "L1L2": L1L2,
+    "l1": L1, "l2": L2, "l1_l2": L1L2, "l1l2": L1L2,
+}
+
+
+def serialize(regularizer: Regularizer) -> Any:
+    """``{"class_name": ..., "config": ...}`` for a regularizer object."""
+    return serialize_object(regularizer)
+
+
+def deserialize(config, custom_objects=None) -> Regularizer:
+    """A regularizer from a name or a class_name/config dict.
+
+    Raises:
+        ValueError: an unknown name, listing the valid ones.
+    """
+    return deserialize_object(config, _OBJECTS, "regularizer", custom_objects)
+
+
+def get(identifier) -> Regularizer | None:
+    """Resolves a regularizer identifier (Keras' ``regularizers.get``).
+
+    Args:
+        identifier: None, a name ("l1", "l2", "l1_l2": default factors), a
+            config dict, or a callable ``f(weights) -> scalar`` (returned as is).
+
+    Raises:
+        ValueError: an unknown name. TypeError: an identifier of another type.
+    """
+    return get_object(identifier, _OBJECTS, "regularizer")
