@@ -14,19 +14,22 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kerasflow.backend import ops
 from kerasflow.backend.graph import is_symbolic
 from kerasflow.utils.serialization import (
-    deserialize_object, get_object, serialize_object,
+    deserialize_object,
+    get_object,
+    serialize_object,
 )
 
 __all__ = [
-    "linear", "relu", "relu6", "sigmoid", "tanh", "softmax", "log_softmax",
-    "softplus", "softsign", "elu", "selu", "gelu", "leaky_relu", "silu", "swish",
-    "hard_sigmoid", "hard_silu", "hard_swish", "mish", "exponential",
-    "get", "serialize", "deserialize",
+    "deserialize", "elu", "exponential", "gelu", "get", "hard_sigmoid", "hard_silu",
+    "hard_swish", "leaky_relu", "linear", "log_softmax", "mish", "relu", "relu6",
+    "selu", "serialize", "sigmoid", "silu", "softmax", "softplus", "softsign", "swish",
+    "tanh",
 ]
 
 

@@ -23,14 +23,16 @@ import numpy as np
 
 from kerasflow.backend import floatx
 from kerasflow.utils.serialization import (
-    deserialize_object, get_object, serialize_object,
+    deserialize_object,
+    get_object,
+    serialize_object,
 )
 
 __all__ = [
-    "Initializer", "Zeros", "Ones", "Constant", "RandomNormal", "RandomUniform",
-    "TruncatedNormal", "VarianceScaling", "GlorotUniform", "GlorotNormal",
-    "HeUniform", "HeNormal", "LecunUniform", "LecunNormal", "Orthogonal",
-    "Identity", "compute_fans", "get", "serialize", "deserialize",
+    "Constant", "GlorotNormal", "GlorotUniform", "HeNormal", "HeUniform", "Identity",
+    "Initializer", "LecunNormal", "LecunUniform", "Ones", "Orthogonal", "RandomNormal",
+    "RandomUniform", "TruncatedNormal", "VarianceScaling", "Zeros", "compute_fans",
+    "deserialize", "get", "serialize",
 ]
 
 # The standard deviation of a unit normal truncated to [-2, 2].

@@ -15,11 +15,15 @@ from typing import Any
 
 from kerasflow.backend import ops
 from kerasflow.utils.serialization import (
-    deserialize_object, get_object, serialize_object,
+    deserialize_object,
+    get_object,
+    serialize_object,
 )
 
-__all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get",
-           "serialize", "deserialize"]
+__all__ = [
+    "L1", "L1L2", "L2", "Regularizer", "deserialize", "get", "l1", "l1_l2", "l2",
+    "serialize",
+]
 
 
 def _check(name, value):
@@ -60,7 +64,7 @@ class L1(Regularizer):
         ValueError: a negative factor.
     """
 
-    def __init__(self, l1=0.01):  # noqa: E741
+    def __init__(self, l1=0.01):
         self.l1 = _check("l1", l1)
 
     def __call__(self, x):
@@ -102,7 +106,7 @@ class L1L2(Regularizer):
         ValueError: a negative factor.
     """
 
-    def __init__(self, l1=0.0, l2=0.0):  # noqa: E741
+    def __init__(self, l1=0.0, l2=0.0):
         self.l1 = _check("l1", l1)
         self.l2 = _check("l2", l2)
 

@@ -148,8 +148,16 @@ def _nodes_between(ys, xs):
     x_set = set(xs)
     reaches: set = set()  # tensors that depend on some x
     for node in back:
-        hit = any(t in reaches for t in node.inputs)
+        # No gradient flows out of stop_gradient or a non-differentiable op, so
+        # ops past them need no rule: stop_gradient() works around a missing one.
+        hit = any(t in reaches for t in node.inputs) and _passes_gradient(node)
         for t in node.outputs:
             if hit or t in x_set:
                 reaches.add(t)
     return [n for n in back if any(t in reaches for t in n.outputs)], reaches
+
+
+def _passes_gradient(node):
+    if node.op == "StopGradient":
+        return False
+    return get_op(node.op).differentiable

@@ -153,7 +153,6 @@ class Function:
             for t in node.inputs:
                 last_use[t] = i
         keep = set(self.outputs)
-        stateful_seen = any(_is_stateful(n) for n in order)
         for i, node in enumerate(order):
             outs = [f"t{node.id}_{k}" for k in range(len(node.outputs))]
             for t, n in zip(node.outputs, outs):
@@ -200,8 +199,8 @@ class Function:
         for t in self.outputs:
             n = names[t]
             # Fetching a Variable itself: hand out a copy, as TF1 returns a value
-            # that later updates cannot change.
-            if stateful_seen and t.node.op == "Variable":
+            # that later updates (or the caller writing into it) cannot change.
+            if t.node.op == "Variable":
                 n = f"{n}.copy()"
             results.append(n)
         src = [f"def _run({', '.join(fed[t] for t in self.inputs)}):"]

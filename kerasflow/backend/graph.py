@@ -35,8 +35,8 @@ _name_lock = threading.Lock()
 _scope = threading.local()
 
 
-def _unique_name(base: str) -> str:
-    prefix = "/".join(getattr(_scope, "stack", []))
+def _unique_name(base: str, scoped: bool = True) -> str:
+    prefix = "/".join(getattr(_scope, "stack", [])) if scoped else ""
     full = f"{prefix}/{base}" if prefix else base
     with _name_lock:
         n = _name_counts[full]
@@ -106,13 +106,13 @@ class Node:
 
     __slots__ = ("id", "op", "inputs", "attrs", "outputs", "name", "__weakref__")
 
-    def __init__(self, op: str, inputs, attrs, name=None):
+    def __init__(self, op: str, inputs, attrs, name=None, scoped=True):
         self.id = next(_node_ids)
         self.op = op
         self.inputs = tuple(inputs)
         self.attrs = attrs
         self.outputs: tuple = ()
-        self.name = _unique_name(name or op)
+        self.name = _unique_name(name or op, scoped)
 
     def __repr__(self):
         return f"<Node {self.name} op={self.op}>"
@@ -364,7 +364,9 @@ class Variable(SymbolicTensor):
         host = _as_numpy(initial_value, dtype)
         if dtype is None and host.dtype.kind == "f":
             host = host.astype(_array.floatx())
-        node = Node("Variable", (), {}, name or "Variable")
+        # Variable names are not prefixed by name scopes: layers name their
+        # weights "<layer>/<weight>" themselves, wherever they are built.
+        node = Node("Variable", (), {}, name or "Variable", scoped=False)
         SymbolicTensor.__init__(self, node, 0, host.shape, host.dtype)
         node.outputs = (self,)
         node.attrs = {"variable": self}

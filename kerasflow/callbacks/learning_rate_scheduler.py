@@ -38,9 +38,7 @@ class LearningRateScheduler(Callback):
                   callbacks=[kf.callbacks.LearningRateScheduler(schedule)])
     """
 
-    def __init__(
-        self, schedule: Callable[..., float], verbose: int = 0
-    ) -> None:
+    def __init__(self, schedule: Callable[..., float], verbose: int = 0) -> None:
         super().__init__()
         self.schedule = schedule
         self.verbose = verbose
@@ -79,8 +77,7 @@ def _takes_two_args(fn: Callable) -> bool:
     except (TypeError, ValueError):  # builtins without a signature
         return True
     positional = [
-        p for p in params
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
     varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
     return varargs or len(positional) >= 2

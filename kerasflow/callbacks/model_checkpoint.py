@@ -146,8 +146,10 @@ class ModelCheckpoint(MonitorCallback):
             self.best = current
             return True
         if self.verbose > 0:
-            print(f"\nEpoch {epoch + 1}: {self.monitor} did not improve from "
-                  f"{self.best}")
+            print(
+                f"\nEpoch {epoch + 1}: {self.monitor} did not improve from "
+                f"{self.best}"
+            )
         return False
 
     def _get_file_path(self, epoch: int, batch: int | None, logs: dict) -> str:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import numbers
 import sys
 import time
 from typing import Any
 
 from tqdm import tqdm
 
+from kerasflow.callbacks._logs import as_scalar
 from kerasflow.callbacks.callback import Callback
 
 __all__ = ["ProgbarLogger", "format_logs"]
@@ -20,15 +20,6 @@ _NOT_METRICS = frozenset({"batch", "size", "outputs"})
 class _Bar(tqdm):
     # No tqdm monitor thread: ProgbarLogger already rate-limits refreshes.
     monitor_interval = 0
-
-
-def _scalar(value: Any) -> float | None:
-    """``value`` as a float if it is a real scalar (incl. 0-d arrays), else None."""
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return float(value)
-    if getattr(value, "ndim", None) == 0 and getattr(value, "dtype", "O").kind in "fiu":
-        return float(value)
-    return None
 
 
 def format_logs(logs: dict | None) -> str:
@@ -48,7 +39,7 @@ def format_logs(logs: dict | None) -> str:
     for key, value in (logs or {}).items():
         if key in _NOT_METRICS:
             continue
-        x = _scalar(value)
+        x = as_scalar(value)
         if x is None:
             continue
         parts.append(f"{key}: {x:.4e}" if 0 < abs(x) < 1e-3 else f"{key}: {x:.4f}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from kerasflow.callbacks._logs import as_scalar
 from kerasflow.callbacks.callback import Callback
-from kerasflow.callbacks.progbar_logger import _scalar
 
 __all__ = ["TensorBoard"]
 
@@ -112,7 +112,7 @@ class TensorBoard(Callback):
         """Adds ``prefix + name`` scalars for the scalar entries of ``logs``."""
         scalars = {}
         for name, value in (logs or {}).items():
-            x = _scalar(value)
+            x = as_scalar(value)
             if x is not None and name not in ("batch", "size"):
                 scalars[prefix + name] = x
         if not scalars:

@@ -1,15 +1,16 @@
-"""Fused, in-place update ops: one stateful graph node per optimizer per variable.
+"""Fused update ops: one stateful graph node per optimizer per variable.
 
 Each kernel receives the ``Variable`` being trained as its first argument (the
 registry's convention for stateful ops) and the optimizer's slot arrays as plain
 inputs: a slot input *is* its Variable's current buffer, so the kernel updates
-the slot by writing into it with ``out=`` ufuncs. Per step and variable this costs
-one Python call and one scratch array, as a hand-written numpy loop does.
+slots in place with ``out=`` ufuncs. Per step and variable this costs one Python
+call and no allocation: numpy's passes over the data, nothing more.
 
-The trained variable's buffer is written in place only when nothing else can
-observe it (see ``_writable_value``); otherwise it is copied once first, so a
-value fetched earlier, a live view or a read-only array (``ray.get``) never
-changes under the caller.
+The variable itself is double-buffered: the new value is written into a spare
+buffer (the value before the previous step, reused once nothing else references
+it) and then swapped in. The current value is never written, so a value fetched
+in the same run stays the pre-update one (as ``Function`` promises), and arrays
+handed out earlier, live views and read-only arrays (``ray.get``) never change.
 
 Scalars (learning rate, Adam's bias-corrected step size, ``lr * weight_decay``)
 arrive as 0-d arrays of the variable's dtype, computed in the graph; constant
@@ -19,8 +20,7 @@ hyper-parameters (betas, rho, epsilon) are plain attributes.
 from __future__ import annotations
 
 import sys
-
-import numpy as np
+import weakref
 
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.registry import apply, register_op
@@ -30,39 +30,46 @@ __all__ = [
     "apply_adagrad",
 ]
 
-
-class _Probe:
-    __slots__ = ("value",)
+# Variable -> its value before the last update, the next update's output buffer.
+# Weak keys: a Variable that is dropped frees its spare.
+_SPARES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _probe_refcount():
-    """Refcount of an array held only by a slot attribute, seen as in the kernels."""
-    p = _Probe()
-    p.value = np.empty(1)
-    a = p.value
-    return sys.getrefcount(a)
+    """References to an array held by nothing but one local, as counted below."""
+    buf = bytearray(1)
+    return sys.getrefcount(buf)
 
 
 _SOLE = _probe_refcount()
 
 
-def _writable_value(var):
-    """``var.value``, first replaced by a private copy unless safe to overwrite."""
-    a = var.value
-    # Safe means: no reference besides the Variable's (a value handed out by
-    # Session.run, or a view of it, adds one), owns its memory (not a view of
-    # something else) and writeable (arrays from ray.get are read-only). cupy
-    # arrays have no ``writeable`` flag and are always writeable.
-    if (sys.getrefcount(a) > _SOLE or a.base is not None
-            or not getattr(a.flags, "writeable", True)):
-        a = a.copy()
-        var.value = a
-    return a
+def _output_buffer(xp, var):
+    """A writeable array shaped like ``var`` that no one else can see."""
+    buf = _SPARES.pop(var, None)
+    # Another reference (a value fetched by a caller, a view, the plan's read
+    # of this variable when it is updated twice in one run) rules reuse out.
+    if buf is None or sys.getrefcount(buf) > _SOLE:
+        return xp.empty_like(var.value)
+    return buf
+
+
+def _publish(var, new):
+    """Swaps ``new`` in as the value; the old value becomes the spare."""
+    old = var.value
+    # Keras applies constraints after the update step.
+    var.value = new if var.constraint is None else var.constraint(new)
+    # Only a writeable array owning its memory can be reused: views of a view
+    # would not show up in its reference count.
+    if (old.base is None and getattr(old.flags, "writeable", True)
+            and old.shape == new.shape and old.dtype == new.dtype):
+        _SPARES[var] = old
+    return var.value
 
 
 def _check_slot(var, slot):
     """Raises when a slot buffer cannot be updated in place."""
-    if getattr(slot.flags, "writeable", True):
+    if getattr(slot.flags, "writeable", True):  # cupy has no such flag
         return
     try:
         slot.setflags(write=True)
@@ -74,17 +81,12 @@ def _check_slot(var, slot):
         ) from None
 
 
-def _finish(var, w):
-    # Keras applies constraints after the update step.
-    if var.constraint is not None:
-        var.value = var.constraint(w)
-    return var.value
-
-
-def _decay(xp, w, decay, tmp):
-    # Decoupled weight decay as Keras 3 applies it: w <- w - w * (wd * lr).
-    xp.multiply(w, decay, out=tmp)
-    w -= tmp
+def _decayed(xp, var, decay, out):
+    """``var - var * decay`` (Keras 3's decoupled weight decay) written to out."""
+    w = var.value
+    xp.multiply(w, decay, out=out)
+    xp.subtract(w, out, out=out)
+    return out
 
 
 def _update_infer(var, grad, *rest, **_):
@@ -115,22 +117,30 @@ def _update(op, var, grad, scalars, slots, decay, attrs):
     return apply(op, *inputs, *slots, decay=decay is not None, **attrs)
 
 
+def _finish(xp, var, wd, new, step=None, add=False):
+    """Publishes ``w - step`` (``w + step`` if add) computed into ``new``.
+
+    ``step`` defaults to ``new`` itself; ``w`` is weight-decayed if wd is given.
+    """
+    w = var.value
+    if wd is not None:
+        # The decayed value needs its own buffer: ``new`` may hold the step.
+        w = _decayed(xp, var, wd, xp.empty_like(new))
+    (xp.add if add else xp.subtract)(w, new if step is None else step, out=new)
+    return _publish(var, new)
+
+
 # -- SGD ---------------------------------------------------------------------------
 @register_op("ApplyGradientDescent", _update_infer, stateful=True,
              differentiable=False)
 def _apply_gradient_descent(xp, var, grad, lr, *rest, decay=False):
     wd, _ = _split_decay(rest, decay)
-    w = _writable_value(var)
-    tmp = xp.empty_like(w)
-    if decay:
-        _decay(xp, w, wd, tmp)
-    xp.multiply(grad, lr, out=tmp)
-    w -= tmp
-    return _finish(var, w)
-
+    new = _output_buffer(xp, var)
+    xp.multiply(grad, lr, out=new)
+    return _finish(xp, var, wd, new)
 
 def apply_gradient_descent(var, grad, lr, decay=None):
-    """Graph node: ``var -= lr * grad`` in place.
+    """Graph node: ``var -= lr * grad``.
 
     Args:
         var: the float ``Variable`` to update.
@@ -149,24 +159,17 @@ def apply_gradient_descent(var, grad, lr, decay=None):
 def _apply_momentum(xp, var, grad, lr, *rest, momentum, nesterov, decay=False):
     wd, (m,) = _split_decay(rest, decay)
     _check_slot(var, m)
-    w = _writable_value(var)
-    tmp = xp.empty_like(w)
-    if decay:
-        _decay(xp, w, wd, tmp)
-    xp.multiply(grad, lr, out=tmp)
+    new = _output_buffer(xp, var)
+    xp.multiply(grad, lr, out=new)          # m = momentum * m - lr * g
     m *= momentum
-    m -= tmp
-    if nesterov:
-        w -= tmp
-        xp.multiply(m, momentum, out=tmp)
-        w += tmp
-    else:
-        w += m
-    return _finish(var, w)
-
+    m -= new
+    if nesterov:                            # w + (momentum * m - lr * g)
+        xp.subtract(xp.multiply(m, momentum), new, out=new)
+        return _finish(xp, var, wd, new, add=True)
+    return _finish(xp, var, wd, new, m, add=True)   # w + m
 
 def apply_momentum(var, grad, lr, m, momentum, nesterov=False, decay=None):
-    """Graph node: SGD with (Nesterov) momentum, Keras 3's form, in place.
+    """Graph node: SGD with (Nesterov) momentum, Keras 3's form.
 
     ``m = momentum * m - lr * grad``; then ``var += m``, or with Nesterov
     ``var += momentum * m - lr * grad``.
@@ -189,32 +192,27 @@ def _apply_adam(xp, var, grad, alpha, *rest, beta_1, beta_2, epsilon, amsgrad,
     m, v = slots[0], slots[1]
     for s in slots:
         _check_slot(var, s)
-    w = _writable_value(var)
-    tmp = xp.empty_like(w)
-    if decay:
-        _decay(xp, w, wd, tmp)
-    xp.subtract(grad, m, out=tmp)          # m += (1 - b1) * (g - m)
-    tmp *= 1.0 - beta_1
-    m += tmp
-    xp.multiply(grad, grad, out=tmp)       # v += (1 - b2) * (g^2 - v)
-    tmp -= v
-    tmp *= 1.0 - beta_2
-    v += tmp
+    new = _output_buffer(xp, var)          # scratch until it holds the step
+    xp.subtract(grad, m, out=new)          # m += (1 - b1) * (g - m)
+    new *= 1.0 - beta_1
+    m += new
+    xp.multiply(grad, grad, out=new)       # v += (1 - b2) * (g^2 - v)
+    new -= v
+    new *= 1.0 - beta_2
+    v += new
     if amsgrad:
         v_hat = slots[2]
         xp.maximum(v_hat, v, out=v_hat)
         v = v_hat
-    xp.sqrt(v, out=tmp)                    # w -= alpha * m / (sqrt(v) + eps)
-    tmp += epsilon
-    xp.divide(m, tmp, out=tmp)
-    tmp *= alpha
-    w -= tmp
-    return _finish(var, w)
-
+    xp.sqrt(v, out=new)                    # w - alpha * m / (sqrt(v) + eps)
+    new += epsilon
+    xp.divide(m, new, out=new)
+    new *= alpha
+    return _finish(xp, var, wd, new)
 
 def apply_adam(var, grad, alpha, m, v, v_hat=None, *, beta_1, beta_2, epsilon,
                decay=None):
-    """Graph node: one Adam step (Kingma & Ba, ICLR 2015, Alg. 1), in place.
+    """Graph node: one Adam step (Kingma & Ba, ICLR 2015, Alg. 1).
 
     ``m += (1 - beta_1) * (grad - m)``, ``v += (1 - beta_2) * (grad**2 - v)``,
     with AMSGrad ``v_hat = max(v_hat, v)`` used for ``v``; then
@@ -241,36 +239,30 @@ def _apply_rmsprop(xp, var, grad, lr, *rest, rho, momentum, epsilon, centered,
     for s in slots:
         _check_slot(var, s)
     v = slots[0]
-    w = _writable_value(var)
-    tmp = xp.empty_like(w)
-    if decay:
-        _decay(xp, w, wd, tmp)
-    v *= rho                                # v = rho * v + (1 - rho) * g^2
-    xp.multiply(grad, grad, out=tmp)
-    tmp *= 1.0 - rho
-    v += tmp
+    new = _output_buffer(xp, var)          # scratch until it holds the step
+    v *= rho                               # v = rho * v + (1 - rho) * g^2
+    xp.multiply(grad, grad, out=new)
+    new *= 1.0 - rho
+    v += new
     if centered:
-        mg = slots[-1]                      # mg = rho * mg + (1 - rho) * g
+        mg = slots[-1]                     # mg = rho * mg + (1 - rho) * g
         mg *= rho
-        xp.multiply(grad, 1.0 - rho, out=tmp)
-        mg += tmp
-        xp.multiply(mg, mg, out=tmp)        # denominator v - mg^2 + eps
-        xp.subtract(v, tmp, out=tmp)
-        tmp += epsilon
+        xp.multiply(grad, 1.0 - rho, out=new)
+        mg += new
+        xp.multiply(mg, mg, out=new)       # denominator v - mg^2 + eps
+        xp.subtract(v, new, out=new)
+        new += epsilon
     else:
-        xp.add(v, epsilon, out=tmp)
-    xp.sqrt(tmp, out=tmp)                   # increment lr * g / sqrt(denominator)
-    xp.divide(grad, tmp, out=tmp)
-    tmp *= lr
+        xp.add(v, epsilon, out=new)
+    xp.sqrt(new, out=new)                  # increment lr * g / sqrt(denominator)
+    xp.divide(grad, new, out=new)
+    new *= lr
     if momentum > 0:
-        mom = slots[1]
+        mom = slots[1]                     # mom = momentum * mom + increment
         mom *= momentum
-        mom += tmp
-        w -= mom
-    else:
-        w -= tmp
-    return _finish(var, w)
-
+        mom += new
+        return _finish(xp, var, wd, new, mom)
+    return _finish(xp, var, wd, new)
 
 def apply_rmsprop(var, grad, lr, v, mom=None, mg=None, *, rho, momentum, epsilon,
                   decay=None):
@@ -305,19 +297,14 @@ def apply_rmsprop(var, grad, lr, v, mom=None, mg=None, *, rho, momentum, epsilon
 def _apply_adagrad(xp, var, grad, lr, *rest, epsilon, decay=False):
     wd, (acc,) = _split_decay(rest, decay)
     _check_slot(var, acc)
-    w = _writable_value(var)
-    tmp = xp.empty_like(w)
-    if decay:
-        _decay(xp, w, wd, tmp)
-    xp.multiply(grad, grad, out=tmp)        # acc += g^2
-    acc += tmp
-    xp.add(acc, epsilon, out=tmp)           # w -= lr * g / sqrt(acc + eps)
-    xp.sqrt(tmp, out=tmp)
-    xp.divide(grad, tmp, out=tmp)
-    tmp *= lr
-    w -= tmp
-    return _finish(var, w)
-
+    new = _output_buffer(xp, var)          # scratch until it holds the step
+    xp.multiply(grad, grad, out=new)       # acc += g^2
+    acc += new
+    xp.add(acc, epsilon, out=new)          # w - lr * g / sqrt(acc + eps)
+    xp.sqrt(new, out=new)
+    xp.divide(grad, new, out=new)
+    new *= lr
+    return _finish(xp, var, wd, new)
 
 def apply_adagrad(var, grad, lr, acc, *, epsilon, decay=None):
     """Graph node: one Adagrad step (Duchi et al., JMLR 2011), Keras 3's form.

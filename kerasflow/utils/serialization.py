@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-__all__ = ["to_snake_case", "serialize_object", "deserialize_object", "get_object"]
+__all__ = ["deserialize_object", "get_object", "serialize_object", "to_snake_case"]
 
 
 def to_snake_case(name: str) -> str:

@@ -42,8 +42,10 @@ def test_session_caches_one_plan_per_signature():
     for v in ([1.0, 2.0], [3.0, 4.0], [5.0, 6.0]):
         np.testing.assert_array_equal(sess.run(y, {x: v}), np.multiply(v, 3.0))
     assert len(sess._cache) == 1
-    sess.run([y], {x: [0.0, 0.0]})  # another fetch structure, another plan
+    out = sess.run([y], {x: [0.0, 0.0]})  # same flat fetches: same plan
+    assert isinstance(out, list) and len(sess._cache) == 1
     sess.run(y, {y: [1.0, 1.0]})    # another set of fed tensors
+    sess.run([y, x], {x: [1.0, 1.0]})    # other fetches
     assert len(sess._cache) == 3
 
 
@@ -75,6 +77,16 @@ def test_fetched_variable_is_not_changed_by_later_updates():
     before = f(np.ones(2), np.ones(2))
     f(np.ones(2), np.ones(2))
     assert float(before) == 0.0
+
+
+def test_fetched_variable_is_a_copy():
+    w = K.Variable(np.array([1.0, 2.0]))
+    out = K.Session().run(w)
+    out[0] = 100.0  # writing into the fetched value leaves the Variable alone
+    np.testing.assert_array_equal(w.numpy(), [1.0, 2.0])
+    again = K.Function([], [w])()[0]
+    again[1] = -1.0
+    np.testing.assert_array_equal(w.numpy(), [1.0, 2.0])
 
 
 def test_function_updates_as_ops_and_pairs():

@@ -444,3 +444,23 @@ def test_stop_gradient():
     np.testing.assert_allclose(K.Function([t], g)(v), v)  # only the direct path
     check_gradients(lambda a, b: K.stop_gradient(a) * b, [x(3), x(3, seed=1)],
                     expect_none=(0,))
+
+
+def test_smooth_composites_have_exact_gradient_at_zero():
+    # Built from max(x, 0) and -|x|, whose kinks at 0 must cancel exactly:
+    # softplus'(0) = sigmoid(0) = 1/2 and d sigmoid_xent / dx = sigmoid(x) - z.
+    t = K.placeholder("float64", (3,))
+    z = np.array([0.0, 0.25, 1.0])
+    (g_sp,) = K.gradients(K.sum(K.softplus(t)), t)
+    (g_xe,) = K.gradients(K.sum(K.sigmoid_cross_entropy_with_logits(z, t)), t)
+    g_sp, g_xe = K.Function([t], [g_sp, g_xe])(np.zeros(3))
+    np.testing.assert_allclose(g_sp, [0.5, 0.5, 0.5])
+    np.testing.assert_allclose(g_xe, [0.5, 0.25, -0.5])
+    np.testing.assert_allclose(K.softplus(np.array([0.0, 800.0, -800.0])),
+                               [np.log(2.0), 800.0, 0.0])
+
+
+def test_smooth_composites_at_zero_numerically():
+    check_gradients(K.softplus, [np.zeros(3)])
+    check_gradients(lambda t: K.sigmoid_cross_entropy_with_logits(
+        np.array([0.0, 0.5, 1.0]), t), [np.zeros(3)])

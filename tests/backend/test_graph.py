@@ -254,3 +254,21 @@ def test_integer_inputs_get_no_gradient():
     p = K.placeholder("float32", (3,))
     gx, gp = K.gradients(K.sum(K.cast(x, "float32") * p), [x, p])
     assert gx is None and gp is not None
+
+
+@pytest.mark.parametrize("dtype,sum_dtype,mean_dtype", [
+    ("int32", "int32", "float32"), ("bool", "int64", "float32"),
+    ("float16", "float16", "float16"), ("float64", "float64", "float64"),
+])
+def test_reduction_dtypes_match_at_run_time(dtype, sum_dtype, mean_dtype):
+    # The static dtype is what the run produces (numpy alone widens int32 sums).
+    x = K.placeholder(dtype, (3,))
+    value = np.array([1, 0, 1], dtype=dtype)
+    for op, expected in ((K.sum, sum_dtype), (K.prod, sum_dtype),
+                         (K.mean, mean_dtype), (K.max, dtype)):
+        y = op(x)
+        assert y.dtype == np.dtype(expected), op.__name__
+        assert np.asarray(K.Function([x], y)(value)).dtype == y.dtype, op.__name__
+        assert np.asarray(op(value)).dtype == y.dtype, op.__name__
+    np.testing.assert_allclose(K.Function([x], K.mean(x))(value), 2.0 / 3.0,
+                               rtol=1e-3)

@@ -28,15 +28,29 @@ def _geometry(size, k, s, d, padding):
     return out, total // 2, total - total // 2
 
 
-def _pad(xp, x, window, strides, dilation, padding, value=0):
-    """``x`` padded as ``padding`` needs, and the output height and width."""
+def _plan(shape, window, strides, dilation, padding):
+    """Output height and width of a window sliding over NHWC ``shape``, and pads."""
     (ho, t, b), (wo, l, r) = (
-        _geometry(x.shape[1 + a], window[a], strides[a], dilation[a], padding)
+        _geometry(shape[1 + a], window[a], strides[a], dilation[a], padding)
         for a in (0, 1)
     )
-    if t or b or l or r:
-        x = xp.pad(x, ((0, 0), (t, b), (l, r), (0, 0)), constant_values=value)
-    return x, ho, wo, (t, l)
+    return ho, wo, ((t, b), (l, r))
+
+
+def _pad(xp, x, pads, value=0):
+    if pads == ((0, 0), (0, 0)):
+        return x
+    return xp.pad(x, ((0, 0), *pads, (0, 0)), constant_values=value)
+
+
+def _padded_zeros(xp, shape, pads, dtype):
+    (t, b), (l, r) = pads
+    return xp.zeros((shape[0], shape[1] + t + b, shape[2] + l + r, shape[3]), dtype)
+
+
+def _crop(xpad, shape, pads):
+    (t, _), (l, _) = pads
+    return xpad[:, t:t + shape[1], l:l + shape[2]]
 
 
 def _windows(xp, xpad, window, ho, wo, strides, dilation):
@@ -49,18 +63,14 @@ def _windows(xp, xpad, window, ho, wo, strides, dilation):
     )
 
 
-def _taps(window, ho, wo, strides, dilation):
-    """Per window tap, the index of the padded-input elements it meets, (N,Ho,Wo,C)."""
+def _taps(window, ho, wo, strides, dilation=(1, 1)):
+    """Per window tap (i, j): the index of the padded-input elements it meets."""
     for i in range(window[0]):
         for j in range(window[1]):
             r, c = i * dilation[0], j * dilation[1]
-            yield (slice(None), slice(r, r + (ho - 1) * strides[0] + 1, strides[0]),
-                   slice(c, c + (wo - 1) * strides[1] + 1, strides[1]), slice(None))
-
-
-def _crop(xpad, shape, origin):
-    t, l = origin
-    return xpad[:, t:t + shape[1], l:l + shape[2]]
+            yield (i, j), (
+                slice(None), slice(r, r + (ho - 1) * strides[0] + 1, strides[0]),
+                slice(c, c + (wo - 1) * strides[1] + 1, strides[1]), slice(None))
 
 
 def _spatial_infer(what, x, window, strides, dilation, padding):
@@ -114,18 +124,31 @@ def _conv2d_infer(x, kernel, strides, padding, dilation_rate):
     return (n, ho, wo, ks[3]), x.dtype
 
 
-def _im2col(xp, x, kshape, strides, padding, dilation_rate):
-    """Receptive fields as rows (N*Ho*Wo, kh*kw*Cin), with the output's (N, Ho, Wo)."""
-    xpad, ho, wo, _ = _pad(xp, x, kshape, strides, dilation_rate, padding)
-    view = _windows(xp, xpad, kshape, ho, wo, strides, dilation_rate)
-    return view.reshape(-1, kshape[0] * kshape[1] * kshape[2]), (x.shape[0], ho, wo)
+# im2col makes the input kh*kw times larger, so columns are built one batch slice
+# at a time: memory stays bounded, and each slice is still in cache when BLAS
+# reads it (below about 10k rows per product OpenBLAS loses speed; above the
+# cache, the copy costs as much again).
+_COLUMN_BYTES = 32 * 2**20
+
+
+def _columns(xp, x, kshape, strides, padding, dilation_rate):
+    """Receptive fields (N, Ho, Wo, kh*kw*Cin) as a view, and batch slices of it."""
+    ho, wo, pads = _plan(x.shape, kshape, strides, dilation_rate, padding)
+    view = _windows(xp, _pad(xp, x, pads), kshape, ho, wo, strides, dilation_rate)
+    row = ho * wo * kshape[0] * kshape[1] * kshape[2] * x.dtype.itemsize
+    step = max(1, _COLUMN_BYTES // max(row, 1))
+    return view, [slice(b, b + step) for b in range(0, x.shape[0], step)]
 
 
 @register_op("Conv2D", _conv2d_infer)
 def _conv2d(xp, x, kernel, strides, padding, dilation_rate):
-    cols, nhw = _im2col(xp, x, kernel.shape, strides, padding, dilation_rate)
-    return xp.matmul(cols, kernel.reshape(cols.shape[1], -1)).reshape(
-        *nhw, kernel.shape[3])
+    view, batches = _columns(xp, x, kernel.shape, strides, padding, dilation_rate)
+    k2 = kernel.reshape(-1, kernel.shape[3])
+    y = xp.empty(view.shape[:3] + (kernel.shape[3],), dtype=x.dtype)
+    for b in batches:
+        xp.matmul(view[b].reshape(-1, k2.shape[0]), k2,
+                  out=y[b].reshape(-1, k2.shape[1]))
+    return y
 
 
 @register_gradient("Conv2D")
@@ -140,48 +163,270 @@ def _conv2d_grad(node, g):
 @register_op("Conv2DBackpropInput", lambda x, kernel, g, **_: (x.shape, g.dtype))
 def _conv2d_backprop_input(xp, x, kernel, g, strides, padding, dilation_rate):
     kh, kw, cin, cout = kernel.shape
-    shape = (0, 0) if padding == "VALID" else None
-    xpad_shape, ho, wo, origin = _pad_shape(x.shape, (kh, kw), strides,
-                                            dilation_rate, padding)
-    del shape
-    dx = xp.zeros(xpad_shape, dtype=g.dtype)
+    ho, wo, pads = _plan(x.shape, (kh, kw), strides, dilation_rate, padding)
+    dx = _padded_zeros(xp, x.shape, pads, g.dtype)
     g2 = g.reshape(-1, cout)
-    # One (N*Ho*Wo, Cout) @ (Cout, Cin) product per tap, scattered into the taps'
-    # strided slices: col2im without materializing the kh*kw-times larger columns.
-    for (i, j), idx in zip(np.ndindex(kh, kw),
-                           _taps((kh, kw), ho, wo, strides, dilation_rate)):
+    # col2im one tap at a time: a (N*Ho*Wo, Cout) @ (Cout, Cin) product added into
+    # the tap's strided slice, never materializing the kh*kw-times larger columns.
+    for (i, j), idx in _taps((kh, kw), ho, wo, strides, dilation_rate):
         dx[idx] += xp.matmul(g2, kernel[i, j].T).reshape(g.shape[:3] + (cin,))
-    return _crop(dx, x.shape, origin)
-
-
-def _pad_shape(shape, window, strides, dilation, padding):
-    """Shape of the padded input, output height and width, and the pad origin."""
-    (ho, t, b), (wo, l, r) = (
-        _geometry(shape[1 + a], window[a], strides[a], dilation[a], padding)
-        for a in (0, 1)
-    )
-    return (shape[0], shape[1] + t + b, shape[2] + l + r, shape[3]), ho, wo, (t, l)
+    return _crop(dx, x.shape, pads)
 
 
 @register_gradient("Conv2DBackpropInput")
 def _conv2d_backprop_input_grad(node, gg):
-    # dx is linear in (kernel, g): it is the adjoint of conv2d in x, so
+    # dx(k, g) is the adjoint of conv2d in x, linear in k and in g:
     # <gg, dx(k, g)> = <conv2d(gg, k), g>.
-    x, kernel, g = node.inputs
+    _, kernel, g = node.inputs
     return (None, apply("Conv2DBackpropFilter", gg, kernel, g, **node.attrs),
             apply("Conv2D", gg, kernel, **node.attrs))
 
 
 @register_op("Conv2DBackpropFilter", lambda x, kernel, g, **_: (kernel.shape, g.dtype))
 def _conv2d_backprop_filter(xp, x, kernel, g, strides, padding, dilation_rate):
-    cols, _ = _im2col(xp, x, kernel.shape, strides, padding, dilation_rate)
-    # cols.T is a transposed view: BLAS reads it as is, no second copy.
-    return xp.matmul(cols.T, g.reshape(cols.shape[0], -1)).reshape(kernel.shape)
+    view, batches = _columns(xp, x, kernel.shape, strides, padding, dilation_rate)
+    g2 = g.reshape(-1, kernel.shape[3])
+    rows = view.shape[1] * view.shape[2]
+    dk = xp.zeros((kernel.size // kernel.shape[3], kernel.shape[3]), dtype=g.dtype)
+    for b in batches:
+        cols = view[b].reshape(-1, dk.shape[0])
+        # cols.T is a transposed view: BLAS reads it in place, no second copy.
+        dk += xp.matmul(cols.T, g2[b.start * rows:b.start * rows + cols.shape[0]])
+    return dk.reshape(kernel.shape)
 
 
 @register_gradient("Conv2DBackpropFilter")
 def _conv2d_backprop_filter_grad(node, gg):
-    # dk is bilinear in (x, g): <gg, dk(x, g)> = <conv2d(x, gg), g>.
-    x, kernel, g = node.inputs
+    # dk(x, g) is bilinear: <gg, dk(x, g)> = <conv2d(x, gg), g>.
+    x, _, g = node.inputs
     return (apply("Conv2DBackpropInput", x, gg, g, **node.attrs), None,
             apply("Conv2D", x, gg, **node.attrs))
+
+
+# -- pooling --------------------------------------------------------------------------
+def _pool_infer(what, float_only):
+    def infer(x, pool_size, strides, padding):
+        if float_only and x.dtype.kind != "f":
+            raise TypeError(f"{what} expects a float input. Received: {I.fmt(x)}.")
+        n, ho, wo = _spatial_infer(what, x, pool_size, strides, (1, 1), padding)
+        return (n, ho, wo, None if x.shape is None else x.shape[3]), x.dtype
+
+    return infer
+
+
+def _lowest(dtype):
+    dtype = np.dtype(dtype)
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+@register_op("MaxPool", _pool_infer("max_pool2d", float_only=False))
+def _max_pool(xp, x, pool_size, strides, padding):
+    ho, wo, pads = _plan(x.shape, pool_size, strides, (1, 1), padding)
+    # SAME pads never exceed the window minus one, so every window holds a real
+    # element and the -inf padding never wins.
+    xpad = _pad(xp, x, pads, _lowest(x.dtype))
+    y = None
+    for _, idx in _taps(pool_size, ho, wo, strides):
+        y = xpad[idx].copy() if y is None else xp.maximum(y, xpad[idx], out=y)
+    return y
+
+
+@register_gradient("MaxPool")
+def _max_pool_grad(node, g):
+    return (apply("MaxPoolGrad", node.inputs[0], node.outputs[0], g, **node.attrs),)
+
+
+def _first_max_masks(xp, xpad, y, pool_size, strides):
+    """Per tap, its index and where it holds its window's first maximum (TF's rule)."""
+    free = xp.ones(y.shape, dtype=bool)
+    for _, idx in _taps(pool_size, y.shape[1], y.shape[2], strides):
+        hit = (xpad[idx] == y) & free
+        free &= ~hit
+        yield idx, hit
+
+
+@register_op("MaxPoolGrad", lambda x, y, g, **_: (x.shape, g.dtype))
+def _max_pool_grad_kernel(xp, x, y, g, pool_size, strides, padding):
+    _, _, pads = _plan(x.shape, pool_size, strides, (1, 1), padding)
+    xpad = _pad(xp, x, pads, _lowest(x.dtype))
+    dx = _padded_zeros(xp, x.shape, pads, g.dtype)
+    for idx, hit in _first_max_masks(xp, xpad, y, pool_size, strides):
+        dx[idx] += xp.where(hit, g, 0)
+    return _crop(dx, x.shape, pads)
+
+
+@register_gradient("MaxPoolGrad")
+def _max_pool_grad_grad(node, gg):
+    x, y, _ = node.inputs
+    return None, None, apply("MaxPoolGradGrad", x, y, gg, **node.attrs)
+
+
+@register_op("MaxPoolGradGrad", lambda x, y, gg, **_: (y.shape, gg.dtype))
+def _max_pool_grad_grad_kernel(xp, x, y, gg, pool_size, strides, padding):
+    # Picks gg at each window's first maximum: the adjoint of MaxPoolGrad in g.
+    _, _, pads = _plan(x.shape, pool_size, strides, (1, 1), padding)
+    xpad, ggpad = _pad(xp, x, pads, _lowest(x.dtype)), _pad(xp, gg, pads)
+    out = xp.zeros(y.shape, dtype=gg.dtype)
+    for idx, hit in _first_max_masks(xp, xpad, y, pool_size, strides):
+        out += xp.where(hit, ggpad[idx], 0)
+    return out
+
+
+@register_gradient("MaxPoolGradGrad")
+def _max_pool_grad_grad_grad(node, ggg):
+    x, y, _ = node.inputs
+    return None, None, apply("MaxPoolGrad", x, y, ggg, **node.attrs)
+
+
+def _window_counts(xp, shape, pool_size, strides, padding, dtype):
+    """(1, Ho, Wo, 1) counts of the real (unpadded) elements in each window."""
+    ho, wo, pads = _plan(shape, pool_size, strides, (1, 1), padding)
+    counts = []
+    for a, n in ((0, ho), (1, wo)):
+        start = xp.arange(n) * strides[a] - pads[a][0]
+        counts.append(xp.minimum(start + pool_size[a], shape[1 + a])
+                      - xp.maximum(start, 0))
+    return (counts[0][:, None] * counts[1][None, :]).astype(dtype)[None, :, :, None]
+
+
+@register_op("AvgPool", _pool_infer("avg_pool2d", float_only=True))
+def _avg_pool(xp, x, pool_size, strides, padding):
+    ho, wo, pads = _plan(x.shape, pool_size, strides, (1, 1), padding)
+    xpad = _pad(xp, x, pads)
+    y = None
+    for _, idx in _taps(pool_size, ho, wo, strides):
+        y = xpad[idx].copy() if y is None else xp.add(y, xpad[idx], out=y)
+    y /= _window_counts(xp, x.shape, pool_size, strides, padding, x.dtype)
+    return y
+
+
+@register_gradient("AvgPool")
+def _avg_pool_grad(node, g):
+    return (apply("AvgPoolGrad", node.inputs[0], g, **node.attrs),)
+
+
+# ``x`` gives AvgPoolGrad only the shape of its result (TF's orig_input_shape).
+@register_op("AvgPoolGrad", lambda x, g, **_: (x.shape, g.dtype))
+def _avg_pool_grad_kernel(xp, x, g, pool_size, strides, padding):
+    _, _, pads = _plan(x.shape, pool_size, strides, (1, 1), padding)
+    share = g / _window_counts(xp, x.shape, pool_size, strides, padding, g.dtype)
+    dx = _padded_zeros(xp, x.shape, pads, g.dtype)
+    for _, idx in _taps(pool_size, g.shape[1], g.shape[2], strides):
+        dx[idx] += share
+    return _crop(dx, x.shape, pads)
+
+
+@register_gradient("AvgPoolGrad")
+def _avg_pool_grad_grad(node, gg):
+    # AvgPoolGrad is the adjoint of the linear AvgPool, whose adjoint is AvgPool.
+    return None, apply("AvgPool", gg, **node.attrs)
+
+
+# -- public wrappers ------------------------------------------------------------------
+def _pair(value, name):
+    pair = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
+    if len(pair) != 2 or not all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1
+        for v in pair
+    ):
+        raise ValueError(
+            f"{name} must be a positive int or a pair of them. Received: "
+            f"{name}={value!r}."
+        )
+    return int(pair[0]), int(pair[1])
+
+
+def _padding(padding):
+    mode = padding.upper() if isinstance(padding, str) else padding
+    if mode not in ("SAME", "VALID"):
+        raise ValueError(
+            f"padding must be 'same' or 'valid'. Received: padding={padding!r}."
+        )
+    return mode
+
+
+def conv2d(x, kernel, strides=(1, 1), padding="valid", dilation_rate=(1, 1)):
+    """2-D convolution (cross-correlation, as in every DL framework), NHWC.
+
+    ``y[n, i, j, o] = sum_{a, b, c} xpad[n, i*sh + a*dh, j*sw + b*dw, c] *
+    kernel[a, b, c, o]``, computed as im2col plus one matrix product. Semantics of
+    TF's ``tf.nn.conv2d`` (``data_format='NHWC'``) with ``dilations``; unlike
+    Keras' Conv2D layer, strides > 1 together with dilation > 1 are allowed.
+
+    Args:
+        x: float tensor (batch, height, width, in_channels); batch, height and
+            width may be unknown (None) in a graph.
+        kernel: tensor (kernel_height, kernel_width, in_channels, out_channels) of
+            the dtype of ``x``.
+        strides: int or pair (sh, sw), the step between windows.
+        padding: 'valid' (windows inside x) or 'same' (output size
+            ceil(size / stride), zero padding split as TF does: the larger half
+            after); case-insensitive.
+        dilation_rate: int or pair (dh, dw), the spacing between kernel taps.
+
+    Returns:
+        Tensor (batch, out_height, out_width, out_channels) of the dtype of x,
+        where out = ceil((size - (k - 1) * d) / s) for 'valid' and
+        ceil(size / s) for 'same'.
+
+    Raises:
+        ValueError: x or kernel not of rank 4, in_channels of x and kernel that
+            differ (naming both shapes), a 'valid' output that would be empty,
+            or bad strides, padding or dilation_rate.
+        TypeError: x and kernel not of one float dtype.
+    """
+    return apply("Conv2D", x, kernel, strides=_pair(strides, "strides"),
+                 padding=_padding(padding),
+                 dilation_rate=_pair(dilation_rate, "dilation_rate"))
+
+
+def _pool_attrs(pool_size, strides, padding):
+    pool_size = _pair(pool_size, "pool_size")
+    strides = pool_size if strides is None else _pair(strides, "strides")
+    return {"pool_size": pool_size, "strides": strides, "padding": _padding(padding)}
+
+
+def max_pool2d(x, pool_size=(2, 2), strides=None, padding="valid"):
+    """Maximum over sliding windows, NHWC (TF's ``tf.nn.max_pool2d``).
+
+    The gradient flows to one element per window, the first maximum in row-major
+    window order when several are equal, as TF's MaxPoolGrad does. With 'same'
+    padding the padded positions never win.
+
+    Args:
+        x: tensor (batch, height, width, channels), float or integer.
+        pool_size: int or pair (ph, pw), the window size.
+        strides: int or pair; None means ``pool_size`` (as Keras' MaxPooling2D).
+        padding: 'valid' or 'same' (TF's rule, as in ``conv2d``); case-insensitive.
+
+    Returns:
+        Tensor (batch, out_height, out_width, channels) of the dtype of x.
+
+    Raises:
+        ValueError: x not of rank 4, a 'valid' output that would be empty, or bad
+            pool_size, strides or padding.
+    """
+    return apply("MaxPool", x, **_pool_attrs(pool_size, strides, padding))
+
+
+def avg_pool2d(x, pool_size=(2, 2), strides=None, padding="valid"):
+    """Mean over sliding windows, NHWC (TF's ``tf.nn.avg_pool2d``).
+
+    With 'same' padding each mean is over the window's real elements only (the
+    padding is not counted), as in TF and Keras' AveragePooling2D.
+
+    Args:
+        x: float tensor (batch, height, width, channels).
+        pool_size: int or pair (ph, pw), the window size.
+        strides: int or pair; None means ``pool_size`` (as Keras).
+        padding: 'valid' or 'same' (TF's rule, as in ``conv2d``); case-insensitive.
+
+    Returns:
+        Tensor (batch, out_height, out_width, channels) of the dtype of x.
+
+    Raises:
+        ValueError: x not of rank 4, a 'valid' output that would be empty, or bad
+            pool_size, strides or padding.
+        TypeError: a non-float x.
+    """
+    return apply("AvgPool", x, **_pool_attrs(pool_size, strides, padding))

@@ -97,9 +97,18 @@ def tanh(x):
 
 
 # -- composite activations ------------------------------------------------------------
+def _neg_abs(x):
+    """-|x| as minimum(-x, x): at 0 its gradient is -1, where abs's is 0."""
+    return minimum(negative(x), x)
+
+
 def softplus(x):
-    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): finite for any x."""
-    return add(maximum(x, 0.0), log1p(exp(negative(abs(x)))))
+    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): finite for any x.
+
+    At x = 0 the gradients of the two terms are 1 and -1/2 (max's tie goes to x,
+    ``_neg_abs``'s to -x), summing to the exact sigmoid(0) = 1/2.
+    """
+    return add(maximum(x, 0.0), log1p(exp(_neg_abs(x))))
 
 
 def softsign(x):
@@ -266,7 +275,8 @@ def _check_labels(xp, labels, n):
 def _sparse_xent(xp, labels, logits):
     _check_labels(xp, labels, logits.shape[-1])
     logp = _log_softmax_kernel(xp, logits)
-    return -xp.take_along_axis(logp, labels[..., None].astype(np.int64), axis=-1)[..., 0]
+    picked = xp.take_along_axis(logp, labels[..., None].astype(np.int64), axis=-1)
+    return -picked[..., 0]
 
 
 @register_gradient("SparseSoftmaxCrossEntropyWithLogits")
@@ -326,10 +336,11 @@ def sigmoid_cross_entropy_with_logits(labels, logits):
     """Elementwise -z log σ(x) - (1 - z) log(1 - σ(x)), with x = logits, z = labels.
 
     Computed as max(x, 0) - x z + log1p(exp(-|x|)), TF's stable form, so no term
-    overflows for large |x|.
+    overflows for large |x|; its gradient is sigmoid(x) - z, at x = 0 too (see
+    ``softplus``).
     """
     return add(subtract(maximum(logits, 0.0), multiply(logits, labels)),
-               log1p(exp(negative(abs(logits)))))
+               log1p(exp(_neg_abs(logits))))
 
 
 def dropout(x, rate, seed=None, training=True):

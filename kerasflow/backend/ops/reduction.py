@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kerasflow.backend import array as _array
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.ops.math import (
     cast, divide, equal, log, multiply, add, exp, subtract, stop_gradient,
@@ -25,8 +26,19 @@ def _axis(axis):
     return tuple(int(a) for a in axis)
 
 
+def _accumulator(dtype):
+    """Sums and products keep an integer input's dtype (numpy would widen int32,
+    making the runtime dtype differ from the static one); bools count as int64."""
+    dtype = np.dtype(dtype)
+    return np.dtype("int64") if dtype.kind == "b" else dtype
+
+
 def _reduce_infer(x, axis=None, keepdims=False):
     return I.reduced(x, axis, keepdims)
+
+
+def _accumulate_infer(x, axis=None, keepdims=False):
+    return I.reduced(x, axis, keepdims, _accumulator(x.dtype))
 
 
 def _register_reduction(op, fn_name):
@@ -36,11 +48,18 @@ def _register_reduction(op, fn_name):
     )
 
 
-_register_reduction("Sum", "sum")
+def _register_accumulation(op, fn_name):
+    register_op(op, _accumulate_infer)(
+        lambda xp, x, axis=None, keepdims=False: getattr(xp, fn_name)(
+            x, axis=axis, keepdims=keepdims, dtype=_accumulator(x.dtype))
+    )
+
+
+_register_accumulation("Sum", "sum")
 _register_reduction("Mean", "mean")
 _register_reduction("Max", "max")
 _register_reduction("Min", "min")
-_register_reduction("Prod", "prod")
+_register_accumulation("Prod", "prod")
 
 
 def _unreduce_infer(g, x, axis=None, keepdims=False):
@@ -62,11 +81,12 @@ def _unreduce_like_grad(node, gg):
 
 
 def unreduce_like(g, x, axis=None, keepdims=False):
-    """Broadcasts ``g``, the result of reducing ``x`` over ``axis``, back to x's shape."""
+    """Broadcasts ``g``, ``x`` reduced over ``axis``, back to x's runtime shape."""
     return apply("UnreduceLike", g, x, axis=_axis(axis), keepdims=keepdims)
 
 
-@register_op("ReducedCount", lambda x, axis=None, dtype="float32": ((), np.dtype(dtype)),
+@register_op("ReducedCount",
+             lambda x, axis=None, dtype="float32": ((), np.dtype(dtype)),
              differentiable=False)
 def _reduced_count(xp, x, axis=None, dtype="float32"):
     axes = I.norm_axis(axis, x.ndim)
@@ -134,7 +154,11 @@ def sum(x, axis=None, keepdims=False):  # noqa: A001
 
 
 def mean(x, axis=None, keepdims=False):
-    """Arithmetic mean over ``axis`` (see ``sum``)."""
+    """Arithmetic mean over ``axis`` (see ``sum``); integer or bool inputs give
+    floatx (as Keras' ``ops.mean``)."""
+    dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+    if np.dtype(dtype).kind in "biu":
+        x = cast(x, _array.floatx())
     return apply("Mean", x, axis=_axis(axis), keepdims=bool(keepdims))
 
 

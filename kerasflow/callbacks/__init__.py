@@ -1,0 +1,33 @@
+"""Callbacks: hooks into `fit`, `evaluate` and `predict` (Keras callbacks API)."""
+
+from __future__ import annotations
+
+from kerasflow.callbacks.callback import Callback
+from kerasflow.callbacks.callback_list import CallbackList
+from kerasflow.callbacks.csv_logger import CSVLogger
+from kerasflow.callbacks.early_stopping import EarlyStopping
+from kerasflow.callbacks.history import History
+from kerasflow.callbacks.lambda_callback import LambdaCallback
+from kerasflow.callbacks.learning_rate_scheduler import LearningRateScheduler
+from kerasflow.callbacks.model_checkpoint import ModelCheckpoint
+from kerasflow.callbacks.monitor_callback import MonitorCallback
+from kerasflow.callbacks.progbar_logger import ProgbarLogger
+from kerasflow.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
+from kerasflow.callbacks.tensorboard import TensorBoard
+from kerasflow.callbacks.terminate_on_nan import TerminateOnNaN
+
+__all__ = [
+    "Callback",
+    "CallbackList",
+    "CSVLogger",
+    "EarlyStopping",
+    "History",
+    "LambdaCallback",
+    "LearningRateScheduler",
+    "ModelCheckpoint",
+    "MonitorCallback",
+    "ProgbarLogger",
+    "ReduceLROnPlateau",
+    "TensorBoard",
+    "TerminateOnNaN",
+]

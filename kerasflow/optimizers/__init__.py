@@ -1,0 +1,98 @@
+"""Optimizers (layer L1): Keras 3 names and update rules on TF1-style graphs.
+
+Each optimizer turns gradients into stateful graph nodes, one fused in-place
+kernel per variable per step::
+
+    from kerasflow import optimizers
+    opt = optimizers.get("adam")
+    train = K.Function([x, y], [loss], opt.get_updates(loss, params))  # Keras
+    train_op = optimizers.GradientDescentOptimizer(0.01).minimize(loss)  # TF1
+"""
+
+from __future__ import annotations
+
+from kerasflow.optimizers import schedules
+from kerasflow.optimizers.adagrad import Adagrad
+from kerasflow.optimizers.adam import Adam
+from kerasflow.optimizers.adamw import AdamW
+from kerasflow.optimizers.base import (
+    Optimizer, TrainOp, train_op_info, trainable_variables_of,
+)
+from kerasflow.optimizers.rmsprop import RMSprop
+from kerasflow.optimizers.sgd import SGD, GradientDescentOptimizer
+
+__all__ = [
+    "Optimizer", "SGD", "GradientDescentOptimizer", "Adam", "AdamW", "RMSprop",
+    "Adagrad", "TrainOp", "train_op_info", "trainable_variables_of", "get",
+    "serialize", "deserialize", "schedules",
+]
+
+_BY_NAME = {
+    "sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop,
+    "adagrad": Adagrad, "gradientdescentoptimizer": GradientDescentOptimizer,
+}
+
+
+def serialize(optimizer: Optimizer) -> dict:
+    """``{"class_name": ..., "config": ...}``, JSON-compatible (Keras' form).
+
+    Raises:
+        TypeError: not an ``Optimizer``.
+    """
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError(f"serialize expects an Optimizer. Received: {optimizer!r}.")
+    return {"module": "kerasflow.optimizers",
+            "class_name": type(optimizer).__name__,
+            "config": optimizer.get_config()}
+
+
+def deserialize(config: dict, custom_objects: dict | None = None) -> Optimizer:
+    """Rebuilds an optimizer (without state) from ``serialize()``'s output.
+
+    Args:
+        config: ``{"class_name": ..., "config": ...}``; class names match
+            case-insensitively ("Adam", "adam").
+        custom_objects: extra ``{class_name: class}`` (optimizers, schedules).
+
+    Raises:
+        ValueError: an unknown class name or a malformed dict.
+    """
+    if not isinstance(config, dict) or "class_name" not in config:
+        raise ValueError(f"deserialize expects a dict with 'class_name' and "
+                         f"'config'. Received: {config!r}.")
+    custom = custom_objects or {}
+    name = config["class_name"]
+    cls = custom.get(name) or _BY_NAME.get(str(name).lower())
+    if cls is None:
+        raise ValueError(f"Unknown optimizer '{name}'; known: {sorted(_BY_NAME)}. "
+                         f"Pass custom_objects for your own.")
+    return cls.from_config(dict(config.get("config", {})), custom_objects)
+
+
+def get(identifier) -> Optimizer:
+    """An optimizer from a name, a config dict or an instance.
+
+    Args:
+        identifier: 'sgd', 'adam', 'adamw', 'rmsprop', 'adagrad' (any case;
+            Keras defaults), a ``serialize()`` dict, or an ``Optimizer``
+            (returned as is).
+
+    Raises:
+        ValueError: anything else, naming it.
+
+    Example:
+        >>> get("adam").learning_rate
+        0.0010000000474974513
+    """
+    if isinstance(identifier, Optimizer):
+        return identifier
+    if isinstance(identifier, dict):
+        return deserialize(identifier)
+    if isinstance(identifier, str) and identifier.lower() in _BY_NAME:
+        cls = _BY_NAME[identifier.lower()]
+        if cls is GradientDescentOptimizer:
+            return cls(0.01)
+        return cls()
+    raise ValueError(f"Could not interpret optimizer identifier: {identifier!r}. "
+                     f"Expected one of {sorted(_BY_NAME)}, a config dict or an "
+                     f"Optimizer.")

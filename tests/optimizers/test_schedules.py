@@ -1,0 +1,86 @@
+"""Learning-rate schedules: hand-computed values, eagerly and in the graph."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from kerasflow import backend as K
+from kerasflow.optimizers import SGD, schedules
+
+CASES = [
+    # (schedule, [(step, expected learning rate)])
+    (schedules.ExponentialDecay(0.1, decay_steps=10, decay_rate=0.5),
+     [(0, 0.1), (5, 0.1 * math.sqrt(0.5)), (10, 0.05), (20, 0.025)]),
+    (schedules.ExponentialDecay(0.1, 10, 0.5, staircase=True),
+     [(0, 0.1), (9, 0.1), (10, 0.05), (15, 0.05), (20, 0.025)]),
+    (schedules.PiecewiseConstantDecay([10, 20], [1.0, 0.5, 0.1]),
+     [(0, 1.0), (10, 1.0), (11, 0.5), (20, 0.5), (21, 0.1), (1000, 0.1)]),
+    (schedules.PiecewiseConstantDecay([5], [0.3, 0.2]),
+     [(5, 0.3), (6, 0.2)]),
+    (schedules.CosineDecay(1.0, decay_steps=100, alpha=0.1),
+     [(0, 1.0), (50, 0.55), (100, 0.1), (200, 0.1)]),
+    (schedules.CosineDecay(0.0, 100, warmup_target=1.0, warmup_steps=10),
+     [(0, 0.0), (5, 0.5), (10, 1.0), (60, 0.5), (110, 0.0), (500, 0.0)]),
+    (schedules.InverseTimeDecay(1.0, decay_steps=10, decay_rate=1.0),
+     [(0, 1.0), (5, 1 / 1.5), (10, 0.5), (30, 0.25)]),
+    (schedules.InverseTimeDecay(1.0, 10, 1.0, staircase=True),
+     [(9, 1.0), (15, 0.5)]),
+]
+IDS = [f"{type(s).__name__}-{i}" for i, (s, _) in enumerate(CASES)]
+
+
+@pytest.mark.parametrize("schedule,expected", CASES, ids=IDS)
+def test_eager_values(schedule, expected):
+    for step, lr in expected:
+        assert float(schedule(step)) == pytest.approx(lr, rel=1e-6, abs=1e-7)
+        assert float(schedule(np.float32(step))) == pytest.approx(lr, rel=1e-6,
+                                                                  abs=1e-7)
+
+
+@pytest.mark.parametrize("schedule,expected", CASES, ids=IDS)
+def test_graph_values_from_a_step_tensor(schedule, expected):
+    step = K.placeholder("int64", ())
+    f = K.Function([step], schedule(step))
+    for s, lr in expected:
+        assert float(f(np.int64(s))) == pytest.approx(lr, rel=1e-6, abs=1e-7)
+
+
+@pytest.mark.parametrize("schedule,expected", CASES, ids=IDS)
+def test_config_round_trip(schedule, expected):
+    config = schedules.serialize(schedule)
+    again = schedules.deserialize(config)
+    assert type(again) is type(schedule)
+    assert again.get_config() == schedule.get_config()
+    step, lr = expected[-1]
+    assert float(again(step)) == pytest.approx(lr, rel=1e-6, abs=1e-7)
+
+
+def test_optimizer_steps_follow_the_schedule_of_its_iterations():
+    # d(sum(w))/dw = 1, so each SGD step lowers w by exactly that step's rate.
+    schedule = schedules.PiecewiseConstantDecay([1, 3], [1.0, 0.5, 0.125])
+    opt = SGD(learning_rate=schedule)
+    w = K.Variable(np.zeros(2, "float32"))
+    step = K.Function([], [], opt.get_updates(K.sum(w), [w]))
+    drops, rates = [], []
+    for _ in range(5):
+        rates.append(opt.learning_rate)
+        before = w.numpy()[0]
+        step()
+        drops.append(before - w.numpy()[0])
+    assert drops == [1.0, 1.0, 0.5, 0.5, 0.125]
+    assert rates == drops
+    assert int(opt.iterations.numpy()) == 5
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="decay_steps"):
+        schedules.ExponentialDecay(0.1, 0, 0.5)
+    with pytest.raises(ValueError, match="1 shorter than values"):
+        schedules.PiecewiseConstantDecay([1, 2], [1.0, 0.5])
+    with pytest.raises(ValueError, match="Unknown learning rate schedule"):
+        schedules.deserialize({"class_name": "Nope", "config": {}})
+    with pytest.raises(TypeError, match="LearningRateSchedule"):
+        schedules.serialize(0.1)
