@@ -1,7 +1,7 @@
 """Optimizers (layer L1): Keras 3 names and update rules on TF1-style graphs.
 
-Each optimizer turns gradients into stateful graph nodes, one fused in-place
-kernel per variable per step::
+Each optimizer turns gradients into stateful graph nodes, one fused kernel per
+variable per step::
 
     from kerasflow import optimizers
     opt = optimizers.get("adam")
@@ -16,15 +16,29 @@ from kerasflow.optimizers.adagrad import Adagrad
 from kerasflow.optimizers.adam import Adam
 from kerasflow.optimizers.adamw import AdamW
 from kerasflow.optimizers.base import (
-    Optimizer, TrainOp, train_op_info, trainable_variables_of,
+    Optimizer,
+    TrainOp,
+    train_op_info,
+    trainable_variables_of,
 )
 from kerasflow.optimizers.rmsprop import RMSprop
 from kerasflow.optimizers.sgd import SGD, GradientDescentOptimizer
 
 __all__ = [
-    "Optimizer", "SGD", "GradientDescentOptimizer", "Adam", "AdamW", "RMSprop",
-    "Adagrad", "TrainOp", "train_op_info", "trainable_variables_of", "get",
-    "serialize", "deserialize", "schedules",
+    "SGD",
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "GradientDescentOptimizer",
+    "Optimizer",
+    "RMSprop",
+    "TrainOp",
+    "deserialize",
+    "get",
+    "schedules",
+    "serialize",
+    "train_op_info",
+    "trainable_variables_of",
 ]
 
 _BY_NAME = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kerasflow import backend as K
 
-__all__ = ["clip_by_value", "clip_by_norm", "clip_by_global_norm", "global_norm"]
+__all__ = ["clip_by_global_norm", "clip_by_norm", "clip_by_value", "global_norm"]
 
 
 def clip_by_value(grad, clipvalue: float):

@@ -4,7 +4,8 @@ Each kernel receives the ``Variable`` being trained as its first argument (the
 registry's convention for stateful ops) and the optimizer's slot arrays as plain
 inputs: a slot input *is* its Variable's current buffer, so the kernel updates
 slots in place with ``out=`` ufuncs. Per step and variable this costs one Python
-call and no allocation: numpy's passes over the data, nothing more.
+call and numpy's passes over the data; nothing is allocated except one temporary
+for weight decay or Nesterov momentum.
 
 The variable itself is double-buffered: the new value is written into a spare
 buffer (the value before the previous step, reused once nothing else references
@@ -26,8 +27,11 @@ from kerasflow.backend.ops import infer as I
 from kerasflow.backend.registry import apply, register_op
 
 __all__ = [
-    "apply_gradient_descent", "apply_momentum", "apply_adam", "apply_rmsprop",
     "apply_adagrad",
+    "apply_adam",
+    "apply_gradient_descent",
+    "apply_momentum",
+    "apply_rmsprop",
 ]
 
 # Variable -> its value before the last update, the next update's output buffer.

@@ -14,8 +14,13 @@ import math
 from kerasflow import backend as K
 
 __all__ = [
-    "LearningRateSchedule", "ExponentialDecay", "PiecewiseConstantDecay",
-    "CosineDecay", "InverseTimeDecay", "serialize", "deserialize",
+    "CosineDecay",
+    "ExponentialDecay",
+    "InverseTimeDecay",
+    "LearningRateSchedule",
+    "PiecewiseConstantDecay",
+    "deserialize",
+    "serialize",
 ]
 
 
@@ -155,8 +160,9 @@ class PiecewiseConstantDecay(LearningRateSchedule):
     def __init__(self, boundaries, values, name="PiecewiseConstant"):
         if not boundaries or len(boundaries) != len(values) - 1:
             raise ValueError(
-                f"boundaries must be non-empty and 1 shorter than values. Received: boundaries={boundaries} of length "
-                f"{len(boundaries)}, and values={values} of length {len(values)}."
+                f"boundaries must be non-empty and 1 shorter than values. "
+                f"Received: boundaries={boundaries} of length {len(boundaries)}, "
+                f"and values={values} of length {len(values)}."
             )
         self.boundaries = list(boundaries)
         self.values = list(values)

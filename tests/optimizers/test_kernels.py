@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,7 @@ def _mlp_step(opt, sizes=(4, 8, 3)):
     x = K.placeholder("float32", (None, sizes[0]))
     rng = np.random.default_rng(0)
     params, h = [], x
-    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+    for i, (a, b) in enumerate(itertools.pairwise(sizes)):
         w = K.Variable(rng.normal(size=(a, b)).astype("float32"), name=f"w{i}")
         bias = K.Variable(np.zeros(b, "float32"), name=f"b{i}")
         params += [w, bias]
