@@ -29,6 +29,7 @@ from kerasflow.utils.serialization import (
     deserialize_object,
     get_object,
     serialize_object,
+    to_snake_case,
 )
 
 __all__ = [
@@ -82,11 +83,12 @@ def _prepare(y_true, y_pred):
     return squeeze_or_expand_to_same_rank(y_true, y_pred)
 
 
-def _logits(y_pred, other_op):
-    # Logits recorded by a softmax/sigmoid activation; ``other_op`` names the op
-    # of the other activation, whose logits would give a wrong cross-entropy.
+def _logits(y_pred, sigmoid):
+    # Logits recorded by a sigmoid (binary) or softmax (categorical) activation.
+    # Another activation's logits would give a wrong loss: a binary loss takes
+    # them only from a Sigmoid node, a categorical one from any other node.
     logits = getattr(y_pred, "_keras_logits", None)
-    if logits is None or y_pred.node.op == other_op:
+    if logits is None or (y_pred.node.op == "Sigmoid") != sigmoid:
         return None
     return logits
 
@@ -188,7 +190,7 @@ def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0,
         Tensor of the shape of ``y_pred`` without ``axis``.
     """
     if not from_logits:
-        logits = _logits(y_pred, "Exp")
+        logits = _logits(y_pred, sigmoid=True)
         if logits is not None:
             y_pred, from_logits = logits, True
     y_true, y_pred = _prepare(y_true, y_pred)
@@ -224,7 +226,7 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
         ValueError: ``y_true`` and ``y_pred`` of different static shapes.
     """
     if not from_logits and _is_last(y_pred, axis):
-        logits = _logits(y_pred, "Sigmoid")
+        logits = _logits(y_pred, sigmoid=False)
         if logits is not None:
             y_pred, from_logits = logits, True
     y_pred = _tensor(y_pred)
@@ -268,7 +270,7 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False,
             f"Received: axis={axis}."
         )
     if not from_logits:
-        logits = _logits(y_pred, "Sigmoid")
+        logits = _logits(y_pred, sigmoid=False)
         if logits is not None:
             y_pred, from_logits = logits, True
     y_pred = _tensor(y_pred)
@@ -361,8 +363,7 @@ def _match_weights(values, sample_weight):
     values, sw = squeeze_or_expand_to_same_rank(values, sw, expand_rank_1=False)
     # Per-sample weights against per-timestep losses: weights broadcast over
     # the trailing axes.
-    while sw.ndim is not None and values.ndim is not None and sw.ndim < values.ndim \
-            and sw.ndim > 0:
+    while 0 < (sw.ndim or 0) < (values.ndim or 0):
         sw = ops.expand_dims(sw, -1)
     return values, sw
 
@@ -430,7 +431,7 @@ class Loss:
                 f"{REDUCTIONS}. Received: reduction={reduction!r}."
             )
         self.reduction = reduction
-        self.name = name or type(self).__name__.lower()
+        self.name = name or to_snake_case(type(self).__name__)
 
     def call(self, y_true, y_pred):
         """Per-sample losses of shape (batch, ...); subclasses implement it."""

@@ -151,8 +151,8 @@ class Metric:
         return f"<{type(self).__name__} name={self.name}>"
 
 
-def _samplewise(values, sample_weight, dtype):
-    # Keras' reduce_to_samplewise_values: weight, then average all but axis 0.
+def _samplewise(values, sample_weight, dtype, reduce=ops.mean):
+    # Keras' reduce_to_samplewise_values: weight, then reduce all but axis 0.
     values = ops.cast(_tensor(values), dtype)
     if sample_weight is not None:
         sw = ops.cast(_tensor(sample_weight), dtype)
@@ -160,14 +160,14 @@ def _samplewise(values, sample_weight, dtype):
             sw = ops.multiply(sw, ops.ones_like(values))
         values, sw = _same_rank(values, sw)
         if _ndim(values) > _ndim(sw):
-            values = ops.mean(values, axis=tuple(range(_ndim(sw), _ndim(values))))
+            values = reduce(values, axis=tuple(range(_ndim(sw), _ndim(values))))
         sw = ops.broadcast_like(sw, values)
         values = ops.multiply(values, sw)
         if _ndim(sw) > 1:
-            sw = ops.mean(sw, axis=tuple(range(1, _ndim(sw))))
+            sw = reduce(sw, axis=tuple(range(1, _ndim(sw))))
         sample_weight = sw
     if _ndim(values) > 1:
-        values = ops.mean(values, axis=tuple(range(1, _ndim(values))))
+        values = reduce(values, axis=tuple(range(1, _ndim(values))))
     return values, sample_weight
 
 
@@ -185,7 +185,7 @@ class Sum(Metric):
     def update_state(self, values, sample_weight=None):
         """Adds ``sum(values * sample_weight)``; values of any shape."""
         symbolic = is_symbolic(values) or is_symbolic(sample_weight)
-        values, _ = _samplewise(values, sample_weight, self.dtype)
+        values, _ = _samplewise(values, sample_weight, self.dtype, ops.sum)
         return self._accumulate([(self.total, ops.sum(values))], symbolic)
 
     def result(self):
@@ -616,10 +616,8 @@ def deserialize(config, custom_objects=None) -> Metric:
         ValueError: an unknown name, listing the valid ones.
     """
     if isinstance(config, str):
-        return get(config) if not custom_objects or config not in custom_objects \
-            else get(custom_objects[config])
-    obj = deserialize_object(config, _CLASS_NAMES, "metric", custom_objects)
-    return obj if isinstance(obj, Metric) else get(obj)
+        return get((custom_objects or {}).get(config, config))
+    return get(deserialize_object(config, _CLASS_NAMES, "metric", custom_objects))
 
 
 def get(identifier) -> Metric | None:

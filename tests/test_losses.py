@@ -174,15 +174,17 @@ def test_keras_logits_path_is_fused_and_matches_explicit_logits(kind, fn):
     assert via_activation[0] > 900.0
 
 
-def test_binary_crossentropy_ignores_softmax_logits():
-    # Softmax logits fed to a sigmoid cross-entropy would be wrong: the loss
-    # must use the probabilities.
+@pytest.mark.parametrize("kind,fn,probs", [
+    ("categorical", losses.binary_crossentropy, lambda z: _softmax(z)),
+    ("binary", losses.categorical_crossentropy, lambda z: 1 / (1 + np.exp(-z)))])
+def test_logits_of_the_other_activation_are_not_used(kind, fn, probs):
+    # Softmax logits in a sigmoid cross-entropy (or the reverse) would give a
+    # wrong value: the loss must use the probabilities.
     z = np.array([[0.0, 1.0]], F32)
-    x, y_ph, out = _symbolic_pair("categorical")
-    got = K.Function([y_ph, x], losses.binary_crossentropy(y_ph, out))(
-        np.array([[0.0, 1.0]], F32), z)
-    np.testing.assert_allclose(got, losses.binary_crossentropy(
-        np.array([[0.0, 1.0]], F32), _softmax(z)), rtol=1e-5)
+    y = np.array([[0.0, 1.0]], F32)
+    x, y_ph, out = _symbolic_pair(kind)
+    got = K.Function([y_ph, x], fn(y_ph, out))(y, z)
+    np.testing.assert_allclose(got, fn(y, probs(z)), rtol=1e-5)
 
 
 @pytest.mark.parametrize("kind,fn", [
@@ -281,3 +283,15 @@ def test_function_wrapper_config_round_trip():
     again = losses.deserialize(losses.serialize(loss))
     assert again.fn is losses.huber and again.get_config() == loss.get_config()
     assert again(YT, YP) == pytest.approx(loss(YT, YP))
+
+
+def test_custom_function_round_trips_through_custom_objects():
+    def cube(y_true, y_pred):
+        return K.mean((y_pred - y_true) ** 3, axis=-1)
+
+    config = losses.serialize(losses.LossFunctionWrapper(cube))
+    with pytest.raises(ValueError, match="Unknown loss identifier: 'cube'"):
+        losses.deserialize(config)
+    again = losses.deserialize(config, custom_objects={"cube": cube})
+    assert again.fn is cube
+    assert again(np.zeros((2, 1), F32), np.full((2, 1), 2.0, F32)) == 8.0

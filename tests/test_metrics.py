@@ -113,6 +113,12 @@ def test_mean_of_scalars_and_per_sample_reduction():
     assert m.result() == pytest.approx(2.5)
 
 
+def test_sum_adds_every_element():
+    m = metrics.Sum()
+    m.update_state(_a([[1.0, 2.0], [3.0, 4.0]]), sample_weight=_a([1.0, 2.0]))
+    assert m.result() == pytest.approx(3.0 + 14.0)
+
+
 def test_top_k_ties_count_as_in():
     ties = _a([[0.5, 0.5, 0.5, 0.1]])
     m = metrics.SparseTopKCategoricalAccuracy(k=1)

@@ -198,9 +198,10 @@ class Function:
         results = []
         for t in self.outputs:
             n = names[t]
-            # Fetching a Variable itself: hand out a copy, as TF1 returns a value
-            # that later updates (or the caller writing into it) cannot change.
-            if t.node.op == "Variable":
+            # Fetching a Variable or constant itself: hand out a copy, as TF1 returns
+            # a value that later updates (or the caller writing into it) cannot
+            # change.
+            if t.node.op in ("Variable", "Const"):
                 n = f"{n}.copy()"
             results.append(n)
         src = [f"def _run({', '.join(fed[t] for t in self.inputs)}):"]
@@ -275,7 +276,7 @@ class Function:
     @property
     def num_nodes(self) -> int:
         """Kernel calls (and variable reads) per run of the compiled plan."""
-        return sum(1 for _ in self._lines)
+        return len({id(n) for n in self._lines})
 
 
 def function(inputs, outputs, updates=(), name="function"):

@@ -370,7 +370,8 @@ class Variable(SymbolicTensor):
         SymbolicTensor.__init__(self, node, 0, host.shape, host.dtype)
         node.outputs = (self,)
         node.attrs = {"variable": self}
-        self.value = _array.to_device(host)
+        # A private copy: the caller's array must not alias the Variable.
+        self.value = _array.to_device(host).copy()
         self.trainable = bool(trainable)
         self.constraint = constraint
 
@@ -436,7 +437,11 @@ class Variable(SymbolicTensor):
         self.node = state["node"]
         self.index = state["index"]
         self.spec = TensorSpec(*state["spec"])
-        self.value = _array.to_device(state["value"])
+        value = _array.to_device(state["value"])
+        # ray.get hands out read-only shared memory; updates need a private copy.
+        if not getattr(getattr(value, "flags", None), "writeable", True):
+            value = value.copy()
+        self.value = value
         self.trainable = state["trainable"]
         self.constraint = state["constraint"]
 

@@ -23,7 +23,8 @@ from kerasflow.backend.graph import (
     Node, SymbolicTensor, TensorSpec, _as_numpy, constant,
 )
 
-__all__ = ["OpDef", "register_op", "register_gradient", "get_op", "apply"]
+__all__ = ["OpDef", "register_op", "register_gradient", "register_op_family",
+           "get_op", "apply"]
 
 
 @dataclass
@@ -41,6 +42,7 @@ class OpDef:
 
 
 _OPS: dict[str, OpDef] = {}
+_FAMILIES: dict[str, Callable] = {}
 
 
 def register_op(name, infer, num_outputs=1, stateful=False, random=False,
@@ -84,7 +86,23 @@ def register_gradient(name):
     return wrap
 
 
+def register_op_family(prefix, factory):
+    """Declares ops named ``f"{prefix}{n}"`` that ``factory(n)`` registers.
+
+    Ops whose output count is an attribute (``Split3``) are registered when a
+    graph first needs them; a graph unpickled in another process (a Ray actor)
+    needs them too before it ever built one, so ``get_op`` asks the factory.
+    """
+    _FAMILIES[prefix] = factory
+
+
 def get_op(name) -> OpDef:
+    if name not in _OPS:
+        for prefix in sorted(_FAMILIES, key=len, reverse=True):
+            suffix = name[len(prefix):]
+            if name.startswith(prefix) and suffix.isdigit():
+                _FAMILIES[prefix](int(suffix))
+                break
     try:
         return _OPS[name]
     except KeyError:

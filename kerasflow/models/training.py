@@ -436,8 +436,8 @@ class Trainer:
         batch_size = batch_size or 32
         xs, ys, sw = self._standardize(x, y, sample_weight, None, batch_size)
         verbose = 1 if verbose == "auto" else int(verbose)
-        cbs = CallbackList(callbacks, model=self, verbose=verbose,
-                           steps=-(-len(xs[0]) // batch_size))
+        cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self,
+                           verbose=verbose, steps=-(-len(xs[0]) // batch_size))
         cbs.on_test_begin()
         logs = self._evaluate_arrays(xs, ys, sw, batch_size, steps, cbs)
         cbs.on_test_end(logs)

@@ -101,8 +101,9 @@ class Optimizer:
         TypeError: a learning rate that is neither a number nor a schedule.
 
     Example:
-        >>> x, y = K.placeholder("float32", (None, 3)), K.placeholder("float32")
-        >>> w = K.Variable(np.zeros(3, "float32"))
+        >>> x = K.placeholder("float32", (None, 3))
+        >>> y = K.placeholder("float32", (None, 1))
+        >>> w = K.Variable(np.zeros((3, 1), "float32"))
         >>> loss = K.mean(K.square(K.matmul(x, w) - y))
         >>> train = K.Function([x, y], [loss], SGD(0.1).get_updates(loss, [w]))
     """

@@ -62,7 +62,7 @@ class LearningRateSchedule:
         ...     def __init__(self, lr):
         ...         self.lr = lr
         ...     def __call__(self, step):
-        ...         return K.multiply(self.lr, K.power(0.5, _float_step(step)))
+        ...         return self.lr * K.power(0.5, K.cast(step, "float32"))
         ...     def get_config(self):
         ...         return {"lr": self.lr}
     """
@@ -104,9 +104,9 @@ class ExponentialDecay(LearningRateSchedule):
         ValueError: ``decay_steps <= 0``.
 
     Example:
-        >>> s = ExponentialDecay(0.1, decay_steps=10, decay_rate=0.5)
+        >>> s = ExponentialDecay(1.0, decay_steps=10, decay_rate=0.5)
         >>> float(s(20))
-        0.025
+        0.25
     """
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate,
@@ -152,9 +152,9 @@ class PiecewiseConstantDecay(LearningRateSchedule):
         ValueError: ``len(values) != len(boundaries) + 1``.
 
     Example:
-        >>> s = PiecewiseConstantDecay([100, 200], [1.0, 0.5, 0.1])
+        >>> s = PiecewiseConstantDecay([100, 200], [1.0, 0.5, 0.25])
         >>> [float(s(k)) for k in (100, 101, 201)]
-        [1.0, 0.5, 0.1]
+        [1.0, 0.5, 0.25]
     """
 
     def __init__(self, boundaries, values, name="PiecewiseConstant"):
@@ -207,8 +207,8 @@ class CosineDecay(LearningRateSchedule):
 
     Example:
         >>> s = CosineDecay(1.0, decay_steps=100)
-        >>> float(s(50))
-        0.5
+        >>> float(s(100))
+        0.0
     """
 
     def __init__(self, initial_learning_rate, decay_steps, alpha=0.0,

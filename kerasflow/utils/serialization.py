@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -46,6 +47,11 @@ def serialize_object(obj: Any) -> str | dict | None:
         f"Cannot serialize {obj!r}: expected a function or an object with "
         f"get_config(). Received: type={type(obj).__name__}."
     )
+
+
+# custom_objects of the deserialize calls in progress on this thread, so that a
+# from_config deserializing nested objects (a wrapped function) still sees them.
+_active = threading.local()
 
 
 def _unknown(kind: str, name: str, registry: Mapping, custom_objects) -> ValueError:
@@ -87,6 +93,7 @@ def deserialize_object(
         ValueError: an unknown name, listing the valid ones.
         TypeError: ``config`` is neither a str nor such a dict.
     """
+    custom_objects = {**getattr(_active, "objects", {}), **(custom_objects or {})}
     if isinstance(config, str):
         obj = _lookup(config, registry, kind, custom_objects)
         return obj() if inspect.isclass(obj) else obj
@@ -98,7 +105,12 @@ def deserialize_object(
         if not inspect.isclass(cls):
             return cls
         from_config = getattr(cls, "from_config", None)
-        return from_config(inner) if from_config else cls(**inner)
+        saved = getattr(_active, "objects", {})
+        _active.objects = custom_objects
+        try:
+            return from_config(inner) if from_config else cls(**inner)
+        finally:
+            _active.objects = saved
     raise TypeError(
         f"Could not interpret {kind} config: expected a name or a dict with "
         f"'class_name' and 'config'. Received: config={config!r}."

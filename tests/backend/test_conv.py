@@ -9,6 +9,7 @@ import pytest
 
 from kerasflow import backend as K
 from kerasflow.backend import Function, apply, gradients, multiply, placeholder, sum
+from kerasflow.backend.ops import conv as conv_module
 
 
 # -- references -----------------------------------------------------------------------
@@ -99,6 +100,22 @@ def test_conv2d_matches_direct_loop(float64, xs, ks, strides, padding, dilation)
     want = _naive_conv(x, k, strides, padding.lower(), dilation)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("images_per_slice", [1, 2])
+def test_conv2d_in_batch_slices_matches_whole(float64, monkeypatch,
+                                              images_per_slice):
+    rng = np.random.default_rng(9)
+    x, k = rng.standard_normal((3, 6, 5, 2)), rng.standard_normal((3, 3, 2, 4))
+    attrs = dict(strides=(2, 1), padding="SAME", dilation_rate=(1, 1))
+    g = rng.standard_normal((3, 3, 5, 4))
+    whole = apply("Conv2DBackpropFilter", x, k, g, **attrs)
+    # One image's columns: 3 * 5 output pixels, 3 * 3 * 2 taps, 8 bytes each.
+    monkeypatch.setattr(conv_module, "_COLUMN_BYTES", images_per_slice * 15 * 18 * 8)
+    np.testing.assert_allclose(K.conv2d(x, k, (2, 1), "same"),
+                               _naive_conv(x, k, (2, 1), "same"), rtol=1e-12)
+    np.testing.assert_allclose(apply("Conv2DBackpropFilter", x, k, g, **attrs),
+                               whole, rtol=1e-12)
 
 
 def test_conv2d_literal_values():

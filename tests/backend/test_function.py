@@ -87,6 +87,10 @@ def test_fetched_variable_is_a_copy():
     again = K.Function([], [w])()[0]
     again[1] = -1.0
     np.testing.assert_array_equal(w.numpy(), [1.0, 2.0])
+    c = K.constant([1.0, 2.0])
+    sess = K.Session()
+    sess.run(c)[0] = 5.0
+    np.testing.assert_array_equal(sess.run(c), [1.0, 2.0])
 
 
 def test_function_updates_as_ops_and_pairs():

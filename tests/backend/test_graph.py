@@ -3,12 +3,19 @@ and ``gradients`` on graph structure (unconnected inputs, grad_ys, fan-out)."""
 
 from __future__ import annotations
 
+import itertools
 import pickle
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kerasflow import backend as K
+
+_fresh = itertools.count(int(time.time() * 1e6))
 
 
 # -- names -------------------------------------------------------------------------
@@ -29,13 +36,14 @@ def test_name_scope_prefixes_and_unique_names():
 
 
 def test_names_are_unique_per_scope_and_counted():
-    with K.name_scope("uniq_scope_test"):
+    scope = f"uniq_{next(_fresh)}"  # a scope no other test has used
+    with K.name_scope(scope):
         first = K.placeholder("float32", (), name="p")
         second = K.placeholder("float32", (), name="p")
         third = K.placeholder("float32", (), name="p")
-    assert first.node.name == "uniq_scope_test/p"
-    assert second.node.name == "uniq_scope_test/p_1"
-    assert third.node.name == "uniq_scope_test/p_2"
+    assert first.node.name == f"{scope}/p"
+    assert second.node.name == f"{scope}/p_1"
+    assert third.node.name == f"{scope}/p_2"
 
 
 def test_variable_name_and_repr():
@@ -156,6 +164,29 @@ def test_pickled_train_step_updates_its_own_variable():
     assert float(w.numpy()) == 1.0  # the original is untouched
 
 
+def test_pickled_graph_compiles_in_a_fresh_process(tmp_path):
+    # Split and concatenate's gradient use ops registered on first use; a process
+    # that only unpickles the graph (a Ray actor) must still find them.
+    x = K.placeholder("float32", (2, 3), name="x")
+    w = K.Variable(np.arange(9.0).reshape(3, 3), name="w")
+    a, b = K.split(K.concatenate([K.matmul(x, w), x], axis=1), [2, 4], axis=1)
+    (g,) = K.gradients(K.sum(a) * K.sum(b), w)
+    feed = np.array([[1.0, 0.0, 2.0], [0.5, -1.0, 1.0]], np.float32)
+    expected = K.Function([x], g)(feed)
+    blob = tmp_path / "graph.pkl"
+    blob.write_bytes(pickle.dumps((x, g, feed)))
+    script = (
+        "import pickle, sys, numpy as np\n"
+        "import kerasflow.backend as K\n"
+        "x, g, feed = pickle.loads(open(sys.argv[1], 'rb').read())\n"
+        "np.save(sys.argv[2], K.Function([x], g)(feed))\n"
+    )
+    out = tmp_path / "out.npy"
+    subprocess.run([sys.executable, "-c", script, str(blob), str(out)], check=True,
+                   cwd=Path(__file__).resolve().parents[2], timeout=120)
+    np.testing.assert_allclose(np.load(out), expected)
+
+
 # -- eager path --------------------------------------------------------------------
 def test_eager_ops_take_and_return_arrays():
     a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
@@ -272,3 +303,30 @@ def test_reduction_dtypes_match_at_run_time(dtype, sum_dtype, mean_dtype):
         assert np.asarray(op(value)).dtype == y.dtype, op.__name__
     np.testing.assert_allclose(K.Function([x], K.mean(x))(value), 2.0 / 3.0,
                                rtol=1e-3)
+
+
+@pytest.mark.parametrize("shape", [(None, None, 3), None, (None, 5, None)], ids=str)
+def test_flatten_with_dims_known_only_at_run_time(shape):
+    x = K.placeholder("float32", shape)
+    y = K.flatten(x)
+    assert y.shape == (None, None)
+    (g,) = K.gradients(K.sum(y * K.constant(np.arange(15.0))), x)
+    value = np.ones((2, 5, 3), np.float32)
+    out, grad = K.Function([x], [y, g])(value)
+    assert out.shape == (2, 15)
+    np.testing.assert_array_equal(grad, np.tile(np.arange(15.0).reshape(5, 3),
+                                                (2, 1, 1)))
+    assert K.flatten(K.placeholder("float32", (None, 2, 3))).shape == (None, 6)
+    assert K.flatten(np.ones((2, 3, 4))).shape == (2, 12)
+
+
+def test_integer_division_gives_floatx_at_run_time():
+    a = K.placeholder("int32", (2,))
+    for y in (a / 2, 2 / a, K.divide(a, a)):
+        assert y.dtype == np.float32
+        assert K.Function([a], y)(np.array([1, 4])).dtype == np.float32
+    np.testing.assert_array_equal(K.Function([a], a / 2)(np.array([1, 4])),
+                                  [0.5, 2.0])
+    assert K.divide(np.int32([1]), np.int32([2])).dtype == np.float32
+    assert K.divide(1, 2).dtype == np.float32
+    assert (a // 2).dtype == np.int32

@@ -1,4 +1,4 @@
-"""Fused update kernels: one node per variable, in place, yet never aliasing."""
+"""Fused update kernels: one node per variable, no reallocation, never aliasing."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _mlp_step(opt, sizes=(4, 8, 3)):
 
 
 @pytest.mark.parametrize("cls", list(FUSED), ids=[c.__name__ for c in FUSED])
-def test_one_fused_node_per_variable_updating_in_place(cls):
+def test_one_fused_node_per_variable_reusing_two_buffers(cls):
     step, params = _mlp_step(cls())
     # ``_lines`` lists a node again for each ``del`` line it is followed by.
     ops = [n.op for n in {id(n): n for n in step._lines}.values()]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kerasflow.backend import array as _array
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.registry import apply, register_gradient, register_op
 
@@ -94,7 +95,23 @@ def multiply(a, b):
 
 def divide(a, b):
     """Elementwise true division ``a / b``; integer inputs give floatx."""
+    if not (_is_float(a) or _is_float(b)):
+        # Cast first: numpy's int / int is float64 whatever floatx says.
+        a, b = _to_floatx(a), _to_floatx(b)
     return apply("Div", a, b)
+
+
+def _is_float(x):
+    if isinstance(x, (bool, int)):
+        return False
+    dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+    return np.dtype(dtype).kind in "fc"
+
+
+def _to_floatx(x):
+    if isinstance(x, (bool, int)):
+        return float(x)
+    return cast(x, _array.floatx())
 
 
 def floor_divide(a, b):

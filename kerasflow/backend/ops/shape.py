@@ -13,7 +13,9 @@ import numpy as np
 
 from kerasflow.backend.graph import SymbolicTensor
 from kerasflow.backend.ops import infer as I
-from kerasflow.backend.registry import apply, register_gradient, register_op
+from kerasflow.backend.registry import (
+    apply, register_gradient, register_op, register_op_family,
+)
 
 __all__ = ["reshape", "transpose", "concatenate", "stack", "split", "getitem",
            "expand_dims", "squeeze", "broadcast_to", "broadcast_like", "tile", "pad",
@@ -81,12 +83,34 @@ def reshape_like(x, like):
     return apply("ReshapeLike", x, like)
 
 
+def _flatten_infer(x):
+    if x.shape is None:
+        return (None, None), x.dtype
+    if not x.shape:
+        raise ValueError("flatten needs a tensor of rank >= 1. Received: shape ().")
+    rest = x.shape[1:]
+    return (x.shape[0], None if None in rest else int(np.prod(rest))), x.dtype
+
+
+@register_op("Flatten", _flatten_infer)
+def _flatten(xp, x):
+    return xp.reshape(x, (x.shape[0], -1))
+
+
+@register_gradient("Flatten")
+def _flatten_grad(node, g):
+    return (reshape_like(g, node.inputs[0]),)
+
+
 def flatten(x):
-    """Reshapes (batch, ...) to (batch, prod(...))."""
-    if x.shape is None or None in x.shape[1:]:
-        return reshape(x, (-1,) if x.shape is not None and len(x.shape) == 1 else
-                       (x.shape[0] if x.shape and x.shape[0] else -1, -1))
-    return reshape(x, (-1, int(np.prod(x.shape[1:]))))
+    """Reshapes (batch, ...) to (batch, prod(...)); (batch,) becomes (batch, 1).
+
+    Trailing dims may be unknown until run time (the op reads the runtime shape).
+    """
+    shape = getattr(x, "shape", None)
+    if shape is not None and len(shape) >= 1 and None not in shape[1:]:
+        return reshape(x, (-1, int(np.prod(shape[1:]))))
+    return apply("Flatten", x)
 
 
 @register_op("Shape", lambda x: ((None if x.shape is None else len(x.shape),), "int64"),
@@ -318,13 +342,14 @@ def stack(tensors, axis=0):
     return concatenate([expand_dims(t, axis) for t in tensors], axis=axis)
 
 
+# Ops registered on demand, one per output count; see register_op_family.
+_ON_DEMAND: set[str] = set()
+
+
 def _register_split_like(n):
     name = f"SplitLike{n}"
-    try:
-        from kerasflow.backend.registry import get_op  # noqa: PLC0415
-
-        get_op(name)
-    except KeyError:
+    if name not in _ON_DEMAND:
+        _ON_DEMAND.add(name)
         register_op(name, _split_like_infer, num_outputs=n)(_split_like_kernel)
         register_gradient(name)(
             lambda node, *gs: (concatenate(list(gs), axis=node.attrs["axis"]),)
@@ -370,15 +395,16 @@ def _split_kernel(xp, x, num_or_size_splits, axis=0):
 
 def _register_split(n):
     name = f"Split{n}"
-    try:
-        from kerasflow.backend.registry import get_op  # noqa: PLC0415
-
-        get_op(name)
-    except KeyError:
+    if name not in _ON_DEMAND:
+        _ON_DEMAND.add(name)
         register_op(name, _split_infer, num_outputs=n)(_split_kernel)
         register_gradient(name)(
             lambda node, *gs: (concatenate(list(gs), axis=node.attrs["axis"]),))
     return name
+
+
+register_op_family("SplitLike", _register_split_like)
+register_op_family("Split", _register_split)
 
 
 def split(x, num_or_size_splits, axis=0):
