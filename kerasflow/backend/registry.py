@@ -97,6 +97,7 @@ def register_op_family(prefix, factory):
 
 
 def get_op(name) -> OpDef:
+    """The ``OpDef`` of op ``name``; KeyError naming it when none is registered."""
     if name not in _OPS:
         for prefix in sorted(_FAMILIES, key=len, reverse=True):
             suffix = name[len(prefix):]
