@@ -6,6 +6,8 @@ back; classes outside this package are found through ``custom_objects``.
 
 from __future__ import annotations
 
+import inspect
+
 from kerasflow.layers.base import InputSpec, Layer
 from kerasflow.layers.core import (
     Activation, Dense, Dropout, Flatten, Input, InputLayer, Lambda, Reshape,
@@ -51,11 +53,9 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Layer:
             f"Unknown layer class: '{name}'. Pass it when loading, e.g. "
             f"load_model(path, custom_objects={{'{name}': {name}}})."
         )
-    if hasattr(cls, "from_config"):
-        try:
-            return cls.from_config(config["config"], custom_objects=custom_objects)
-        except TypeError as e:
-            if "custom_objects" not in str(e):
-                raise
-            return cls.from_config(config["config"])
-    return cls(**config["config"])
+    from_config = getattr(cls, "from_config", None)
+    if from_config is None:
+        return cls(**config["config"])
+    if "custom_objects" in inspect.signature(from_config).parameters:
+        return from_config(config["config"], custom_objects=custom_objects)
+    return from_config(config["config"])

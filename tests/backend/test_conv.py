@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kerasflow import backend as K
-from kerasflow.backend import Function, apply, gradients, multiply, placeholder, sum
+from kerasflow.backend import Function, apply, gradients, multiply, placeholder
 from kerasflow.backend.ops import conv as conv_module
 
 
@@ -107,7 +107,7 @@ def test_conv2d_in_batch_slices_matches_whole(float64, monkeypatch,
                                               images_per_slice):
     rng = np.random.default_rng(9)
     x, k = rng.standard_normal((3, 6, 5, 2)), rng.standard_normal((3, 3, 2, 4))
-    attrs = dict(strides=(2, 1), padding="SAME", dilation_rate=(1, 1))
+    attrs = {"strides": (2, 1), "padding": "SAME", "dilation_rate": (1, 1)}
     g = rng.standard_normal((3, 3, 5, 4))
     whole = apply("Conv2DBackpropFilter", x, k, g, **attrs)
     # One image's columns: 3 * 5 output pixels, 3 * 3 * 2 taps, 8 bytes each.
@@ -143,22 +143,22 @@ def test_conv2d_literal_values():
 def test_conv2d_gradients(float64, xs, ks, strides, padding, dilation):
     rng = np.random.default_rng(1)
     x, k = rng.standard_normal(xs), rng.standard_normal(ks)
-    attrs = dict(strides=strides, padding=padding, dilation_rate=dilation)
+    attrs = {"strides": strides, "padding": padding, "dilation_rate": dilation}
     w = rng.standard_normal(K.conv2d(x, k, **attrs).shape)
-    _check_grads(lambda x, k: sum(multiply(K.conv2d(x, k, **attrs), w)), [x, k])
+    _check_grads(lambda x, k: K.sum(multiply(K.conv2d(x, k, **attrs), w)), [x, k])
 
 
 @pytest.mark.parametrize("strides, padding", [((1, 1), "SAME"), ((2, 2), "VALID")])
 def test_conv2d_backprop_ops_gradients(float64, strides, padding):
     # Second order: each backprop op differentiated in its differentiable inputs.
     rng = np.random.default_rng(2)
-    attrs = dict(strides=strides, padding=padding, dilation_rate=(1, 1))
+    attrs = {"strides": strides, "padding": padding, "dilation_rate": (1, 1)}
     x, k = rng.standard_normal((1, 5, 6, 2)), rng.standard_normal((3, 2, 2, 2))
     g = rng.standard_normal(K.conv2d(x, k, strides, padding).shape)
     vx, vk = rng.standard_normal(x.shape), rng.standard_normal(k.shape)
-    _check_grads(lambda k, g: sum(multiply(
+    _check_grads(lambda k, g: K.sum(multiply(
         apply("Conv2DBackpropInput", x, k, g, **attrs), vx)), [k, g])
-    _check_grads(lambda x, g: sum(multiply(
+    _check_grads(lambda x, g: K.sum(multiply(
         apply("Conv2DBackpropFilter", x, k, g, **attrs), vk)), [x, g])
 
 
@@ -189,30 +189,30 @@ def test_pool_gradients(float64, xs, size, strides, padding):
     # A permutation of spaced values: no ties, so max pooling is differentiable.
     x = rng.permutation(np.prod(xs)).reshape(xs) * 0.1
     w = rng.standard_normal(K.max_pool2d(x, size, strides, padding).shape)
-    _check_grads(lambda x: sum(multiply(K.max_pool2d(x, size, strides, padding), w)),
+    _check_grads(lambda x: K.sum(multiply(K.max_pool2d(x, size, strides, padding), w)),
                  [x])
-    _check_grads(lambda x: sum(multiply(K.avg_pool2d(x, size, strides, padding), w)),
+    _check_grads(lambda x: K.sum(multiply(K.avg_pool2d(x, size, strides, padding), w)),
                  [x])
 
 
 @pytest.mark.parametrize("padding", ["valid", "same"])
 def test_pool_grad_ops_gradients(float64, padding):
     rng = np.random.default_rng(5)
-    attrs = dict(pool_size=(2, 3), strides=(2, 2), padding=padding.upper())
+    attrs = {"pool_size": (2, 3), "strides": (2, 2), "padding": padding.upper()}
     x = rng.permutation(2 * 5 * 7 * 2).reshape(2, 5, 7, 2) * 0.1
     y = K.max_pool2d(x, (2, 3), (2, 2), padding)
     g, v = rng.standard_normal(y.shape), rng.standard_normal(x.shape)
-    _check_grads(lambda g: sum(multiply(apply("MaxPoolGrad", x, y, g, **attrs), v)),
+    _check_grads(lambda g: K.sum(multiply(apply("MaxPoolGrad", x, y, g, **attrs), v)),
                  [g])
-    _check_grads(lambda g: sum(multiply(apply("AvgPoolGrad", x, g, **attrs), v)),
+    _check_grads(lambda g: K.sum(multiply(apply("AvgPoolGrad", x, g, **attrs), v)),
                  [g])
-    _check_grads(lambda gg: sum(multiply(
+    _check_grads(lambda gg: K.sum(multiply(
         apply("MaxPoolGradGrad", x, y, gg, **attrs), g)), [v])
 
 
 def test_max_pool_gradient_goes_to_first_maximum():
     x = placeholder("float32", (1, 2, 2, 1))
-    dx = Function([x], gradients(sum(K.max_pool2d(x)), x))(
+    dx = Function([x], gradients(K.sum(K.max_pool2d(x)), x))(
         np.array([[[[1.0], [3.0]], [[3.0], [0.0]]]], np.float32))[0]
     np.testing.assert_array_equal(dx[0, :, :, 0], [[0, 1], [0, 0]])
 
@@ -240,7 +240,7 @@ def test_symbolic_shapes_and_run(float64):
     assert K.avg_pool2d(y, 3, 1, "same").shape == (None, 5, 5, 4)
     assert K.conv2d(x, k, padding="valid", dilation_rate=2).shape == (None, 5, 5, 4)
     xv = rng.standard_normal((2, 9, 9, 3))
-    out, dx = Function([x], [y, gradients(sum(y), x)[0]])(xv)
+    out, dx = Function([x], [y, gradients(K.sum(y), x)[0]])(xv)
     np.testing.assert_allclose(out, _naive_conv(xv, k, (2, 2), "same"), rtol=1e-12)
     assert dx.shape == xv.shape
 
@@ -252,7 +252,7 @@ def test_unknown_spatial_dims_take_their_size_at_run_time(float64):
     y = K.avg_pool2d(K.conv2d(x, k, strides=2, padding="same"), 2, padding="same")
     assert y.shape == (None, None, None, 2)
     assert K.conv2d(placeholder("float64"), k).shape == (None, None, None, 2)
-    f = Function([x], gradients(sum(y), [x, k]))
+    f = Function([x], gradients(K.sum(y), [x, k]))
     # Heights 8 and 7 give one conv output height (4): the gradient keeps each.
     for h in (8, 7):
         dx, dk = f(rng.standard_normal((1, h, 5, 2)))
@@ -304,7 +304,7 @@ def test_gpu_matches_cpu(float64):
     x, k = placeholder("float64", xv.shape), placeholder("float64", kv.shape)
     y = K.conv2d(x, k, strides=2, padding="same", dilation_rate=(1, 2))
     outs = [y, K.max_pool2d(y, 2, 1, "same"), K.avg_pool2d(y, 3, 2, "same")]
-    loss = sum(multiply(outs[1], outs[2][:, :1, :1]))
+    loss = K.sum(multiply(outs[1], outs[2][:, :1, :1]))
     fetches = outs + gradients(loss, [x, k])
     cpu = Function([x, k], fetches)(xv, kv)
     old = K.get_device()
@@ -313,5 +313,5 @@ def test_gpu_matches_cpu(float64):
         gpu = K.to_numpy(Function([x, k], fetches)(xv, kv))
     finally:
         K.set_device(old)
-    for a, b in zip(cpu, gpu):
+    for a, b in zip(cpu, gpu, strict=True):
         np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)

