@@ -52,6 +52,7 @@ def bench_numpy(x, y, lr=1e-3, b1=0.9, b2=0.999, eps=1e-7):
                    np.zeros(b, "float32")]
     m = [np.zeros_like(p) for p in params]
     v = [np.zeros_like(p) for p in params]
+    scratch = [np.empty_like(p) for p in params]
     n = len(x)
     start = time.perf_counter()
     perm = np.random.permutation(n)
@@ -81,13 +82,25 @@ def bench_numpy(x, y, lr=1e-3, b1=0.9, b2=0.999, eps=1e-7):
         d1 *= h1 > 0
         g1, gb1 = xb.T @ d1, d1.sum(0)
         t += 1
-        lr_t = lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)
-        for p, g, mm, vv in zip(params, (g1, gb1, g2, gb2, g3, gb3), m, v):
-            mm *= b1
-            mm += (1 - b1) * g
-            vv *= b2
-            vv += (1 - b2) * (g * g)
-            p -= lr_t * mm / (np.sqrt(vv) + eps)
+        # A Python float: a numpy float64 scalar would promote the update to
+        # float64 (NEP 50) and halve its speed.
+        lr_t = float(lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t))
+        for p, g, mm, vv, tmp in zip(params, (g1, gb1, g2, gb2, g3, gb3), m, v,
+                                     scratch):
+            g = g.astype(np.float32, copy=False)
+            # m += (1 - b1) (g - m); v += (1 - b2) (g^2 - v); p -= lr_t m / (√v + ε)
+            np.subtract(g, mm, out=tmp)
+            tmp *= 1 - b1
+            mm += tmp
+            np.multiply(g, g, out=tmp)
+            tmp -= vv
+            tmp *= 1 - b2
+            vv += tmp
+            np.sqrt(vv, out=tmp)
+            tmp += eps
+            np.divide(mm, tmp, out=tmp)
+            tmp *= lr_t
+            p -= tmp
     return n / (time.perf_counter() - start)
 
 
