@@ -120,11 +120,13 @@ class ExponentialDecay(LearningRateSchedule):
 
     def __call__(self, step):
         with _scope(self, step):
-            p = K.divide(_float_step(step), float(self.decay_steps))
-            if self.staircase:
-                p = K.floor(p)
             return K.multiply(float(self.initial_learning_rate),
-                              K.power(float(self.decay_rate), p))
+                              K.power(float(self.decay_rate), self._ratio(step)))
+
+    def _ratio(self, step):
+        """step / decay_steps, floored with ``staircase``."""
+        p = K.divide(_float_step(step), float(self.decay_steps))
+        return K.floor(p) if self.staircase else p
 
     def get_config(self):
         return {
@@ -253,7 +255,7 @@ class CosineDecay(LearningRateSchedule):
         }
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(ExponentialDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)``.
 
     With ``staircase=True`` the ratio ``step / decay_steps`` is floored.
@@ -276,29 +278,13 @@ class InverseTimeDecay(LearningRateSchedule):
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate,
                  staircase=False, name="InverseTimeDecay"):
-        _check_positive("decay_steps", decay_steps)
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps = decay_steps
-        self.decay_rate = decay_rate
-        self.staircase = staircase
-        self.name = name
+        super().__init__(initial_learning_rate, decay_steps, decay_rate, staircase,
+                         name)
 
     def __call__(self, step):
         with _scope(self, step):
-            p = K.divide(_float_step(step), float(self.decay_steps))
-            if self.staircase:
-                p = K.floor(p)
-            denom = K.add(1.0, K.multiply(float(self.decay_rate), p))
+            denom = K.add(1.0, K.multiply(float(self.decay_rate), self._ratio(step)))
             return K.divide(float(self.initial_learning_rate), denom)
-
-    def get_config(self):
-        return {
-            "initial_learning_rate": self.initial_learning_rate,
-            "decay_steps": self.decay_steps,
-            "decay_rate": self.decay_rate,
-            "staircase": self.staircase,
-            "name": self.name,
-        }
 
 
 _SCHEDULES = {c.__name__: c for c in (ExponentialDecay, PiecewiseConstantDecay,
