@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/bench_backend.py            # both benchmarks (< 60 s)
     python benchmarks/bench_backend.py --only a   # dispatch overhead only
     python benchmarks/bench_backend.py --only b   # MLP only
+    python benchmarks/bench_backend.py --only b --profile   # + per-node times
 
 (a) Dispatch overhead: a compiled ``Function`` running a chain of 1,000
     elementwise ops (``x = x * 1.0001 + 0.5``, repeated) on a 16-element float32
@@ -19,7 +20,7 @@ Run from the repository root::
     counts, GFLOP/s, and numpy/kerasflow time ratio (target >= 0.95, i.e.
     kerasflow at most ~5% slower).
 
-Everything runs on the CPU (numpy); ``KERASFLOW_DEVICE`` is forced to ``cpu``.
+Everything runs on the CPU (numpy): the device is set to 'cpu'.
 """
 
 from __future__ import annotations
@@ -30,24 +31,75 @@ import platform
 import statistics
 import sys
 import time
+from itertools import pairwise
 
-os.environ["KERASFLOW_DEVICE"] = "cpu"
+import numpy as np
 
-import numpy as np  # noqa: E402
+import kerasflow.backend as K
 
-import kerasflow.backend as K  # noqa: E402
-
+K.set_device("cpu")  # both sides on numpy, whatever KERASFLOW_DEVICE says
 _clock = time.perf_counter
 
 
-def _kernel_nodes(fn) -> int:
-    """Distinct graph nodes (kernel calls and variable reads) run per call.
+def _unique_nodes(fn):
+    """The nodes a compiled Function runs, in order, each once.
 
-    Counted from ``fn._lines`` (one entry per generated line; a ``del`` line
-    carries the node it follows), so it does not depend on how ``num_nodes``
-    counts.
+    ``fn._lines`` has one entry per generated line; a ``del`` line (freeing dead
+    intermediates) carries the node it follows.
     """
-    return len({id(n) for n in fn._lines})
+    return list({id(n): n for n in fn._lines}.values())
+
+
+def _kernel_nodes(fn) -> int:
+    """Graph nodes (kernel calls and variable reads) run per call."""
+    return len(_unique_nodes(fn))
+
+
+def _profile_nodes(fn, call, steps=300, top=25):
+    """Per-node kernel time inside ``fn`` (min and median over ``steps`` calls).
+
+    Wraps each kernel bound in the generated code (globals ``k<node id>``, an
+    implementation detail of ``Function``) with a timer: ~0.1 us added per node.
+    Minima are the robust figure on a loaded machine.
+    """
+    env = fn._run.__globals__
+    times, label, saved = {}, {}, {}
+    for node in _unique_nodes(fn):
+        key = f"k{node.id}"
+        if key not in env:
+            continue  # variable reads
+        kernel = saved[key] = env[key]
+        rec = times[node.id] = []
+        label[node.id] = (f"{node.op}" + "".join(
+            f" {k}" for k, v in node.attrs.items() if v is True) + " " +
+            ", ".join(str(t.shape) for t in node.inputs))
+
+        def timed(*args, _k=kernel, _rec=rec):
+            t0 = _clock()
+            out = _k(*args)
+            _rec.append(_clock() - t0)
+            return out
+
+        env[key] = timed
+    try:
+        for _ in range(10):
+            call()
+        for rec in times.values():
+            rec.clear()
+        for _ in range(steps):
+            call()
+    finally:
+        env.update(saved)
+    rows = sorted(times.items(), key=lambda kv: -min(kv[1]))
+    total = sum(min(v) for v in times.values())
+    print(f"  per-node kernel time (us, min / median of {steps} steps; sum of "
+          f"minima {total * 1e3:.3f} ms):")
+    for node_id, rec in rows[:top]:
+        print(f"    {min(rec) * 1e6:8.1f} {statistics.median(rec) * 1e6:8.1f}   "
+              f"{label[node_id]}")
+    if len(rows) > top:
+        rest = sum(min(v) for _, v in rows[top:])
+        print(f"    {rest * 1e6:8.1f}            ({len(rows) - top} more nodes)")
 
 
 def _interleaved(fns, repeats, inner, budget_s=None, min_repeats=3):
@@ -95,14 +147,9 @@ def bench_dispatch(n_ops=1000, size=16, repeats=15, inner=100):
 
     # The same ufuncs with the very operands the compiled plan uses (0-d float32
     # constants), called in a plain Python loop.
-    plan = []
-    for node in fn._lines:
-        if plan and plan[-1][0] is node:
-            continue  # the ``del`` line after it
-        const = node.inputs[1].node.attrs["value"]
-        plan.append((node, np.multiply if node.op == "Mul" else np.add,
-                     np.asarray(const)))
-    plan = [(f, c) for _, f, c in plan]
+    ufuncs = {"Mul": np.multiply, "Add": np.add}
+    plan = [(ufuncs[n.op], np.asarray(n.inputs[1].node.attrs["value"]))
+            for n in _unique_nodes(fn)]
 
     def raw():
         v = xv
@@ -114,7 +161,7 @@ def bench_dispatch(n_ops=1000, size=16, repeats=15, inner=100):
     got, want = fn(xv), raw()
     assert np.allclose(got, want, rtol=1e-6), "chain results differ"
 
-    run_fn = lambda: fn(xv)  # noqa: E731
+    run_fn = lambda: fn(xv)
     for _ in range(20):  # warm-up
         run_fn(), raw()
     t_kf, t_np = _interleaved([run_fn, raw], repeats, inner, budget_s=8.0)
@@ -138,7 +185,7 @@ def bench_dispatch(n_ops=1000, size=16, repeats=15, inner=100):
 # ---------------------------------------------------------------------------------
 def _init_params(rng, sizes):
     params = []
-    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+    for fan_in, fan_out in pairwise(sizes):
         lim = np.sqrt(6.0 / (fan_in + fan_out))
         params.append(rng.uniform(-lim, lim, (fan_in, fan_out)).astype(np.float32))
         params.append((0.1 * rng.standard_normal(fan_out)).astype(np.float32))
@@ -186,12 +233,13 @@ def _mlp_flops(batch, sizes):
     Backward: a weight gradient per layer, an input gradient for every layer but
     the first (the input needs none).
     """
-    fwd = sum(2 * batch * k * n for k, n in zip(sizes[:-1], sizes[1:]))
-    bwd = fwd + sum(2 * batch * k * n for k, n in zip(sizes[1:-1], sizes[2:]))
+    fwd = sum(2 * batch * k * n for k, n in pairwise(sizes))
+    bwd = fwd + sum(2 * batch * k * n for k, n in pairwise(sizes[1:]))
     return fwd, bwd
 
 
-def bench_mlp(batch=128, sizes=(784, 512, 512, 10), repeats=120, inner=5):
+def bench_mlp(batch=128, sizes=(784, 512, 512, 10), repeats=120, inner=5,
+              profile=False):
     print(f"== (b) MLP {'-'.join(map(str, sizes))}, batch {batch}, float32, "
           f"forward + backward ==")
     rng = np.random.default_rng(0)
@@ -226,11 +274,11 @@ def bench_mlp(batch=128, sizes=(784, 512, 512, 10), repeats=120, inner=5):
     if not ok:
         raise SystemExit("kerasflow gradients differ from the numpy reference")
 
-    run_kf = lambda: fn(xv, yv)  # noqa: E731
-    run_np = lambda: numpy_step(xv, yv, *params)  # noqa: E731
+    run_kf = lambda: fn(xv, yv)
+    run_np = lambda: numpy_step(xv, yv, *params)
     A = np.ascontiguousarray(xv)
     B = params[0]
-    run_mm = lambda: A @ B  # noqa: E731
+    run_mm = lambda: A @ B
     for _ in range(10):  # warm-up (BLAS threads, allocator)
         run_kf(), run_np(), run_mm()
     t_kf, t_np = _interleaved([run_kf, run_np], repeats, inner, budget_s=25.0)
@@ -259,6 +307,8 @@ def bench_mlp(batch=128, sizes=(784, 512, 512, 10), repeats=120, inner=5):
           f"{ratio_med:.3f}   paired median {ratio_pair:.3f}")
     print(f"  target >= 0.95 (best-of)     : "
           f"{'PASS' if ratio_best >= 0.95 else 'FAIL'}")
+    if profile:
+        _profile_nodes(fn, run_kf)
     print()
     return ratio_best
 
@@ -266,6 +316,8 @@ def bench_mlp(batch=128, sizes=(784, 512, 512, 10), repeats=120, inner=5):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--only", choices=["a", "b"], help="run one benchmark")
+    p.add_argument("--profile", action="store_true",
+                   help="(b): also print the time of each node of the Function")
     args = p.parse_args(argv)
     print(f"python {platform.python_version()}, numpy {np.__version__}, "
           f"{os.cpu_count()} CPUs, {platform.machine()}")
@@ -274,7 +326,7 @@ def main(argv=None):
     if args.only in (None, "a"):
         bench_dispatch()
     if args.only in (None, "b"):
-        bench_mlp()
+        bench_mlp(profile=args.profile)
     print(f"total benchmark time: {_clock() - t0:.1f} s")
 
 
