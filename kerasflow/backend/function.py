@@ -180,7 +180,13 @@ class Function:
                 from kerasflow.backend.ops.random import make_rng  # noqa: PLC0415
 
                 attrs["rng"] = make_rng(xp, attrs.get("seed"))
-            env[f"k{node.id}"] = functools.partial(opdef.kernel, xp, **attrs)
+            bind = getattr(opdef.kernel, "bind", None)
+            if bind is not None and not attrs:
+                # A kernel that is just xp.<ufunc>: call the ufunc itself, saving
+                # the partial and two Python frames (~0.17 us) per node.
+                env[f"k{node.id}"] = bind(xp)
+            else:
+                env[f"k{node.id}"] = functools.partial(opdef.kernel, xp, **attrs)
             args = []
             for j, t in enumerate(node.inputs):
                 if j == 0 and opdef.stateful:

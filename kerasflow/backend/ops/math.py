@@ -24,12 +24,15 @@ __all__ = [
 
 
 def _binary(name, fn, infer=I.broadcast, differentiable=True):
-    register_op(name, infer, differentiable=differentiable)(
+    kernel = register_op(name, infer, differentiable=differentiable)(
         lambda xp, a, b: fn(xp)(a, b))
+    kernel.bind = fn  # Function calls fn(xp) (the ufunc itself) directly
 
 
 def _unary(name, fn, infer=I.same, differentiable=True):
-    register_op(name, infer, differentiable=differentiable)(lambda xp, x: fn(xp)(x))
+    kernel = register_op(name, infer, differentiable=differentiable)(
+        lambda xp, x: fn(xp)(x))
+    kernel.bind = fn
 
 
 # -- arithmetic ------------------------------------------------------------------
@@ -529,7 +532,9 @@ def _zeros_like(xp, x, dtype=None):
 
 @register_op("OnesLike", _like_infer, differentiable=False)
 def _ones_like(xp, x, dtype=None):
-    return xp.ones(x.shape, dtype=dtype or x.dtype)
+    out = xp.empty(x.shape, dtype=dtype or x.dtype)  # xp.ones is a Python wrapper
+    out.fill(1)
+    return out
 
 
 def zeros_like(x, dtype=None):

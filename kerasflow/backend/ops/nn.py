@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.ops.math import (
     abs, add, cast, divide, exp, greater, log1p, maximum, minimum, multiply,
@@ -273,10 +271,16 @@ def _check_labels(xp, labels, n):
 
 @register_op("SparseSoftmaxCrossEntropyWithLogits", _sparse_xent_infer)
 def _sparse_xent(xp, labels, logits):
-    _check_labels(xp, labels, logits.shape[-1])
-    logp = _log_softmax_kernel(xp, logits)
-    picked = xp.take_along_axis(logp, labels[..., None].astype(np.int64), axis=-1)
-    return -picked[..., 0]
+    n = logits.shape[-1]
+    _check_labels(xp, labels, n)
+    # logsumexp(z) - z[label] on z shifted by its row max: only the picked entries
+    # of log_softmax are formed (no full-size subtract, and no take_along_axis,
+    # whose Python-level index building dominates at classifier sizes).
+    z = logits.reshape(-1, n)
+    shifted = z - z.max(axis=-1, keepdims=True)
+    lse = xp.log(xp.exp(shifted).sum(axis=-1))
+    picked = shifted[xp.arange(z.shape[0]), labels.reshape(-1)]
+    return (lse - picked).reshape(labels.shape)
 
 
 @register_gradient("SparseSoftmaxCrossEntropyWithLogits")
@@ -290,9 +294,7 @@ def _sparse_xent_grad_kernel(xp, g, labels, logits):
     # softmax(logits) - one_hot(labels), scaled by the incoming gradient; one pass.
     e = xp.exp(logits - logits.max(axis=-1, keepdims=True))
     e /= e.sum(axis=-1, keepdims=True)
-    flat = e.reshape(-1, e.shape[-1])
-    flat[np.arange(flat.shape[0]) if xp is np else xp.arange(flat.shape[0]),
-         labels.reshape(-1)] -= 1.0
+    e -= labels[..., None] == xp.arange(e.shape[-1])  # one-hot by comparison
     e *= g[..., None]
     return e
 

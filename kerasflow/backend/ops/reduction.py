@@ -41,22 +41,36 @@ def _accumulate_infer(x, axis=None, keepdims=False):
     return I.reduced(x, axis, keepdims, _accumulator(x.dtype))
 
 
+# Kernels call the array's method (C), not xp.<fn>: numpy's module-level
+# reductions are Python wrappers costing several us per call, more when cold.
 def _register_reduction(op, fn_name):
     register_op(op, _reduce_infer)(
-        lambda xp, x, axis=None, keepdims=False: getattr(xp, fn_name)(
-            x, axis=axis, keepdims=keepdims)
+        lambda xp, x, axis=None, keepdims=False: getattr(x, fn_name)(
+            axis=axis, keepdims=keepdims)
     )
 
 
 def _register_accumulation(op, fn_name):
     register_op(op, _accumulate_infer)(
-        lambda xp, x, axis=None, keepdims=False: getattr(xp, fn_name)(
-            x, axis=axis, keepdims=keepdims, dtype=_accumulator(x.dtype))
+        lambda xp, x, axis=None, keepdims=False: getattr(x, fn_name)(
+            axis=axis, keepdims=keepdims, dtype=_accumulator(x.dtype))
     )
 
 
 _register_accumulation("Sum", "sum")
-_register_reduction("Mean", "mean")
+
+
+@register_op("Mean", _reduce_infer)
+def _mean(xp, x, axis=None, keepdims=False):
+    # sum / count: numpy's mean is the same add.reduce and division wrapped in
+    # Python bookkeeping (~40 us cold). Empty inputs and non-floats keep numpy's
+    # own rules (NaN with a warning; float64 for integers).
+    if x.dtype.kind == "f" and x.dtype.itemsize >= 4 and x.size:
+        s = x.sum(axis=axis, keepdims=keepdims)
+        return s / (x.size // s.size)
+    return x.mean(axis=axis, keepdims=keepdims)
+
+
 _register_reduction("Max", "max")
 _register_reduction("Min", "min")
 _register_accumulation("Prod", "prod")
@@ -68,9 +82,9 @@ def _unreduce_infer(g, x, axis=None, keepdims=False):
 
 @register_op("UnreduceLike", _unreduce_infer)
 def _unreduce_like(xp, g, x, axis=None, keepdims=False):
-    if not keepdims:
+    if not keepdims and axis is not None:  # axis None: g is 0-d, broadcasts as is
         axes = I.norm_axis(axis, x.ndim)
-        g = xp.reshape(g, [1 if i in axes else d for i, d in enumerate(x.shape)])
+        g = g.reshape([1 if i in axes else d for i, d in enumerate(x.shape)])
     return xp.broadcast_to(g, x.shape)
 
 
