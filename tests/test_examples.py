@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -25,12 +24,7 @@ def test_keras_linear_regression_learns_w_near_2():
     assert 1.8 < _load("linear_regression").main() < 2.2
 
 
-def test_mnist_mlp_one_epoch_learns(data_dir):
-    acc = _load("mnist_mlp").main(epochs=1, data=str(data_dir / "mnist"), verbose=0)
-    assert acc > 0.95
-
-
-@pytest.mark.slow
 def test_mnist_mlp_reaches_98_percent(data_dir):
+    # The acceptance run itself: 10 epochs on the real MNIST files (~35 s here).
     acc = _load("mnist_mlp").main(epochs=10, data=str(data_dir / "mnist"), verbose=0)
     assert acc >= 0.98

@@ -316,6 +316,15 @@ class Session:
         self._closed = False
 
     def run(self, fetches, feed_dict=None):
+        """Computes ``fetches`` with ``feed_dict`` {tensor: value} fed.
+
+        Args:
+            fetches: a tensor or op, or nested lists/tuples/dicts of them.
+            feed_dict: values for placeholders (or any tensor), array-like.
+
+        Returns:
+            The fetches' structure holding numpy arrays (None for ops).
+        """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         feed_dict = dict(feed_dict or {})
@@ -339,6 +348,7 @@ class Session:
         return _pack(fetches, iter(out))
 
     def close(self):
+        """Drops the cached plans; later ``run`` calls raise RuntimeError."""
         self._cache.clear()
         self._closed = True
 

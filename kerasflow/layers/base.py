@@ -199,6 +199,7 @@ class Layer:
 
     @property
     def trainable_weights(self):
+        """Trainable Variables of this layer and its sublayers (none if frozen)."""
         if not self.trainable:
             return []
         out = []
@@ -209,6 +210,7 @@ class Layer:
 
     @property
     def non_trainable_weights(self):
+        """Non-trainable Variables, plus trainable ones of frozen layers."""
         out = []
         for layer in self._flatten_layers():
             out.extend(layer._non_trainable_weights)
@@ -218,6 +220,7 @@ class Layer:
 
     @property
     def weights(self):
+        """All Variables of this layer and its sublayers, each once, in order."""
         out = []
         for layer in self._flatten_layers():
             out.extend(layer._trainable_weights + layer._non_trainable_weights)
@@ -362,6 +365,7 @@ class Layer:
 
     @classmethod
     def from_config(cls, config):
+        """Rebuilds the layer from ``get_config()`` output."""
         return cls(**config)
 
     def __repr__(self):

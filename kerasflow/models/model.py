@@ -105,6 +105,7 @@ class Model(Trainer, Layer):
 
     @property
     def layers(self):
+        """The model's layers (input layers first for functional models)."""
         return list(getattr(self, "_layers", [l for l in self._sub_layers]))
 
     def get_layer(self, name=None, index=None):
@@ -220,6 +221,8 @@ class Model(Trainer, Layer):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
+        """Rebuilds a functional model from ``get_config()`` output by calling
+        the deserialized layers on each other in the recorded order."""
         from kerasflow import layers as layers_mod  # noqa: PLC0415
 
         by_name = {}

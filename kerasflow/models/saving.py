@@ -133,7 +133,7 @@ def _open_model_file(filepath):
                                  f"{sorted(missing)}.")
             config_text = z.read(_CONFIG_NAME)
             weights = z.read(_WEIGHTS_NAME)
-    except (zipfile.BadZipFile, EOFError, zlib_error()) as e:
+    except (zipfile.BadZipFile, EOFError, _zlib_error()) as e:
         raise ValueError(f"'{path}' is not a readable kerasflow model file "
                          f"(corrupt or truncated zip: {e}).") from None
     try:
@@ -147,7 +147,7 @@ def _open_model_file(filepath):
     return config, weights
 
 
-def zlib_error():
+def _zlib_error():
     import zlib  # noqa: PLC0415
 
     return zlib.error

@@ -38,6 +38,7 @@ class Sequential(Model):
 
     @property
     def layers(self):
+        """The stacked layers, in order (without the input layer)."""
         return list(self._stack)
 
     def add(self, layer):
@@ -129,6 +130,7 @@ class Sequential(Model):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
+        """Rebuilds the stack (and its weights, when the input shape is known)."""
         from kerasflow import layers as layers_mod  # noqa: PLC0415
 
         model = cls(name=config.get("name"))

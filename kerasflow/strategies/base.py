@@ -28,6 +28,7 @@ class Strategy:
 
     @contextlib.contextmanager
     def scope(self):
+        """Context in which ``fit`` and ``evaluate`` run through this strategy."""
         prev = getattr(_current, "strategy", None)
         _current.strategy = self
         try:
