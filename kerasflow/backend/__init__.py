@@ -13,8 +13,8 @@ from kerasflow.backend.array import (
 from kerasflow.backend.autodiff import gradients
 from kerasflow.backend.function import Function, Session, function
 from kerasflow.backend.graph import (
-    SymbolicTensor, TensorSpec, Variable, constant, is_symbolic, name_scope,
-    placeholder,
+    SymbolicTensor, TensorSpec, Variable, assign_all, constant, is_symbolic,
+    name_scope, placeholder,
 )
 from kerasflow.backend.ops import *  # noqa: F403
 from kerasflow.backend.ops import __all__ as _ops_all
@@ -24,6 +24,6 @@ __all__ = [
     "ops", "floatx", "set_floatx", "get_device", "set_device", "get_xp",
     "gpu_available", "to_device", "to_numpy", "gradients", "Function", "Session",
     "function", "SymbolicTensor", "TensorSpec", "Variable", "constant",
-    "is_symbolic", "name_scope", "placeholder", "apply", "get_op",
+    "is_symbolic", "name_scope", "placeholder", "assign_all", "apply", "get_op",
     "register_gradient", "register_op", *_ops_all,
 ]

@@ -27,6 +27,7 @@ __all__ = [
     "name_scope",
     "is_symbolic",
     "TensorSpec",
+    "assign_all",
 ]
 
 _node_ids = itertools.count(1)
@@ -476,3 +477,34 @@ def _node_setstate(self, state):
 
 Node.__getstate__ = _node_getstate
 Node.__setstate__ = _node_setstate
+
+
+def assign_all(variables, values, owner: str) -> None:
+    """Sets each Variable to its value, checking count and every shape first.
+
+    Nothing is assigned unless all values fit, so a bad list (or a corrupt file
+    read into one) never leaves the owner half-updated.
+
+    Args:
+        variables: list of ``Variable``.
+        values: list of array-likes, one per variable.
+        owner: who holds them, for messages ("Layer 'dense'").
+
+    Raises:
+        ValueError: a different count, or a value whose shape differs, naming the
+            variable, the expected and the received shape.
+    """
+    values = list(values)
+    if len(values) != len(variables):
+        raise ValueError(
+            f"{owner} expects {len(variables)} weight arrays. Received: "
+            f"{len(values)}."
+        )
+    for var, value in zip(variables, values):
+        if tuple(np.shape(value)) != tuple(var.shape):
+            raise ValueError(
+                f"Weight '{var.name}' of {owner} expects shape {tuple(var.shape)}. "
+                f"Received: shape {tuple(np.shape(value))}."
+            )
+    for var, value in zip(variables, values):
+        var.assign(np.asarray(value, dtype=var.dtype))

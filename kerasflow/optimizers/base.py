@@ -246,21 +246,9 @@ class Optimizer:
             ValueError: a count or shape mismatch (build the optimizer on the
                 same variables first: ``optimizer.build(var_list)``).
         """
-        variables = self.variables
-        if len(weights) != len(variables):
-            raise ValueError(
-                f"Optimizer '{self.name}' has {len(variables)} variables "
-                f"(iterations and slots); received {len(weights)} weights. Call "
-                f"build(var_list) on the same variables before set_weights."
-            )
-        for var, w in zip(variables, weights):
-            if tuple(np.shape(w)) != tuple(var.shape):
-                raise ValueError(
-                    f"Optimizer variable '{var.name}' has shape {var.shape}. "
-                    f"Received: a weight of shape {tuple(np.shape(w))}."
-                )
-        for var, w in zip(variables, weights):
-            var.assign(np.asarray(w, dtype=var.dtype))
+        K.assign_all(self.variables, weights,
+                     f"Optimizer '{self.name}' (iterations and slots; call "
+                     f"build(var_list) on the same variables first)")
 
     # -- weight decay ---------------------------------------------------------------
     def exclude_from_weight_decay(self, var_list=None, var_names=None):
