@@ -197,25 +197,35 @@ class Layer:
             self._regularizers.append((reg, var))
         return var
 
+    def _trainable_layers(self):
+        """Layers reachable without passing through a frozen layer (a frozen
+        layer freezes all of its sublayers, as in Keras)."""
+        seen, out, stack = set(), [], [self]
+        while stack:
+            layer = stack.pop(0)
+            if id(layer) in seen or not layer.trainable:
+                continue
+            seen.add(id(layer))
+            out.append(layer)
+            stack.extend(layer._sub_layers)
+        return out
+
     @property
     def trainable_weights(self):
         """Trainable Variables of this layer and its sublayers (none if frozen)."""
-        if not self.trainable:
-            return []
         out = []
-        for layer in self._flatten_layers():
-            if layer.trainable:
-                out.extend(layer._trainable_weights)
+        for layer in self._trainable_layers():
+            out.extend(layer._trainable_weights)
         return _dedupe(out)
 
     @property
     def non_trainable_weights(self):
         """Non-trainable Variables, plus trainable ones of frozen layers."""
+        live = {id(v) for v in self.trainable_weights}
         out = []
         for layer in self._flatten_layers():
             out.extend(layer._non_trainable_weights)
-            if not layer.trainable or not self.trainable:
-                out.extend(layer._trainable_weights)
+            out.extend(v for v in layer._trainable_weights if id(v) not in live)
         return _dedupe(out)
 
     @property
@@ -247,21 +257,7 @@ class Layer:
         Raises:
             ValueError: wrong count or shape; no weight is changed then.
         """
-        own = self.weights
-        weights = list(weights)
-        if len(weights) != len(own):
-            raise ValueError(
-                f"Layer '{self.name}' expects {len(own)} weight arrays. Received: "
-                f"{len(weights)}."
-            )
-        for var, value in zip(own, weights):
-            if tuple(np.shape(value)) != tuple(var.shape):
-                raise ValueError(
-                    f"Weight '{var.name}' expects shape {tuple(var.shape)}. Received: "
-                    f"shape {tuple(np.shape(value))}."
-                )
-        for var, value in zip(own, weights):
-            var.assign(np.asarray(value, dtype=var.dtype))
+        K.assign_all(self.weights, weights, f"Layer '{self.name}'")
 
     def count_params(self):
         """Total number of weight scalars."""
@@ -318,6 +314,11 @@ class Layer:
             kwargs["training"] = getattr(_ctx, "training", None)
         with K.name_scope(self.name):
             outputs = self.call(inputs, *args, **kwargs)
+            # A pass-through output (Dropout at inference, the default call) must
+            # be a new tensor: the input's own history must not be overwritten.
+            in_ids = {id(t) for t in flat}
+            outputs = map_struct(
+                lambda t: K.identity(t) if id(t) in in_ids else t, outputs)
         record = CallRecord(inputs, outputs, dict(kwargs), len(self._calls))
         self._calls.append(record)
         for i, t in enumerate(flatten_struct(outputs)):

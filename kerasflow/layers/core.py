@@ -104,8 +104,8 @@ class Dense(Layer):
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
         self.activity_regularizer = regularizers.get(activity_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        self.kernel_constraint = _get_constraint(kernel_constraint)
+        self.bias_constraint = _get_constraint(bias_constraint)
         self.input_spec = InputSpec(min_ndim=2)
 
     def build(self, input_shape):
@@ -157,8 +157,26 @@ class Dense(Layer):
             if self.bias_regularizer else None,
             activity_regularizer=regularizers.serialize(self.activity_regularizer)
             if self.activity_regularizer else None,
+            kernel_constraint=_serialize_constraint(self.kernel_constraint),
+            bias_constraint=_serialize_constraint(self.bias_constraint),
         )
         return config
+
+
+def _get_constraint(identifier):
+    if isinstance(identifier, dict):
+        cls = getattr(constraints, identifier.get("class_name", ""), None)
+        if not (isinstance(cls, type) and issubclass(cls, constraints.Constraint)):
+            raise ValueError(f"Unknown constraint: {identifier!r}.")
+        return cls(**identifier.get("config", {}))
+    return constraints.get(identifier)
+
+
+def _serialize_constraint(c):
+    if isinstance(c, constraints.Constraint) and isinstance(
+            getattr(constraints, type(c).__name__, None), type):
+        return {"class_name": type(c).__name__, "config": c.get_config()}
+    return None
 
 
 class Activation(Layer):

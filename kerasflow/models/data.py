@@ -33,6 +33,9 @@ def to_list(x, names=None, what="x"):
                 f"Received keys: {sorted(x)}."
             )
         return [np.asarray(x[n]) for n in names]
+    if isinstance(x, (list, tuple)) and len(x) == 1 and hasattr(x[0], "shape") \
+            and (names is None or len(names) == 1):
+        return [np.asarray(x[0])]  # [array] for a single input/output
     if isinstance(x, (list, tuple)) and x and all(
         hasattr(v, "shape") or isinstance(v, (list, tuple)) for v in x
     ) and names is not None and len(names) > 1:

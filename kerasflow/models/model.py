@@ -174,8 +174,12 @@ class Model(Trainer, Layer):
         return self._replay(inputs, training)
 
     def __call__(self, inputs, *args, training=None, **kwargs):
+        if training is None:  # a nested model inherits its caller's mode
+            training = getattr(layer_base._ctx, "training", None)
+        if "training" in layer_base._call_params(type(self)):
+            kwargs["training"] = training
         with training_context(training):
-            return Layer.__call__(self, inputs, *args, training=training, **kwargs)
+            return Layer.__call__(self, inputs, *args, **kwargs)
 
     # -- config ----------------------------------------------------------------------------
     def get_config(self):

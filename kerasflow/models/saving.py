@@ -19,6 +19,8 @@ import zipfile
 import numpy as np
 import yaml
 
+from kerasflow import backend as K
+
 __all__ = ["save_model", "load_model", "save_weights", "load_weights", "to_json",
            "model_from_json", "to_yaml", "model_from_yaml", "model_from_config"]
 
@@ -154,23 +156,11 @@ def _zlib_error():
 
 
 def _assign_all(model, names, arrays, source):
-    weights = model.weights
-    if len(arrays) != len(weights):
-        raise ValueError(
-            f"'{source}' holds {len(arrays)} weight arrays; model '{model.name}' "
-            f"has {len(weights)}."
-        )
-    for w, a, n in zip(weights, arrays, names):
-        if tuple(a.shape) != tuple(w.shape):
-            raise ValueError(
-                f"'{source}': weight {n!r} has shape {a.shape}; model weight "
-                f"'{w.name}' expects {tuple(w.shape)}."
-            )
+    for a, n in zip(arrays, names):
         if a.dtype.kind not in "biuf":
             raise ValueError(f"'{source}': weight {n!r} has non-numeric dtype "
                              f"{a.dtype}.")
-    for w, a in zip(weights, arrays):
-        w.assign(a.astype(w.dtype, copy=False))
+    K.assign_all(model.weights, arrays, f"model '{model.name}' (from '{source}')")
 
 
 def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002

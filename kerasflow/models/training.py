@@ -188,9 +188,9 @@ class Trainer:
             self._metric_objs = metric_objs
         else:  # reuse the metric objects across signatures and train/eval steps
             metric_objs = self._metric_objs
-        if len(ys) != len(outs):
+        if len(ys or []) != len(outs):
             raise ValueError(f"Model '{self.name}' has {len(outs)} output(s) "
-                             f"{names}. Received: {len(ys)} target array(s).")
+                             f"{names}. Received: {len(ys or [])} target array(s).")
         y_phs = []
         for i, (a, out, loss_fn) in enumerate(zip(ys, outs, loss_fns)):
             self._check_targets(a, out, loss_fn, names[i])
