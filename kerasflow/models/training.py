@@ -378,8 +378,7 @@ class Trainer:
                 n = len(bx[0])
                 total += float(out[0]) * n
                 seen += n
-                logs = self._metric_logs({"loss": total / seen, "size": n})
-                logs.pop("size")
+                logs = self._metric_logs({"loss": total / seen})
                 cbs.on_train_batch_end(step, {**logs, "size": n})
                 if self.stop_training:
                     break
