@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kerasflow.backend import floatx
 from kerasflow.distribute_lib import BatchRef
 
-__all__ = ["to_list", "check_arrays", "split_validation", "ArrayBatches",
+__all__ = ["standardize", "to_list", "check_arrays", "split_validation", "ArrayBatches",
            "GeneratorBatches", "class_weights_to_sample_weights", "is_generator",
            "chunks"]
 
@@ -44,6 +45,39 @@ def to_list(x, names=None, what="x"):
     ) and names is not None and len(names) > 1:
         return [np.asarray(v) for v in x]
     return [np.asarray(x)]
+
+
+def standardize(model, x, y=None, sample_weight=None, class_weight=None,
+                batch_size=None):
+    """A model's data as (xs, ys, sample weights): lists of checked arrays.
+
+    Inputs and targets are put in model order (dicts by input/output name);
+    1-D features become one column (Keras 2); targets are reshaped and checked
+    against the output shapes; sample weights (times class weights) are always
+    returned, as ones when none are given, in floatx.
+
+    Raises:
+        ValueError / TypeError: see ``check_arrays``, ``to_list`` and the class
+            weight and sparse label checks; each names expected and received.
+    """
+    xs = to_list(x, model._input_names(), "x")
+    n_out = len(model.outputs) if model._is_functional else 1
+    out_names = model._output_names(n_out)
+    ys = to_list(y, out_names if n_out > 1 else None, "y")
+    if ys is not None and n_out > 1 and len(ys) == 1 and not isinstance(y, dict):
+        ys = [np.asarray(v) for v in y]
+    xs = [a.reshape(-1, 1) if a.ndim == 1 else a for a in xs]
+    sw = None if sample_weight is None else np.asarray(sample_weight, np.float64)
+    n = check_arrays(xs, ys, sw, batch_size)
+    if ys is not None:
+        ys = model._prepare_targets(xs, ys)
+    if class_weight is not None:
+        if ys is None or len(ys) != 1:
+            raise ValueError("class_weight needs exactly one target array.")
+        cw = class_weights_to_sample_weights(ys[0], class_weight)
+        sw = cw if sw is None else sw * cw
+    sw = model._ones(n) if sw is None else sw.astype(floatx())
+    return xs, ys, sw
 
 
 def check_arrays(xs, ys, sample_weight, batch_size):
