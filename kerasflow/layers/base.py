@@ -18,6 +18,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow import initializers, regularizers
+from kerasflow.utils.serialization import registry
 
 __all__ = ["Layer", "InputSpec", "get_history", "training_context"]
 
@@ -120,6 +121,14 @@ class Layer:
 
     # Models create their weights through their layers' calls, not in build().
     _builds_in_call = False
+
+    def __init_subclass__(cls, **kwargs):
+        # kerasflow's own layer (and model) classes join the "layer" registry by
+        # class name, so configs naming them load without importing their
+        # module here; user classes come through custom_objects, as in Keras.
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.startswith("kerasflow.") and not cls.__name__.startswith("_"):
+            registry("layer").setdefault(cls.__name__, cls)
 
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
                  batch_input_shape=None, input_dim=None, batch_size=None, **kwargs):
@@ -395,3 +404,6 @@ def _call_params(cls):
     if p is None:
         p = _params_cache[cls] = set(inspect.signature(cls.call).parameters)
     return p
+
+
+registry("layer")["Layer"] = Layer
