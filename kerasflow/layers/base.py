@@ -340,16 +340,39 @@ class Layer:
         return outputs
 
     def _call_eager(self, inputs, *args, **kwargs):
-        """Runs the layer on arrays by tracing it on placeholders once."""
+        """Runs the layer on arrays through a trace cached per input signature.
+
+        The first call with a given structure, per-sample shapes and dtypes
+        (and the same other arguments and training mode) traces the layer on
+        placeholders and compiles a ``Function``; later calls only feed it, so
+        repeated eager calls add no graph nodes, call records or memory (as
+        ``tf.function`` retraces only for a new input signature).
+        """
         arrays = map_struct(np.asarray, inputs)
-        phs = map_struct(
-            lambda a: K.placeholder(
-                K.floatx() if a.dtype.kind in "fu" or a.dtype == np.uint8
-                else a.dtype, (None,) + a.shape[1:]),
-            arrays)
-        outputs = self(phs, *args, **kwargs)
-        fn = K.Function(flatten_struct(phs), outputs)
-        return K.to_numpy(fn(*flatten_struct(arrays)))
+        flat = flatten_struct(arrays)
+        key = _trace_key(inputs, flat, args, kwargs)
+        cache = self.__dict__.get("_eager_traces")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_eager_traces", cache)
+        entry = cache.get(key) if key is not None else None
+        if entry is None:
+            phs = map_struct(
+                lambda a: K.placeholder(_placeholder_dtype(a.dtype),
+                                        (None,) + a.shape[1:]),
+                arrays)
+            outputs = self(phs, *args, **kwargs)
+            entry = K.Function(flatten_struct(phs), outputs,
+                               name=f"{self.name}_eager")
+            if key is not None:
+                if len(cache) >= _MAX_EAGER_TRACES:  # drop the oldest signature
+                    cache.pop(next(iter(cache)))
+                cache[key] = entry
+        return K.to_numpy(entry(*flat))
+
+    def _clear_eager_traces(self):
+        """Forgets cached eager traces (after the layer's structure changed)."""
+        self.__dict__.pop("_eager_traces", None)
 
     def compute_output_shape(self, input_shape):
         """Output shape for ``input_shape``, found by tracing on placeholders."""
@@ -380,6 +403,35 @@ class Layer:
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"
+
+
+_MAX_EAGER_TRACES = 32
+
+
+def _placeholder_dtype(dtype):
+    return K.floatx() if dtype.kind in "fu" or dtype == np.uint8 else dtype
+
+
+def _structure(x):
+    if isinstance(x, dict):
+        return ("dict", tuple((k, _structure(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, tuple(_structure(v) for v in x))
+    return "leaf"
+
+
+def _trace_key(inputs, flat_arrays, args, kwargs):
+    """Hashable signature of an eager call, or None when an argument is not
+    hashable (that call is traced afresh and not cached)."""
+    key = (_structure(inputs),
+           tuple((a.shape[1:], np.dtype(_placeholder_dtype(a.dtype)).str)
+                 for a in flat_arrays),
+           args, tuple(sorted(kwargs.items())), getattr(_ctx, "training", None))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _is_shape(s):
