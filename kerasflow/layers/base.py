@@ -201,6 +201,9 @@ class Layer:
                          dtype=dtype, constraint=constraint)
         (self._trainable_weights if trainable else self._non_trainable_weights
          ).append(var)
+        # The name as asked for: the graph makes Variable names unique
+        # ("dense/kernel_1" when a layer is rebuilt), weight files need this one.
+        self.__dict__.setdefault("_weight_names", {})[id(var)] = name
         reg = regularizers.get(regularizer)
         if reg is not None:
             self._regularizers.append((reg, var))
