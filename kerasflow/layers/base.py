@@ -408,6 +408,7 @@ class Layer:
         return f"<{type(self).__name__} name={self.name}>"
 
 
+registry("layer")["Layer"] = Layer
 _MAX_EAGER_TRACES = 32
 
 
@@ -459,6 +460,3 @@ def _call_params(cls):
     if p is None:
         p = _params_cache[cls] = set(inspect.signature(cls.call).parameters)
     return p
-
-
-registry("layer")["Layer"] = Layer
