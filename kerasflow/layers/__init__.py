@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from kerasflow.layers.base import InputSpec, Layer
 from kerasflow.layers.core import (
-    Activation, Dense, Dropout, Flatten, Input, InputLayer, Lambda, Reshape,
+    Activation,
+    Dense,
+    Dropout,
+    Flatten,
+    Input,
+    InputLayer,
+    Lambda,
+    Reshape,
 )
 from kerasflow.layers.merging import Add, Average, Concatenate, Multiply, Subtract
 from kerasflow.utils.serialization import deserialize_object, serialize_object

@@ -34,7 +34,7 @@ class _Frame:
     """The assignments one ``update_state`` call made; ``symbolic`` when it
     traces symbolic inputs (else its symbolic assignments run when it returns)."""
 
-    __slots__ = ("symbolic", "ops")
+    __slots__ = ("ops", "symbolic")
 
     def __init__(self, symbolic):
         self.symbolic, self.ops = symbolic, []

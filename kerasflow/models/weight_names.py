@@ -38,7 +38,7 @@ def _short(var, layer) -> str:
     if given is not None:  # the name passed to add_weight
         return given
     prefix = f"{layer.name}/"
-    return var.name[len(prefix):] if var.name.startswith(prefix) else var.name
+    return var.name.removeprefix(prefix)
 
 
 def _walk(layer, name, path, keys, seen):
