@@ -201,11 +201,13 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
 
 
 def load_weights(model, filepath):
-    """Assigns weights from a ``save_weights`` .npz file or a model zip file.
+    """Assigns weights from a ``save_weights`` .npz file or a model zip file,
+    matched by weight name, else by layer structure (``weight_names.py``).
 
     Raises:
-        ValueError: unreadable file, pickle payload, or count/shape mismatch;
-            no weight changes then.
+        ValueError: unreadable file, pickle payload, weights that match neither
+            by name nor by structure (listing the unmatched names of both
+            sides), or a shape mismatch; no weight changes then.
     """
     path = os.fspath(filepath)
     if not os.path.exists(path):
