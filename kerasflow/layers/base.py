@@ -19,6 +19,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow import initializers, regularizers
+from kerasflow.utils.serialization import registry
 
 __all__ = ["Layer", "InputSpec", "get_history", "training_context"]
 
@@ -142,6 +143,14 @@ class Layer:
     # Models create their weights through their layers' calls, not in build().
     _builds_in_call = False
 
+    def __init_subclass__(cls, **kwargs):
+        # kerasflow's own layer (and model) classes join the "layer" registry by
+        # class name, so configs naming them load without importing their
+        # module here; user classes come through custom_objects, as in Keras.
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.startswith("kerasflow.") and not cls.__name__.startswith("_"):
+            registry("layer").setdefault(cls.__name__, cls)
+
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
                  batch_input_shape=None, input_dim=None, batch_size=None, **kwargs):
         if kwargs:
@@ -244,6 +253,9 @@ class Layer:
                          dtype=dtype, constraint=constraint)
         (self._trainable_weights if trainable else self._non_trainable_weights
          ).append(var)
+        # The name as asked for: the graph makes Variable names unique
+        # ("dense/kernel_1" when a layer is rebuilt), weight files need this one.
+        self.__dict__.setdefault("_weight_names", {})[id(var)] = name
         reg = regularizers.get(regularizer)
         if reg is not None:
             self._regularizers.append((reg, var))
@@ -395,16 +407,39 @@ class Layer:
         return outputs
 
     def _call_eager(self, inputs, *args, **kwargs):
-        """Runs the layer on arrays by tracing it on placeholders once."""
+        """Runs the layer on arrays through a trace cached per input signature.
+
+        The first call with a given structure, per-sample shapes and dtypes
+        (and the same other arguments and training mode) traces the layer on
+        placeholders and compiles a ``Function``; later calls only feed it, so
+        repeated eager calls add no graph nodes, call records or memory (as
+        ``tf.function`` retraces only for a new input signature).
+        """
         arrays = map_struct(np.asarray, inputs)
-        phs = map_struct(
-            lambda a: K.placeholder(
-                K.floatx() if a.dtype.kind in "fu" or a.dtype == np.uint8
-                else a.dtype, (None,) + a.shape[1:]),
-            arrays)
-        outputs = self(phs, *args, **kwargs)
-        fn = K.Function(flatten_struct(phs), outputs)
-        return K.to_numpy(fn(*flatten_struct(arrays)))
+        flat = flatten_struct(arrays)
+        key = _trace_key(inputs, flat, args, kwargs)
+        cache = self.__dict__.get("_eager_traces")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_eager_traces", cache)
+        entry = cache.get(key) if key is not None else None
+        if entry is None:
+            phs = map_struct(
+                lambda a: K.placeholder(_placeholder_dtype(a.dtype),
+                                        (None,) + a.shape[1:]),
+                arrays)
+            outputs = self(phs, *args, **kwargs)
+            entry = K.Function(flatten_struct(phs), outputs,
+                               name=f"{self.name}_eager")
+            if key is not None:
+                if len(cache) >= _MAX_EAGER_TRACES:  # drop the oldest signature
+                    cache.pop(next(iter(cache)))
+                cache[key] = entry
+        return K.to_numpy(entry(*flat))
+
+    def _clear_eager_traces(self):
+        """Forgets cached eager traces (after the layer's structure changed)."""
+        self.__dict__.pop("_eager_traces", None)
 
     def compute_output_shape(self, input_shape):
         """Output shape for ``input_shape``, found by tracing on placeholders."""
@@ -435,6 +470,36 @@ class Layer:
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"
+
+
+registry("layer")["Layer"] = Layer
+_MAX_EAGER_TRACES = 32
+
+
+def _placeholder_dtype(dtype):
+    return K.floatx() if dtype.kind in "fu" or dtype == np.uint8 else dtype
+
+
+def _structure(x):
+    if isinstance(x, dict):
+        return ("dict", tuple((k, _structure(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, tuple(_structure(v) for v in x))
+    return "leaf"
+
+
+def _trace_key(inputs, flat_arrays, args, kwargs):
+    """Hashable signature of an eager call, or None when an argument is not
+    hashable (that call is traced afresh and not cached)."""
+    key = (_structure(inputs),
+           tuple((a.shape[1:], np.dtype(_placeholder_dtype(a.dtype)).str)
+                 for a in flat_arrays),
+           args, tuple(sorted(kwargs.items())), getattr(_ctx, "training", None))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _is_shape(s):

@@ -164,19 +164,13 @@ class Dense(Layer):
 
 
 def _get_constraint(identifier):
-    if isinstance(identifier, dict):
-        cls = getattr(constraints, identifier.get("class_name", ""), None)
-        if not (isinstance(cls, type) and issubclass(cls, constraints.Constraint)):
-            raise ValueError(f"Unknown constraint: {identifier!r}.")
-        return cls(**identifier.get("config", {}))
     return constraints.get(identifier)
 
 
 def _serialize_constraint(c):
-    if isinstance(c, constraints.Constraint) and isinstance(
-            getattr(constraints, type(c).__name__, None), type):
-        return {"class_name": type(c).__name__, "config": c.get_config()}
-    return None
+    # A plain function has no config: it is left out (rebuilt as None).
+    return constraints.serialize(c) if isinstance(c, constraints.Constraint) \
+        else None
 
 
 class Activation(Layer):

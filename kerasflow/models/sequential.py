@@ -63,6 +63,7 @@ class Sequential(Model):
         self._track(layer)
         self.built = False
         self._reset_steps()
+        self._clear_eager_traces()
         self._maybe_build()
 
     def pop(self):
@@ -73,6 +74,7 @@ class Sequential(Model):
         self._sub_layers.remove(layer)
         self.built = False
         self._reset_steps()
+        self._clear_eager_traces()
         self._maybe_build()
         return layer
 

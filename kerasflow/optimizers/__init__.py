@@ -74,13 +74,10 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Optimizer:
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"deserialize expects a dict with 'class_name' and "
                          f"'config'. Received: {config!r}.")
-    custom = custom_objects or {}
-    name = config["class_name"]
-    cls = custom.get(name) or _BY_NAME.get(str(name).lower())
-    if cls is None:
-        raise ValueError(f"Unknown optimizer '{name}'; known: {sorted(_BY_NAME)}. "
-                         f"Pass custom_objects for your own.")
-    return cls.from_config(dict(config.get("config", {})), custom_objects)
+    from kerasflow.utils.serialization import deserialize_object  # noqa: PLC0415
+
+    return deserialize_object(config, _BY_NAME, "optimizer", custom_objects,
+                              case_insensitive=True)
 
 
 def get(identifier) -> Optimizer:

@@ -321,11 +321,7 @@ def deserialize(config: dict, custom_objects: dict | None = None):
             f"deserialize expects a dict with 'class_name' and 'config'. "
             f"Received: {config!r}."
         )
-    known = {**_SCHEDULES, **(custom_objects or {})}
-    cls = known.get(config["class_name"])
-    if cls is None:
-        raise ValueError(
-            f"Unknown learning rate schedule '{config['class_name']}'; known: "
-            f"{sorted(known)}. Pass custom_objects for your own."
-        )
-    return cls.from_config(dict(config.get("config", {})))
+    from kerasflow.utils.serialization import deserialize_object  # noqa: PLC0415
+
+    return deserialize_object(config, _SCHEDULES, "learning rate schedule",
+                              custom_objects)
