@@ -46,20 +46,6 @@ class CategoricalTruePositives(metrics.Metric):
         self.true_positives.assign(0.0)
 
 
-class GraphCategoricalTruePositives(CategoricalTruePositives):
-    """The same with ``ops.equal``: on symbolic tensors ``==`` compares identity
-    in kerasflow (tensors are dict keys), so a graph needs the op."""
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        y_pred = ops.reshape(ops.argmax(y_pred, axis=1), (-1, 1))
-        values = ops.equal(ops.cast(y_true, "int32"), ops.cast(y_pred, "int32"))
-        values = ops.cast(values, "float32")
-        if sample_weight is not None:
-            sample_weight = ops.cast(sample_weight, "float32")
-            values = ops.multiply(values, sample_weight)
-        self.true_positives.assign_add(ops.sum(values))
-
-
 def _placeholders():
     return (K.placeholder("int64", (None, 1)), K.placeholder("float32", (None, 3)),
             K.placeholder("float32", (None, 1)))
@@ -77,7 +63,7 @@ def test_keras_io_metric_eagerly():
 
 @pytest.mark.parametrize("weighted", [False, True])
 def test_custom_metric_updates_run_in_a_graph(weighted):
-    m = GraphCategoricalTruePositives()
+    m = CategoricalTruePositives()  # verbatim: == is elementwise on tensors
     t, p, sw = _placeholders()
     updates = m.update_state(t, p, sample_weight=sw if weighted else None)
     assert len(updates) == 1 and updates[0].node.op == "AssignAdd"
@@ -93,14 +79,20 @@ def test_custom_metric_updates_run_in_a_graph(weighted):
     assert m.result() == (3.0 if weighted else 2.0)
 
 
-def test_eager_assignment_while_tracing_is_refused():
-    # keras.io's version traced on placeholders: ``==`` gives a Python bool, so
-    # the "update" would be an eager 0 added once; refused, naming the fix.
-    m = CategoricalTruePositives()
-    t, p, _ = _placeholders()
-    with pytest.raises(TypeError, match=r"ops\.equal.*Received: value"):
-        m.update_state(t, p)
-    assert m.result() == 0.0
+def test_keras_io_metric_verbatim_in_fit():
+    import kerasflow as kf
+
+    np.random.seed(0)
+    model = kf.Sequential([kf.layers.Dense(3, activation="softmax",
+                                           input_shape=(4,))])
+    model.compile("sgd", "sparse_categorical_crossentropy",
+                  metrics=[CategoricalTruePositives()])
+    x = np.random.randn(40, 4).astype("float32")
+    y = np.random.randint(0, 3, (40, 1))
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    logs = model.evaluate(x, y, batch_size=8, verbose=0, return_dict=True)
+    expected = float(np.sum(model.predict(x).argmax(1) == y[:, 0]))
+    assert logs["categorical_true_positives"] == expected
 
 
 class MeanAndMax(metrics.Mean):

@@ -110,13 +110,20 @@ class Trainer:
             return dict(zip(self._inputs_struct, phs))
         return phs[0] if len(phs) == 1 else phs
 
-    def _get_step(self, kind, xs, ys=()):
+    def _get_step(self, kind, xs, ys=(), sw=None):
+        """The step for this signature; ``sw`` (the sample weights) tells
+        whether metrics are weighted: unit weights made by ``_ones`` are not."""
+        weighted = sw is not None and not self._unweighted(sw)
         key = (kind, tuple((a.shape[1:], a.dtype.kind) for a in xs),
-               tuple((a.shape[1:], a.dtype.kind) for a in ys))
+               tuple((a.shape[1:], a.dtype.kind) for a in ys), weighted)
         step = self._steps.get(key)
         if step is None:
-            step = self._steps[key] = self._build_step(kind, xs, ys)
+            step = self._steps[key] = self._build_step(kind, xs, ys, weighted)
         return step
+
+    def _unweighted(self, sw):
+        return any(sw is o or sw.base is o for o in self.__dict__.get(
+            "_ones_made", ()))
 
     def _trace(self, xs, training):
         x_phs = self._input_placeholders(xs)
@@ -126,7 +133,7 @@ class Trainer:
             list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
         return x_phs, outs, state_updates
 
-    def _build_step(self, kind, xs, ys):
+    def _build_step(self, kind, xs, ys, weighted=False):
         x_phs, outs, state_updates = self._trace(xs, kind == "train")
         if kind == "predict":
             return PredictStep(x_phs, outs)
@@ -156,7 +163,9 @@ class Trainer:
         metric_updates = []
         for i, _, metric in self._metric_objs:
             metric_updates += list(
-                metric.update_state(y_phs[i], outs[i], sample_weight=sw) or [])
+                # Keras passes no sample weights to metrics unless given some.
+                metric.update_state(y_phs[i], outs[i],
+                                    sample_weight=sw if weighted else None) or [])
         inputs = x_phs + y_phs + [sw]
         out_losses = per_output if len(per_output) > 1 else []
         if kind == "train":
@@ -185,6 +194,7 @@ class Trainer:
         ones = self.__dict__.get("_ones_cache")
         if ones is None or len(ones) < n:
             ones = self._ones_cache = np.ones(max(n, 256), dtype=K.floatx())
+            self.__dict__.setdefault("_ones_made", []).append(ones)
         return ones[:n]
 
     def _spe(self, strategy):
@@ -299,7 +309,8 @@ class Trainer:
             for chunk in data_mod.chunks(batches, spe):
                 cbs.on_train_batch_begin(index)
                 arrays, n_in = chunk[0].arrays, batches.n_inputs
-                step = self._get_step("train", arrays[:n_in], arrays[n_in:-1])
+                step = self._get_step("train", arrays[:n_in], arrays[n_in:-1],
+                                      arrays[-1])
                 results = strategy.run_steps(step, chunk)
                 for j, r in enumerate(results):
                     if j:
@@ -329,7 +340,7 @@ class Trainer:
     def _evaluate_arrays(self, xs, ys, sw, batch_size, steps=None, callbacks=None):
         strategy = get_strategy()
         self.reset_metrics()
-        step = self._get_step("eval", xs, ys)
+        step = self._get_step("eval", xs, ys, sw)
         total, seen, index, per_out = 0.0, 0, 0, None
         batches = data_mod.ArrayBatches(xs + ys + [sw], batch_size, False, steps)
         for chunk in data_mod.chunks(batches, self._spe(strategy)):
@@ -413,7 +424,7 @@ class Trainer:
     def _on_batch(self, kind, x, y, sample_weight, class_weight=None):
         xs, ys, sw = self._standardize(x, y, sample_weight, class_weight)
         self.reset_metrics()
-        step = self._get_step(kind, xs, ys or [])
+        step = self._get_step(kind, xs, ys or [], sw)
         return get_strategy().run_step(step, BatchRef(xs + ys + [sw], None))
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
