@@ -88,16 +88,29 @@ class tracing:
 
     def __enter__(self):
         _scope.tracing = getattr(_scope, "tracing", 0) + 1
+        stack = _scope.__dict__.setdefault("recorded", [])
+        self.stateful: list = []  # assignments made to Variables inside
+        stack.append(self.stateful)
         return self
 
     def __exit__(self, *exc):
         _scope.tracing -= 1
+        _scope.recorded.pop()
         return False
 
 
 def in_tracing() -> bool:
     """True inside a ``tracing()`` block of this thread."""
     return getattr(_scope, "tracing", 0) > 0
+
+
+def record_stateful(op) -> None:
+    """Notes a Variable assignment built while tracing (``tracing().stateful``),
+    so code that assigns without returning the op (Keras layers and metrics)
+    still gets its update run with the traced step."""
+    stack = getattr(_scope, "recorded", None)
+    if stack:
+        stack[-1].append(op)
 
 
 def _normalize_shape(shape):

@@ -19,7 +19,8 @@ from kerasflow.backend.ops import shape as _shape
 
 __all__ = ["zeros", "ones", "full", "arange", "array", "convert_to_tensor",
            "shape", "int_shape", "one_hot", "l2_normalize", "epsilon",
-           "set_epsilon", "image_data_format", "set_image_data_format"]
+           "set_epsilon", "image_data_format", "set_image_data_format",
+           "get_value", "set_value"]
 
 _EPSILON = [1e-7]
 _DATA_FORMAT = ["channels_last"]
@@ -155,3 +156,23 @@ def set_image_data_format(data_format: str) -> None:
     if data_format != "channels_last":
         raise ValueError(f"kerasflow supports data_format='channels_last' only. "
                          f"Received: {data_format!r}.")
+
+
+def get_value(x):
+    """Keras 2's ``K.get_value``: a Variable's (or learning rate's) value as numpy.
+    """
+    if hasattr(x, "numpy"):
+        return x.numpy()
+    return np.asarray(_array.to_numpy(x))
+
+
+def set_value(x, value) -> None:
+    """Keras 2's ``K.set_value``: ``x.assign(value)`` on a Variable or learning
+    rate.
+
+    Raises:
+        TypeError: ``x`` has no ``assign``.
+    """
+    if not hasattr(x, "assign"):
+        raise TypeError(f"set_value needs a Variable. Received: {type(x).__name__}.")
+    x.assign(value)

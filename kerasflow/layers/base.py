@@ -30,6 +30,16 @@ _ctx = threading.local()
 _update_ctx = threading.local()
 
 
+class _Collected(list):
+    """State updates of one trace; ``.losses`` and ``.metrics`` hold what
+    ``add_loss`` / ``add_metric`` contributed during it."""
+
+    def __init__(self):
+        super().__init__()
+        self.losses: list = []
+        self.metrics: list = []  # (name, tensor)
+
+
 @contextlib.contextmanager
 def collect_updates():
     """Collects the state updates layers add (``Layer.add_update``) while tracing.
@@ -40,13 +50,17 @@ def collect_updates():
         step runs them with every forward pass.
     """
     stack = _update_ctx.__dict__.setdefault("stack", [])
-    found: list = []
+    found = _Collected()
     stack.append(found)
     try:
-        with K.tracing():
+        with K.tracing() as trace:
             yield found
     finally:
         stack.pop()
+    # Assignments made in call() without add_update (Keras' ``self.v.assign``)
+    # run with the step too, each once.
+    seen = {id(u) for u in found}
+    found.extend(u for u in trace.stateful if id(u) not in seen)
 
 
 def _snake(name):
@@ -88,6 +102,16 @@ def flatten_struct(x):
     return [x]
 
 
+def _after_updates(out, fn):
+    """``out`` with each output that is a Variable re-read after the updates."""
+    if fn._single:
+        t = fn.outputs[0]
+        return t.numpy() if isinstance(t, K.Variable) else out
+    vals = iter([t.numpy() if isinstance(t, K.Variable) else v
+                 for t, v in zip(fn.outputs, flatten_struct(out))])
+    return map_struct(lambda _: next(vals), out)
+
+
 def map_struct(fn, x):
     if isinstance(x, dict):
         return {k: map_struct(fn, v) for k, v in x.items()}
@@ -106,11 +130,14 @@ class InputSpec:
 class CallRecord:
     """One call of a layer: its input and output structures and keyword args."""
 
-    __slots__ = ("inputs", "outputs", "kwargs", "index")
+    # ``nargs``: tensors passed as further positional arguments
+    # (``layer(targets, logits)``); then ``inputs`` is the tuple of all of them.
+    __slots__ = ("inputs", "outputs", "kwargs", "index", "nargs")
 
-    def __init__(self, inputs, outputs, kwargs, index):
+    def __init__(self, inputs, outputs, kwargs, index, nargs=0):
         self.inputs, self.outputs, self.kwargs, self.index = (
             inputs, outputs, kwargs, index)
+        self.nargs = nargs
 
 
 class Layer:
@@ -305,11 +332,54 @@ class Layer:
 
     @property
     def losses(self):
-        """Regularization penalties (scalar tensors) of this layer and sublayers."""
+        """Regularization penalties and losses added with ``add_loss`` outside
+        a call (scalar tensors), of this layer and its sublayers."""
         out = []
         for layer in self._flatten_layers():
             out.extend(reg(var) for reg, var in layer._regularizers)
+            for loss in layer.__dict__.get("_added_losses", ()):
+                out.append(loss() if callable(loss) else loss)
         return out
+
+    def add_loss(self, loss):
+        """Adds a loss term (Keras' ``add_loss``) minimized with the compiled loss.
+
+        Args:
+            loss: a scalar tensor computed in ``call`` (it joins the step being
+                traced), a tensor of a functional model's inputs, a
+                zero-argument callable returning one, or a number.
+
+        Raises:
+            TypeError: anything else, naming it.
+        """
+        if not (K.is_symbolic(loss) or callable(loss) or isinstance(
+                loss, (int, float, np.number, np.ndarray))):
+            raise TypeError(f"add_loss takes a tensor, a callable or a number. "
+                            f"Received: {type(loss).__name__}.")
+        if not callable(loss) and not K.is_symbolic(loss):
+            loss = K.constant(np.asarray(loss, K.floatx()))
+        stack = getattr(_update_ctx, "stack", None)
+        if stack and K.is_symbolic(loss):
+            stack[-1].losses.append(loss)
+        elif getattr(_update_ctx, "calls", 0) == 0 or not K.is_symbolic(loss):
+            self.__dict__.setdefault("_added_losses", []).append(loss)
+        # else: a symbolic call while building a functional graph; the train
+        # step's trace replays the call and collects the loss then.
+
+    def add_metric(self, value, name=None, aggregation="mean"):
+        """Logs the batch mean of ``value`` under ``name`` (Keras 2's
+        ``add_metric``), when called from ``call`` during training/evaluation.
+
+        Raises:
+            ValueError: no name, or an aggregation other than 'mean'.
+        """
+        if name is None or aggregation != "mean":
+            raise ValueError(f"add_metric needs a name and aggregation='mean'. "
+                             f"Received: name={name!r}, aggregation="
+                             f"{aggregation!r}.")
+        stack = getattr(_update_ctx, "stack", None)
+        if stack and K.is_symbolic(value):
+            stack[-1].metrics.append((name, value))
 
     def add_update(self, updates):
         """Adds state updates (stateful tensors such as ``var.assign(...)``).
@@ -388,14 +458,23 @@ class Layer:
         self._check_input_spec(inputs)
         if "training" in _call_params(type(self)) and kwargs.get("training") is None:
             kwargs["training"] = getattr(_ctx, "training", None)
-        with K.name_scope(self.name):
-            outputs = self.call(inputs, *args, **kwargs)
-            # A pass-through output (Dropout at inference, the default call) must
-            # be a new tensor: the input's own history must not be overwritten.
-            in_ids = {id(t) for t in flat}
-            outputs = map_struct(
-                lambda t: K.identity(t) if id(t) in in_ids else t, outputs)
-        record = CallRecord(inputs, outputs, dict(kwargs), len(self._calls))
+        _update_ctx.calls = getattr(_update_ctx, "calls", 0) + 1
+        try:
+            with K.name_scope(self.name):
+                outputs = self.call(inputs, *args, **kwargs)
+                # A pass-through output (Dropout at inference, the default call)
+                # must be a new tensor: the input's own history must not be
+                # overwritten.
+                in_ids = {id(t) for t in flat}
+                outputs = map_struct(
+                    lambda t: K.identity(t) if id(t) in in_ids else t, outputs)
+        finally:
+            _update_ctx.calls -= 1
+        sym_args = bool(args) and any(K.is_symbolic(t) for t in flatten_struct(
+            list(args)))
+        record = CallRecord((inputs, *args) if sym_args else inputs, outputs,
+                            dict(kwargs), len(self._calls),
+                            len(args) if sym_args else 0)
         self._calls.append(record)
         for i, t in enumerate(flatten_struct(outputs)):
             if K.is_symbolic(t):
@@ -428,14 +507,20 @@ class Layer:
                 lambda a: K.placeholder(_placeholder_dtype(a.dtype),
                                         (None,) + a.shape[1:]),
                 arrays)
-            outputs = self(phs, *args, **kwargs)
-            entry = K.Function(flatten_struct(phs), outputs,
+            with collect_updates() as updates:
+                outputs = self(phs, *args, **kwargs)
+            entry = K.Function(flatten_struct(phs), outputs, updates=updates,
                                name=f"{self.name}_eager")
             if key is not None:
                 if len(cache) >= _MAX_EAGER_TRACES:  # drop the oldest signature
                     cache.pop(next(iter(cache)))
                 cache[key] = entry
-        return K.to_numpy(entry(*flat))
+        out = entry(*flat)
+        # Eagerly, code runs in order: an output that is a Variable shows the
+        # value after this call's assignments (Keras), not the one read before.
+        if entry.updates:
+            out = _after_updates(out, entry)
+        return K.to_numpy(out)
 
     def _clear_eager_traces(self):
         """Forgets cached eager traces (after the layer's structure changed)."""

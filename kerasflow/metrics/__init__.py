@@ -39,7 +39,7 @@ from kerasflow.metrics.base import (
     get,
     serialize,
 )
-from kerasflow.metrics.confusion import AUC, Precision, Recall
+from kerasflow.metrics.confusion import AUC, F1Score, FBetaScore, Precision, Recall
 from kerasflow.metrics.regression import (
     MeanAbsoluteError,
     MeanSquaredError,
@@ -48,7 +48,8 @@ from kerasflow.metrics.regression import (
 from kerasflow.metrics.state import MetricVariable
 
 __all__ = [
-    "AUC", "Accuracy", "BinaryAccuracy", "CategoricalAccuracy", "Mean",
+    "AUC", "Accuracy", "BinaryAccuracy", "CategoricalAccuracy", "F1Score",
+    "FBetaScore", "Mean",
     "MeanAbsoluteError", "MeanMetricWrapper", "MeanSquaredError", "Metric", "Precision",
     "Recall", "RootMeanSquaredError", "SparseCategoricalAccuracy",
     "SparseTopKCategoricalAccuracy", "Sum", "TopKCategoricalAccuracy", "accuracy",

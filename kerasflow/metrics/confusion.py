@@ -18,7 +18,7 @@ from kerasflow.metrics.base import (
     register,
 )
 
-__all__ = ["AUC", "Precision", "Recall"]
+__all__ = ["AUC", "F1Score", "FBetaScore", "Precision", "Recall"]
 
 
 def _confusion(y_true, y_pred, thresholds, sample_weight, dtype, class_id=None):
@@ -207,3 +207,103 @@ def _interpolate_pr_auc(tp, fp, fn):
 
 
 register((AUC, Precision, Recall), auc=AUC, precision=Precision, recall=Recall)
+
+
+class FBetaScore(Metric):
+    """F-beta score per class from one-hot (or multi-label) targets (Keras 3).
+
+    ``(1 + beta**2) * p * r / (beta**2 * p + r)`` with precision ``p`` and
+    recall ``r`` accumulated per class as true/false positive/negative counts.
+
+    Args:
+        average: None (a score per class), "micro" (global counts), "macro"
+            (unweighted mean of class scores) or "weighted" (mean weighted by
+            class support).
+        beta: float > 0; 1.0 gives F1.
+        threshold: predictions above it count positive; None marks the top
+            class of each row positive (Keras' rule).
+        name, dtype: as ``Metric``.
+
+    Raises:
+        ValueError: an unknown average or beta <= 0.
+    """
+
+    def __init__(self, average=None, beta=1.0, threshold=None,
+                 name="fbeta_score", dtype=None):
+        super().__init__(name=name, dtype=dtype)
+        if average not in (None, "micro", "macro", "weighted"):
+            raise ValueError(f"average must be None, 'micro', 'macro' or "
+                             f"'weighted'. Received: average={average!r}.")
+        if not beta > 0:
+            raise ValueError(f"beta must be > 0. Received: beta={beta!r}.")
+        self.average, self.beta, self.threshold = average, float(beta), threshold
+        self._counts = None  # created at the first update, sized by classes
+
+    def _build(self, num_classes):
+        if self._counts is None:
+            if num_classes is None:
+                raise ValueError(f"{type(self).__name__} needs a known number of "
+                                 f"classes (last axis of y_pred).")
+            self._counts = [self.add_variable((num_classes,), name=n) for n in (
+                "true_positives", "false_positives", "false_negatives", "support")]
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        """Counts a batch: y_true and y_pred of shape (batch, classes)."""
+        symbolic = any(is_symbolic(v) for v in (y_true, y_pred, sample_weight))
+        y_pred = ops.cast(y_pred, self.dtype) if symbolic else np.asarray(
+            y_pred, self.dtype)
+        self._build(y_pred.shape[-1])
+        if self.threshold is None:
+            top = ops.max(y_pred, axis=-1, keepdims=True)
+            pred = ops.cast(ops.equal(y_pred, top), self.dtype)
+        else:
+            pred = ops.cast(ops.greater(y_pred, self.threshold), self.dtype)
+        true = ops.cast(y_true, self.dtype)
+        if sample_weight is not None:
+            w = ops.reshape(ops.cast(sample_weight, self.dtype), (-1, 1))
+            pred_w, true_w = pred * w, true * w
+        else:
+            pred_w, true_w = pred, true
+        deltas = [ops.sum(pred_w * true, axis=0),
+                  ops.sum(pred_w * (1.0 - true), axis=0),
+                  ops.sum((1.0 - pred) * true_w, axis=0),
+                  ops.sum(true_w, axis=0)]
+        return self._accumulate(list(zip(self._counts, deltas)), symbolic)
+
+    def result(self):
+        if self._counts is None:
+            return 0.0
+        tp, fp, fn, support = (v.numpy().astype(np.float64) for v in self._counts)
+        if self.average == "micro":
+            tp, fp, fn = tp.sum(), fp.sum(), fn.sum()
+        p, r = _safe_div(tp, tp + fp), _safe_div(tp, tp + fn)
+        b2 = self.beta ** 2
+        f = _safe_div((1 + b2) * p * r, b2 * p + r)
+        if self.average == "macro":
+            f = f.mean()
+        elif self.average == "weighted":
+            f = _safe_div(np.sum(f * support), support.sum())
+        return _out(f)
+
+    def reset_state(self):
+        for v in self._counts or ():
+            v.assign(np.zeros(v.shape, v.dtype))
+
+    def get_config(self):
+        return {**super().get_config(), "average": self.average, "beta": self.beta,
+                "threshold": self.threshold}
+
+
+class F1Score(FBetaScore):
+    """F1 score (``FBetaScore`` with beta = 1); arguments as ``FBetaScore``."""
+
+    def __init__(self, average=None, threshold=None, name="f1_score", dtype=None):
+        super().__init__(average, 1.0, threshold, name=name, dtype=dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        del config["beta"]
+        return config
+
+
+register((FBetaScore, F1Score), f1_score=F1Score, fbeta_score=FBetaScore)

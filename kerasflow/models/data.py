@@ -88,8 +88,9 @@ def standardize(model, x, y=None, sample_weight=None, class_weight=None,
     n = check_arrays(xs, ys, sw, batch_size)
     if ys is not None:
         ys = model._prepare_targets(xs, ys)
+    ys = [] if ys is None else ys
     if class_weight is not None:
-        if ys is None or len(ys) != 1:
+        if len(ys) != 1:
             raise ValueError("class_weight needs exactly one target array.")
         cw = class_weights_to_sample_weights(ys[0], class_weight)
         sw = cw if sw is None else sw * cw

@@ -125,8 +125,18 @@ class Trainer:
         return any(sw is o or sw.base is o for o in self.__dict__.get(
             "_ones_made", ()))
 
+    def _static_losses(self):
+        return [loss for layer in self._flatten_layers()
+                for loss in layer.__dict__.get("_added_losses", ())]
+
     def _trace(self, xs, training):
-        x_phs = self._input_placeholders(xs)
+        if self._is_functional and any(K.is_symbolic(l)
+                                       for l in self._static_losses()):
+            # add_loss(f(inputs)) on the functional graph: feed its own Inputs.
+            self._input_placeholders(xs)  # shape checks only
+            x_phs = list(self.inputs)
+        else:
+            x_phs = self._input_placeholders(xs)
         with collect_updates() as state_updates:
             outputs = self(self._structure_inputs(x_phs), training=training)
         outs = list(outputs.values()) if isinstance(outputs, dict) else \
@@ -138,14 +148,22 @@ class Trainer:
         if kind == "predict":
             return PredictStep(x_phs, outs)
         names = self._output_names(len(outs))
-        if len(ys) != len(outs):
-            raise ValueError(f"Model '{self.name}' has {len(outs)} output(s) "
-                             f"{names} and expects one target array per output. "
-                             f"Received: {len(ys)} target array(s).")
-        loss_fns, weights = self._compiled_losses.resolve(names, self.name)
+        added = state_updates.losses + self.losses
+        if self._compiled_losses.empty and not ys:
+            loss_fns, weights = [None] * len(outs), [1.0] * len(outs)
+            if not added:
+                self._compiled_losses.resolve(names, self.name)  # raises
+        else:
+            if len(ys) != len(outs):
+                raise ValueError(
+                    f"Model '{self.name}' has {len(outs)} output(s) {names} and "
+                    f"expects one target array per output. Received: {len(ys)} "
+                    f"target array(s).")
+            loss_fns, weights = self._compiled_losses.resolve(names, self.name,
+                                                              bool(added))
         self._metric_objs = cu.resolve_metrics(
-            self._metrics_spec, names, outs, [a.shape for a in ys],
-            self._metric_objs)
+            self._metrics_spec if ys else None, names, outs,
+            [a.shape for a in ys], self._metric_objs)
         y_phs = [K.placeholder(np.int64 if a.dtype.kind in "iu" else K.floatx(),
                                (None,) + a.shape[1:], name=f"{names[i]}_target")
                  for i, a in enumerate(ys)]
@@ -158,9 +176,15 @@ class Trainer:
             per_output.append(value)
             term = value if w == 1.0 else value * w
             total = term if total is None else total + term
-        for penalty in self.losses:
-            total = total + penalty
+        for penalty in added:
+            total = penalty if total is None else total + penalty
         metric_updates = []
+        added_metrics = self.__dict__.setdefault("_added_metrics", {})
+        for name, value in state_updates.metrics:
+            from kerasflow.metrics import Mean  # noqa: PLC0415
+
+            metric = added_metrics.setdefault(name, Mean(name=name))
+            metric_updates += list(metric.update_state(value) or [])
         for i, _, metric in self._metric_objs:
             metric_updates += list(
                 # Keras passes no sample weights to metrics unless given some.
@@ -201,13 +225,17 @@ class Trainer:
         return self.steps_per_execution or strategy.default_steps_per_execution
 
     # -- logs ----------------------------------------------------------------------------
+    def _all_metrics(self):
+        return [(name, m) for _, name, m in self._metric_objs or []] + list(
+            self.__dict__.get("_added_metrics", {}).items())
+
     def reset_metrics(self):
-        """Zeroes every compiled metric's state."""
-        for _, _, m in self._metric_objs or []:
+        """Zeroes every compiled (and add_metric) metric's state."""
+        for _, m in self._all_metrics():
             m.reset_state()
 
     def _metric_logs(self, logs):
-        for _, name, m in self._metric_objs or []:
+        for name, m in self._all_metrics():
             r = m.result()
             logs[name] = float(r) if np.ndim(r) == 0 else r
         return logs
@@ -263,8 +291,9 @@ class Trainer:
             steps, samples = batches.steps, None
         else:
             batch_size = 32 if batch_size is None else batch_size
-            if y is None:
-                raise ValueError("fit() needs targets y when x is an array.")
+            if y is None and not self._compiled_losses.empty:
+                raise ValueError("fit() needs targets y when x is an array "
+                                 "(unless the loss comes from add_loss()).")
             xs, ys, sw = self._standardize(x, y, sample_weight, class_weight,
                                            batch_size)
             if validation_split and validation_data is None:

@@ -12,6 +12,7 @@ variable per step::
 from __future__ import annotations
 
 from kerasflow.optimizers import schedules
+from kerasflow.optimizers.adadelta import Adadelta
 from kerasflow.optimizers.adagrad import Adagrad
 from kerasflow.optimizers.adam import Adam
 from kerasflow.optimizers.adamw import AdamW
@@ -26,6 +27,7 @@ from kerasflow.optimizers.sgd import SGD, GradientDescentOptimizer
 
 __all__ = [
     "SGD",
+    "Adadelta",
     "Adagrad",
     "Adam",
     "AdamW",
@@ -43,7 +45,7 @@ __all__ = [
 
 _BY_NAME = {
     "sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop,
-    "adagrad": Adagrad, "gradientdescentoptimizer": GradientDescentOptimizer,
+    "adagrad": Adagrad, "adadelta": Adadelta, "gradientdescentoptimizer": GradientDescentOptimizer,
 }
 
 
