@@ -5,25 +5,26 @@ block, one rank-owned slot per rank (``slots[world, n]``), a double-buffered
 result (``result[2, n]``) and two sequence counters per rank. An allreduce:
 
 1. the rank copies its buffer into its slot (skipped when the caller already
-   wrote into ``slot``) and publishes ``arrive[rank] = seq``;
+   wrote into ``slot``) and signals ``arrive(seq)`` to its peers;
 2. once every rank arrived, each rank reduces its own contiguous slice of the
    n elements across all slots, in rank order, into ``result[seq % 2]``
-   (reduce-scatter by slices), and publishes ``done[rank] = seq``;
+   (reduce-scatter by slices), and signals ``done(seq)``;
 3. once every rank is done, each copies ``result[seq % 2]`` out.
 
 Double buffering lets a fast rank start step ``seq + 1`` while a slow one
-still reads step ``seq``'s result. Waits spin with ``sched_yield``, then sleep
-20 microseconds, against a deadline; a timeout names the missing ranks, the
-step and the stage. Measured 2.2-5x faster than gloo at 1-16 MB on a 2-core
-VM (../shared/notes/DISTRIBUTED.md, design ``d2_shm_spin``).
-
-Ordering: counters are written after the data with plain aligned 8-byte
-stores, which x86-64's total store order makes visible in program order.
+still reads step ``seq``'s result. The signals are tiny datagrams on
+abstract-namespace Unix sockets (Linux): a waiting rank blocks in ``recv``
+with the deadline as timeout, so it neither burns a core nor sleeps past a
+wake-up -- spinning on shared counters measured 4-10 ms per call on this
+loaded 2-core machine, blocking 0.1-0.3 ms. The system calls also order the
+slot writes before the signal on any CPU. A timeout names the missing ranks,
+the step and the stage. Design ``d2`` of ../shared/notes/DISTRIBUTED.md.
 """
 
 from __future__ import annotations
 
-import os
+import socket
+import struct
 import time
 from multiprocessing import resource_tracker, shared_memory
 
@@ -38,8 +39,8 @@ __all__ = ["ShmAllreduce"]
 _MAGIC = 0x6B66_7368_6D31  # "kfshm1"
 _ALIGN = 4096
 _CTRL = 16          # int64 words of control block
-_LINE = 8           # int64 words per counter (one cache line each: no false sharing)
-_SPINS = 200        # sched_yield spins before sleeping
+_MSG = struct.Struct("<qqq")      # (kind, seq, rank)
+_ARRIVE, _DONE, _ABORT = 1, 2, 3
 _CREATED_HERE = set()  # segments this process created (it alone unregisters)
 
 
@@ -79,15 +80,16 @@ class ShmAllreduce(Collective):
         self.global_rank = rank if global_rank is None else global_rank
         self._seq = 0
         n, item = self.size, self.dtype.itemsize
-        ctr_bytes = _round_up((_CTRL + 2 * world_size * _LINE) * 8)
+        ctr_bytes = _round_up(_CTRL * 8)
         slot_bytes = _round_up(n * item)
         self._nbytes = ctr_bytes + (world_size + 2) * slot_bytes
         self._shm = self._open(rank == 0)
         buf = self._shm.buf
-        ctr = np.ndarray((_CTRL + 2 * world_size * _LINE,), np.int64, buf)
-        self._ctrl = ctr[:_CTRL]
-        counters = ctr[_CTRL:].reshape(2, world_size, _LINE)
-        self._arrive, self._done = counters[0, :, 0], counters[1, :, 0]
+        self._ctrl = np.ndarray((_CTRL,), np.int64, buf)
+        self._inbox = {}
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._sock.bind(self._addr(rank))
+        self._peers = [self._addr(i) for i in range(world_size) if i != rank]
         self._slots = [np.ndarray((n,), self.dtype, buf, ctr_bytes + i * slot_bytes)
                        for i in range(world_size)]
         base = ctr_bytes + world_size * slot_bytes
@@ -159,28 +161,47 @@ class ShmAllreduce(Collective):
             raise ValueError(f"Shared memory {self.name!r} was created for (world, size, "
                              f"itemsize)={got}. Received: {want}")
 
-    def _wait(self, counters, seq, stage, step):
-        if counters.min() >= seq:
-            return
+    def _addr(self, rank):
+        return f"\0{self.name}-{rank}"
+
+    def _signal(self, kind, seq, peers=None):
+        msg = _MSG.pack(kind, seq, self.rank)
+        # A peer binds its socket when it attaches; give late ones a moment,
+        # but never wait on a dead one while aborting.
+        deadline = time.monotonic() + (0 if kind == _ABORT else min(self.timeout, 10))
+        for peer in self._peers if peers is None else peers:
+            while True:
+                try:
+                    self._sock.sendto(msg, peer)
+                    break
+                except (ConnectionRefusedError, FileNotFoundError):
+                    if time.monotonic() >= deadline:  # the peer's wait will report it
+                        break
+                    time.sleep(0.001)
+
+    def _wait(self, kind, seq, ranks, stage, step):
+        got = self._inbox.setdefault((kind, seq), set())
+        need = set(ranks) - {self.rank}
         deadline = time.monotonic() + self.timeout
-        spins = 0
-        while counters.min() < seq:
-            if self._ctrl[4]:
-                who = int(self._ctrl[4]) - 1
-                raise CollectivePeerError(
-                    f"Rank {self.global_rank}: local rank {who} aborted the group "
-                    f"while this rank waited for '{stage}' at step {self._step(step)}.")
-            spins += 1
-            if spins < _SPINS:
-                os.sched_yield()
-                continue
-            if time.monotonic() > deadline:
-                missing = [int(i) for i in np.flatnonzero(counters < seq)]
+        while not need <= got:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                missing = sorted(need - got)
                 raise CollectiveTimeoutError(
                     f"Rank {self.global_rank} timed out after {self.timeout:g} s at "
                     f"step {self._step(step)} waiting for local rank(s) {missing} to "
-                    f"finish '{stage}' (shared-memory allreduce {self.name!r}).")
-            time.sleep(2e-5)
+                    f"{stage} (shared-memory allreduce {self.name!r}).")
+            self._sock.settimeout(left)
+            try:
+                k, s, r = _MSG.unpack(self._sock.recv(_MSG.size))
+            except socket.timeout:
+                continue
+            if k == _ABORT:
+                raise CollectivePeerError(
+                    f"Rank {self.global_rank}: local rank {r} aborted the group while "
+                    f"this rank waited for {stage} at step {self._step(step)}.")
+            self._inbox.setdefault((k, s), set()).add(r)
+        del self._inbox[(kind, seq)]
 
     def _step(self, step):
         return f"{step} (collective call {self._seq + 1})" if step is not None \
@@ -195,13 +216,14 @@ class ShmAllreduce(Collective):
         mine = self._slots[self.rank]
         if not np.shares_memory(buf, mine):
             np.copyto(mine, buf)
-        self._arrive[self.rank] = seq
-        self._wait(self._arrive, seq, "write its buffer", step)
+        everyone = range(self.world_size)
+        self._signal(_ARRIVE, seq)
+        self._wait(_ARRIVE, seq, everyone, "write its buffer", step)
         sl = self._slices[self.rank]
         result = self._result[seq % 2]
         reduce_into(result[sl], [s[sl] for s in self._slots], op)
-        self._done[self.rank] = seq
-        self._wait(self._done, seq, "reduce its slice", step)
+        self._signal(_DONE, seq)
+        self._wait(_DONE, seq, everyone, "reduce its slice", step)
         np.copyto(buf, result)
         self._seq = seq
         return finish_op(buf, op, self.world_size)
@@ -213,25 +235,25 @@ class ShmAllreduce(Collective):
         seq = self._seq + 1
         if self.rank == root:
             np.copyto(self._slots[root], buf)
-        self._arrive[self.rank] = seq
-        self._wait(self._arrive[root:root + 1], seq, "write the broadcast", step)
-        if self.rank != root:
+            self._signal(_ARRIVE, seq)
+        else:
+            self._wait(_ARRIVE, seq, [root], "write the broadcast", step)
             np.copyto(buf, self._slots[root])
-        self._done[self.rank] = seq
-        self._wait(self._done, seq, "read the broadcast", step)
+        self._signal(_DONE, seq)
+        self._wait(_DONE, seq, range(self.world_size), "read the broadcast", step)
         self._seq = seq
         return buf
 
     def abort(self):
         """Marks the group failed so peers stop waiting at once."""
-        if self._shm is not None and not self._ctrl[4]:
-            self._ctrl[4] = self.rank + 1
+        if self._shm is not None:
+            self._signal(_ABORT, self._seq + 1)
 
     def close(self):
         if self._shm is None:
             return
-        self._ctrl = self._arrive = self._done = None
-        self._slots = self._result = None
+        self._ctrl = self._slots = self._result = None
+        self._sock.close()
         shm, self._shm = self._shm, None
         try:
             shm.close()
