@@ -5,7 +5,7 @@ TF1 names are importable from here directly, as TF1 users wrote ``tf.square``::
     from kerasflow.backend import placeholder, Variable, square, gradients, Session
 """
 
-from kerasflow.backend import ops
+from kerasflow.backend import graph_pickle, ops
 from kerasflow.backend.array import (
     floatx, get_device, get_xp, gpu_available, set_device, set_floatx, to_device,
     to_numpy,
