@@ -261,6 +261,11 @@ class WorkerGroup:
         return [self.actors[r].call.remote(
             method, *(per_rank[r] if per_rank is not None else args)) for r in ranks]
 
+    def put(self, obj):
+        """Puts ``obj`` in the object store once; pass the ref as a top-level
+        argument and every rank receives the object (zero-copy for arrays)."""
+        return _ray().put(obj)
+
     def execute(self, method, *args, per_rank=None, timeout=None):
         """Runs ``method`` on every rank and returns the results in rank order.
 
@@ -292,7 +297,8 @@ class WorkerGroup:
                 raise ReplicaTimeoutError(
                     f"{self.name.capitalize()}(s) {late} did not finish '{what}' within "
                     f"{timeout:g} s{self._describe(late)}.", late)
-            ready, pending = ray.wait(pending, num_returns=len(pending),
+            # One at a time: a failed rank is reported at once (fail fast).
+            ready, pending = ray.wait(pending, num_returns=1,
                                       timeout=min(self.poll_interval, left))
             for ref in ready:
                 results[rank_of[ref]] = self._get(ref, rank_of[ref], what)
