@@ -78,6 +78,28 @@ class name_scope:
         return False
 
 
+class tracing:
+    """Context manager marking that a graph is being traced (a step is built).
+
+    Inside it ``Variable.assign*`` given plain numbers or arrays still builds a
+    graph node (TF1 semantics) instead of updating the value at once, so code
+    written for graphs (a layer's ``self.v.assign_add(1.0)``) is traced, not run.
+    """
+
+    def __enter__(self):
+        _scope.tracing = getattr(_scope, "tracing", 0) + 1
+        return self
+
+    def __exit__(self, *exc):
+        _scope.tracing -= 1
+        return False
+
+
+def in_tracing() -> bool:
+    """True inside a ``tracing()`` block of this thread."""
+    return getattr(_scope, "tracing", 0) > 0
+
+
 def _normalize_shape(shape):
     if shape is None:
         return None

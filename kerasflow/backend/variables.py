@@ -12,7 +12,8 @@ import numpy as np
 
 from kerasflow.backend import array as _array
 from kerasflow.backend.graph import (
-    Node, SymbolicTensor, _as_numpy, _normalize_shape, _ops, is_symbolic,
+    Node, SymbolicTensor, _as_numpy, _normalize_shape, _ops, in_tracing,
+    is_symbolic,
 )
 
 __all__ = ["Variable", "assign_all"]
@@ -88,21 +89,21 @@ class Variable(SymbolicTensor):
 
     def assign(self, value):
         """Sets the value (eagerly for arrays, as a graph node for tensors)."""
-        if is_symbolic(value):
+        if is_symbolic(value) or in_tracing():
             return _ops().assign(self, value)
         self._set(value)
         return self.value
 
     def assign_add(self, delta):
         """Adds ``delta`` (broadcastable to the variable's shape)."""
-        if is_symbolic(delta):
+        if is_symbolic(delta) or in_tracing():
             return _ops().assign_add(self, delta)
         self._set(self.value + _array.to_device(delta, dtype=self.dtype))
         return self.value
 
     def assign_sub(self, delta):
         """Subtracts ``delta`` (broadcastable to the variable's shape)."""
-        if is_symbolic(delta):
+        if is_symbolic(delta) or in_tracing():
             return _ops().assign_sub(self, delta)
         self._set(self.value - _array.to_device(delta, dtype=self.dtype))
         return self.value

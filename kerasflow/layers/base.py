@@ -42,7 +42,8 @@ def collect_updates():
     found: list = []
     stack.append(found)
     try:
-        yield found
+        with K.tracing():
+            yield found
     finally:
         stack.pop()
 
