@@ -79,12 +79,13 @@ class SyncReplicaStrategy(Strategy):
 
     def _setup(self, num_replicas, *, use_gpu=False, placement="STRICT_PACK",
                transport="auto", timeout=300.0, max_failures=3, num_cpus=1.0,
-               name="MirroredStrategy", placement_timeout=30.0):
+               name="MirroredStrategy", placement_timeout=30.0, workers_per_bundle=1):
         self.num_replicas_in_sync = int(num_replicas)
         self._use_gpu, self._placement = use_gpu, placement
         self._transport, self._timeout = transport, float(timeout)
         self._max_failures, self._num_cpus = int(max_failures), num_cpus
         self._name, self._placement_timeout = name, placement_timeout
+        self._per_bundle = workers_per_bundle
         self._group, self._depth = None, 0
         self._steps = {}   # id(step) -> (step, key, last synced state)
         self._data = None  # (arrays list, key)
@@ -103,7 +104,8 @@ class SyncReplicaStrategy(Strategy):
             num_cpus=self._num_cpus, num_gpus=1 if self._use_gpu else 0,
             strategy=self._placement, placement_timeout=self._placement_timeout,
             timeout=self._timeout, poll_interval=min(5.0, self._timeout),
-            stall_timeout=self._timeout, name="replica")
+            stall_timeout=self._timeout, name="replica",
+            workers_per_bundle=self._per_bundle)
         self._steps, self._data, self._coll = {}, None, None
         return self._group
 
@@ -270,6 +272,23 @@ class SyncReplicaStrategy(Strategy):
         for a in arrays[1:]:
             total = total + a
         return total / len(arrays) if op == ReduceOp.MEAN else total
+
+    def run(self, fn, args=(), kwargs=None):
+        """Calls ``fn(*args, **kwargs)`` once per replica, in this process,
+        and returns the per-replica results as a list (``Strategy.run``;
+        training itself goes through ``fit``)."""
+        return [fn(*args, **(kwargs or {})) for _ in range(self.num_replicas_in_sync)]
+
+    def experimental_distribute_dataset(self, dataset, options=None):
+        """Returns ``dataset``: ``fit`` splits each global batch over the
+        replicas itself (contiguously, in rank order)."""
+        return dataset
+
+    def distribute_datasets_from_function(self, dataset_fn, options=None):
+        """Calls ``dataset_fn(InputContext)``: one input pipeline (the
+        driver's), feeding ``num_replicas_in_sync`` replicas."""
+        from kerasflow.strategies.multi_worker import InputContext
+        return dataset_fn(InputContext(1, 0, self.num_replicas_in_sync))
 
     def __repr__(self):
         return (f"{self._name}(num_replicas_in_sync={self.num_replicas_in_sync}, "

@@ -196,6 +196,8 @@ class WorkerGroup:
         stall_timeout: seconds without progress after which a pinging replica
             counts as stuck (None: only the deadline applies).
         bundle_resources: extra custom resources per bundle (e.g. node tags).
+        workers_per_bundle: actors sharing one bundle (and so one node); the
+            bundle reserves their resources together.
 
     Raises:
         PlacementError: the bundles could not be placed in time (the message
@@ -206,7 +208,7 @@ class WorkerGroup:
     def __init__(self, factory, num_workers, args=(), num_cpus=0.5, num_gpus=0,
                  strategy="PACK", placement_timeout=30.0, timeout=300.0,
                  poll_interval=5.0, stall_timeout=None, bundle_resources=None,
-                 name="replica"):
+                 name="replica", workers_per_bundle=1):
         ray = _ray()
         init_ray()
         from ray.util.placement_group import placement_group
@@ -226,14 +228,21 @@ class WorkerGroup:
         if not bundle:
             bundle = {"CPU": 0.01}  # a bundle must reserve something
         self.bundle = bundle
-        self.pg = placement_group([dict(bundle)] * num_workers, strategy=strategy)
+        per = int(workers_per_bundle)
+        if per < 1 or num_workers % per:
+            raise ValueError(f"WorkerGroup expects num_workers to be a multiple of "
+                             f"workers_per_bundle. Received: {num_workers}, {per}")
+        big = {k: v * per for k, v in bundle.items()}
+        _check_fits(big, num_workers // per, strategy, num_workers, name)
+        self.pg = placement_group([dict(big)] * (num_workers // per), strategy=strategy)
         try:
             ray.get(self.pg.ready(), timeout=placement_timeout)
         except ray.exceptions.GetTimeoutError:
             self.shutdown()
             raise PlacementError(
                 f"Cannot place {num_workers} {name}s with {bundle} each "
-                f"({strategy}) within {placement_timeout:g} s. The cluster has "
+                f"({num_workers // per} bundles of {big}, {strategy}) within "
+                f"{placement_timeout:g} s. The cluster has "
                 f"{_describe_nodes()}.") from None
         cls = _actor_class()
         for rank in range(num_workers):
@@ -241,7 +250,7 @@ class WorkerGroup:
                         max_restarts=0, max_task_retries=0,
                         runtime_env=_runtime_env(),
                         scheduling_strategy=PlacementGroupSchedulingStrategy(
-                            self.pg, placement_group_bundle_index=rank))
+                            self.pg, placement_group_bundle_index=rank // per))
             if bundle_resources:
                 opts["resources"] = dict(bundle_resources)
             self.actors.append(cls.options(**opts).remote(
@@ -415,6 +424,29 @@ class WorkerGroup:
 
     def __exit__(self, *exc):
         self.shutdown()
+
+
+def _check_fits(bundle, count, strategy, num_workers, name):
+    """Fails at once when the cluster's total resources (not just the free
+    ones) cannot hold the bundles; the placement timeout covers the rest."""
+    nodes = [res for _, res in cluster_summary()]
+
+    def holds(res, k):
+        return all(res.get(key, 0) + 1e-9 >= v * k for key, v in bundle.items()
+                   if key in ("CPU", "GPU"))
+    if strategy == "STRICT_SPREAD":
+        ok = sum(holds(r, 1) for r in nodes) >= count
+    elif strategy == "STRICT_PACK":
+        ok = any(holds(r, count) for r in nodes)
+    else:
+        ok = sum(int(min((r.get(k, 0) + 1e-9) // v for k, v in bundle.items()
+                         if k in ("CPU", "GPU") and v) if any(
+            k in ("CPU", "GPU") and v for k, v in bundle.items()) else count)
+                 for r in nodes) >= count
+    if not ok:
+        raise PlacementError(
+            f"Cannot place {num_workers} {name}s: requested {count} bundle(s) of "
+            f"{bundle} ({strategy}). The cluster has {_describe_nodes()}.")
 
 
 def _describe_nodes():
