@@ -154,5 +154,6 @@ class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
                     workers_per_bundle=replicas_per_worker)
 
     def node_ids(self):
-        """The Ray node id of every replica, in rank order."""
-        return self.worker_group.node_ids()
+        """The Ray node id of every replica, in rank order (starts the
+        replicas if they are not running)."""
+        return (self.worker_group or self._start_group()).node_ids()

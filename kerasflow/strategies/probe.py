@@ -71,6 +71,11 @@ class CollectiveProbe:
             self.progress += 1
         return times
 
+    def stall(self, seconds):
+        """Sleeps without progress (stuck-replica injection)."""
+        time.sleep(seconds)
+        return True
+
     def close(self):
         if self.coll is not None:
             self.coll.close()

@@ -93,7 +93,10 @@ class SyncReplicaStrategy(Strategy):
         self._global_step = 0
         self.recoveries = []
         self.comm_seconds = self.compute_seconds = 0.0
-        self._start_group()  # placement errors surface at construction
+        from kerasflow.strategies.worker_group import check_placement
+        # Placement errors surface here; actors start on the first step.
+        check_placement(self.num_replicas_in_sync, num_cpus, 1 if use_gpu else 0,
+                        placement, workers_per_bundle, "replica")
 
     # -- group lifecycle -------------------------------------------------------------
     def _start_group(self):

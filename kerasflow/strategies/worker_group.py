@@ -29,10 +29,10 @@ import weakref
 __all__ = [
     "init_ray", "shutdown_ray", "WorkerGroup", "WorkerGroupError",
     "ReplicaFailedError", "ReplicaDiedError", "ReplicaTimeoutError", "PlacementError",
-    "cluster_summary",
+    "cluster_summary", "check_placement",
 ]
 
-_STARTED = {"by_us": False}
+_STARTED = {"by_us": False, "job_env": False}
 _LIVE = weakref.WeakSet()  # groups to shut down at interpreter exit
 
 
@@ -57,6 +57,15 @@ def _runtime_env():
     return {"env_vars": {"PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}}
 
 
+def _actor_runtime_env():
+    """None when workers already import this kerasflow (PYTHONPATH or the job's
+    runtime env): an actor-level env would stop Ray reusing pooled workers."""
+    if _STARTED["job_env"] or _package_root() in os.environ.get(
+            "PYTHONPATH", "").split(os.pathsep):
+        return None
+    return _runtime_env()
+
+
 def init_ray(address=None, **kwargs):
     """Connects to a Ray cluster, or starts a quiet local one.
 
@@ -76,6 +85,7 @@ def init_ray(address=None, **kwargs):
     opts = dict(logging_level=logging.ERROR, log_to_driver=False,
                 runtime_env=_runtime_env())
     opts.update(kwargs)
+    _STARTED["job_env"] = "runtime_env" not in kwargs
     if address:
         ray.init(address=address, **opts)
         return False
@@ -248,11 +258,13 @@ class WorkerGroup:
         for rank in range(num_workers):
             opts = dict(num_cpus=bundle.get("CPU", 0), num_gpus=bundle.get("GPU", 0),
                         max_restarts=0, max_task_retries=0,
-                        runtime_env=_runtime_env(),
                         scheduling_strategy=PlacementGroupSchedulingStrategy(
                             self.pg, placement_group_bundle_index=rank // per))
             if bundle_resources:
                 opts["resources"] = dict(bundle_resources)
+            env = _actor_runtime_env()
+            if env is not None:
+                opts["runtime_env"] = env
             self.actors.append(cls.options(**opts).remote(
                 factory, rank, num_workers, tuple(args)))
         try:
@@ -424,6 +436,20 @@ class WorkerGroup:
 
     def __exit__(self, *exc):
         self.shutdown()
+
+
+def check_placement(num_workers, num_cpus=0.5, num_gpus=0, strategy="PACK",
+                    workers_per_bundle=1, name="replica"):
+    """Raises :class:`PlacementError` at once when the cluster's total
+    resources cannot hold the group :class:`WorkerGroup` would ask for (no
+    actor is started; the placement timeout covers busy clusters)."""
+    init_ray()
+    bundle = {"CPU": float(num_cpus)} if num_cpus else {"CPU": 0.01}
+    if num_gpus:
+        bundle["GPU"] = float(num_gpus)
+    per = int(workers_per_bundle)
+    big = {k: v * per for k, v in bundle.items()}
+    _check_fits(big, num_workers // per, strategy, num_workers, name)
 
 
 def _check_fits(bundle, count, strategy, num_workers, name):

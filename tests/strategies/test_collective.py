@@ -33,43 +33,56 @@ def _expected(n, size, dtype, op="SUM"):
     return total / n if op == "MEAN" else total
 
 
+@pytest.fixture(scope="module")
+def groups():
+    """Probe groups shared by the correctness tests (a group can form several
+    collectives one after another): 2 and 3 ranks on one node, 3 on 3 nodes."""
+    made = {}
+
+    def get(n, strategy):
+        if (n, strategy) not in made:
+            made[n, strategy] = _group(n, strategy)
+        return made[n, strategy]
+    yield get
+    for g in made.values():
+        g.shutdown()
+
+
 @pytest.mark.parametrize("transport,n,strategy", [
     ("shm", 2, "STRICT_PACK"), ("shm", 3, "STRICT_PACK"),
-    ("tcp", 2, "STRICT_SPREAD"), ("tcp", 3, "STRICT_SPREAD"),
-    ("tcp", 3, "STRICT_PACK")])
-def test_allreduce_matches_numpy_sum(transport, n, strategy):
+    ("tcp", 2, "STRICT_PACK"), ("tcp", 3, "STRICT_PACK"),
+    ("tcp", 3, "STRICT_SPREAD")])
+def test_allreduce_matches_numpy_sum(groups, transport, n, strategy):
     size = 10_007  # not divisible by 2 or 3: uneven slices and chunks
-    with _group(n, strategy) as g:
-        plans = g.setup_collective(size, "float64", transport, timeout=20)
-        assert plans[0]["transport"] == transport
-        results = g.execute("check", "SUM", 0, 2)
-        want = _expected(n, size, "float64")
-        for r in results:
-            np.testing.assert_allclose(r, want, rtol=1e-13, atol=1e-13)
-            # Every rank holds bitwise the same result: one fixed order.
-            np.testing.assert_array_equal(r, results[0])
-        if transport == "shm":
-            np.testing.assert_array_equal(results[0], want)  # exactly rank order
-        mean = g.execute("check", "MEAN")
-        np.testing.assert_allclose(mean[1], _expected(n, size, "float64", "MEAN"),
-                                   rtol=1e-13)
-        np.testing.assert_array_equal(g.execute("check", "MAX")[0],
-                                      _expected(n, size, "float64", "MAX"))
+    g = groups(n, strategy)
+    plans = g.setup_collective(size, "float64", transport, timeout=20)
+    assert plans[0]["transport"] == transport
+    results = g.execute("check", "SUM", 0, 2)
+    want = _expected(n, size, "float64")
+    for r in results:
+        np.testing.assert_allclose(r, want, rtol=1e-13, atol=1e-13)
+        # Every rank holds bitwise the same result: one fixed order.
+        np.testing.assert_array_equal(r, results[0])
+    if transport == "shm":
+        np.testing.assert_array_equal(results[0], want)  # exactly rank order
+    mean = g.execute("check", "MEAN")
+    np.testing.assert_allclose(mean[1], _expected(n, size, "float64", "MEAN"),
+                               rtol=1e-13)
+    np.testing.assert_array_equal(g.execute("check", "MAX")[0],
+                                  _expected(n, size, "float64", "MAX"))
 
 
-def test_hierarchical_two_groups_float32():
-    # 4 ranks, two per node: shm inside each node, a tcp ring between leaders.
-    with _group(4, "PACK") as g:
-        pairs = [[0, 1], [2, 3]]
-        # Force a 2 + 2 layout regardless of where Ray placed the actors.
-        fake = ["a" if r in pairs[0] else "b" for r in range(4)]
-        plans = make_plan(fake, 4099, "float32", "hier", timeout=20)
-        addrs = g.execute("open_collective", per_rank=[(p,) for p in plans])
-        ring = [a for _, a in sorted((p["ring_index"], a)
-                                     for p, a in zip(plans, addrs) if a)]
-        g.execute("connect_collective", ring)
-        results = g.execute("check", "SUM", 0, 3)
-    want = _expected(4, 4099, "float32")
+def test_hierarchical_float32(groups):
+    # Ranks {0, 1} and {2} as two "nodes": shm inside, tcp ring between leaders.
+    g = groups(3, "STRICT_PACK")
+    plans = make_plan(["a", "a", "b"], 4099, "float32", "hier", timeout=20)
+    addrs = g.execute("open_collective", per_rank=[(p,) for p in plans])
+    ring = [a for _, a in sorted((p["ring_index"], a)
+                                 for p, a in zip(plans, addrs) if a)]
+    assert len(ring) == 2
+    g.execute("connect_collective", ring)
+    results = g.execute("check", "SUM", 0, 3)
+    want = _expected(3, 4099, "float32")
     for r in results:
         np.testing.assert_allclose(r, want, rtol=1e-5, atol=1e-5)
         np.testing.assert_array_equal(r, results[0])
@@ -99,6 +112,18 @@ def test_missing_peer_times_out_naming_rank_and_step(transport, strategy):
     else:
         assert "rank 2" in str(err) or "rank 0" in str(err)
     assert elapsed < 10
+
+
+def test_stuck_replica_is_reported(groups):
+    from kerasflow.strategies.worker_group import ReplicaTimeoutError
+    g = groups(2, "STRICT_PACK")
+    g.stall_timeout, g.poll_interval = 1.0, 0.3
+    try:
+        refs = g.submit("stall", 2.5, ranks=[1])
+        with pytest.raises(ReplicaTimeoutError, match=r"1 is stuck.*progress stayed"):
+            g.wait(refs, ranks=[1], timeout=30, what="stall")
+    finally:
+        g.stall_timeout, g.poll_interval = None, 5.0
 
 
 def test_endpoint_rejects_bad_buffers():
