@@ -47,9 +47,12 @@ class Replica:
         self.progress = 0
         self.steps, self.data, self.buffers = {}, {}, {}
         self.endpoint = self.coll = None
+        from kerasflow import backend as K
+        self._K = K
         if device == "gpu":
-            from kerasflow import backend as K
-            K.set_device("gpu") if hasattr(K, "set_device") else None
+            # One GPU per actor (num_gpus=1): gradients are staged through
+            # host memory for the shm / tcp transports.
+            K.set_device("gpu")
 
     # -- collective ------------------------------------------------------------
     def open_collective(self, plan):
@@ -135,7 +138,7 @@ class Replica:
                 mine = _take(self.data[data_key], batch[lo:hi])
             if hi > lo:
                 res = step.compute_gradients(mine, n)
-                buf[:g] = res.grads
+                buf[:g] = self._K.to_numpy(res.grads)
                 pos = g
                 for delta, size in zip(res.metric_deltas, metric_sizes):
                     buf[pos:pos + size] = np.ravel(delta)
@@ -147,7 +150,7 @@ class Replica:
             t1 = time.perf_counter()
             self.coll.allreduce(buf, "SUM", step=first_step + i)
             t_comm += time.perf_counter() - t1
-            step.apply_gradients(buf[:g])
+            step.apply_gradients(self._K.get_xp().asarray(buf[:g]))
             deltas, pos = [], g
             for var, size in zip(step.metric_variables, metric_sizes):
                 deltas.append(buf[pos:pos + size].reshape(var.shape))
