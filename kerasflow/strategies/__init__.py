@@ -7,12 +7,24 @@ import ray.
 """
 
 from kerasflow.strategies.base import (
-    BatchRef, DefaultStrategy, ReduceOp, Strategy, get_strategy,
+    BatchRef,
+    DefaultStrategy,
+    ReduceOp,
+    Strategy,
+    get_strategy,
 )
 
-__all__ = ["BatchRef", "DefaultStrategy", "ReduceOp", "Strategy", "get_strategy",
-           "MirroredStrategy", "MultiWorkerMirroredStrategy", "CommunicationOptions",
-           "InputContext"]
+__all__ = [
+    "BatchRef",
+    "CommunicationOptions",
+    "DefaultStrategy",
+    "InputContext",
+    "MirroredStrategy",
+    "MultiWorkerMirroredStrategy",
+    "ReduceOp",
+    "Strategy",
+    "get_strategy",
+]
 
 _LAZY = {
     "MirroredStrategy": "kerasflow.strategies.mirrored",

@@ -28,9 +28,16 @@ import uuid
 import numpy as np
 
 __all__ = [
-    "Collective", "CollectiveError", "CollectiveTimeoutError", "CollectivePeerError",
-    "Hierarchical", "LocalCollective", "CollectiveEndpoint", "make_plan",
-    "REDUCE_OPS", "TRANSPORTS",
+    "REDUCE_OPS",
+    "TRANSPORTS",
+    "Collective",
+    "CollectiveEndpoint",
+    "CollectiveError",
+    "CollectivePeerError",
+    "CollectiveTimeoutError",
+    "Hierarchical",
+    "LocalCollective",
+    "make_plan",
 ]
 
 REDUCE_OPS = ("SUM", "MEAN", "MAX", "MIN")

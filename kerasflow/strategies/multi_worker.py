@@ -21,7 +21,7 @@ import os
 
 from kerasflow.strategies.sync_strategy import CommunicationOptions, SyncReplicaStrategy
 
-__all__ = ["MultiWorkerMirroredStrategy", "InputContext", "parse_tf_config"]
+__all__ = ["InputContext", "MultiWorkerMirroredStrategy", "parse_tf_config"]
 
 
 def parse_tf_config(tf_config):
@@ -45,14 +45,14 @@ def parse_tf_config(tf_config):
                         f"Received: {type(tf_config).__name__}")
     cluster = tf_config.get("cluster")
     if not isinstance(cluster, dict):
-        raise ValueError(f"TF_CONFIG expects a 'cluster' object. Received: "
-                         f"{tf_config!r}")
+        raise TypeError(f"TF_CONFIG expects a 'cluster' object. Received: "
+                        f"{tf_config!r}")
     count = 0
     for role in ("chief", "worker"):
         tasks = cluster.get(role, [])
         if not isinstance(tasks, (list, tuple)):
-            raise ValueError(f"TF_CONFIG's cluster['{role}'] must be a list of "
-                             f"addresses. Received: {tasks!r}")
+            raise TypeError(f"TF_CONFIG's cluster['{role}'] must be a list of "
+                            f"addresses. Received: {tasks!r}")
         count += len(tasks)
     if count < 1:
         raise ValueError(f"TF_CONFIG's cluster lists no 'worker' or 'chief' task. "

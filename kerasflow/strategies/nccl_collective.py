@@ -19,7 +19,11 @@ from __future__ import annotations
 import time
 
 from kerasflow.strategies.collective import (
-    Collective, CollectiveError, CollectiveTimeoutError, check_op)
+    Collective,
+    CollectiveError,
+    CollectiveTimeoutError,
+    check_op,
+)
 
 __all__ = ["NcclAllreduce", "nccl_unique_id"]
 

@@ -68,7 +68,13 @@ class Replica:
 
     # -- state -----------------------------------------------------------------
     def load_step(self, key, step):
-        """Keeps a step (already unpickled by the transport) under ``key``."""
+        """Keeps a step (already unpickled by the transport) under ``key``.
+
+        Random ops (dropout) get per-replica seeds: rank 0 keeps the graph's
+        seeds (the single-process stream), rank r offsets them, so replicas
+        draw independent masks for their different rows."""
+        if self.rank:
+            _offset_seeds(step, self.rank)
         self.steps[key] = step
         return True
 
@@ -173,6 +179,25 @@ class Replica:
             self.coll.close()
             self.coll = None
         return True
+
+
+def _offset_seeds(step, rank):
+    from kerasflow.backend.registry import get_op
+    tensors = [t for name in step._GRAPH for t in getattr(step, name)
+               if hasattr(t, "node")]
+    seen, stack = set(), [t.node for t in tensors]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        try:
+            random = get_op(node.op).random
+        except KeyError:  # Variable, Placeholder, Const
+            random = False
+        if random and node.attrs.get("seed") is not None:
+            node.attrs["seed"] = int(node.attrs["seed"]) + 7_919 * rank
+        stack.extend(t.node for t in node.inputs)
 
 
 def _take(arrays, idx):

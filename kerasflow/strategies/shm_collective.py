@@ -31,8 +31,14 @@ from multiprocessing import resource_tracker, shared_memory
 import numpy as np
 
 from kerasflow.strategies.collective import (
-    Collective, CollectivePeerError, CollectiveTimeoutError, check_buffer, check_op,
-    finish_op, reduce_into)
+    Collective,
+    CollectivePeerError,
+    CollectiveTimeoutError,
+    check_buffer,
+    check_op,
+    finish_op,
+    reduce_into,
+)
 
 __all__ = ["ShmAllreduce"]
 
@@ -194,7 +200,7 @@ class ShmAllreduce(Collective):
             self._sock.settimeout(left)
             try:
                 k, s, r = _MSG.unpack(self._sock.recv(_MSG.size))
-            except socket.timeout:
+            except TimeoutError:
                 continue
             if k == _ABORT:
                 raise CollectivePeerError(

@@ -26,7 +26,7 @@ import numpy as np
 
 from kerasflow.distribute_lib import DefaultStrategy, ReduceOp, Strategy
 
-__all__ = ["SyncReplicaStrategy", "CommunicationOptions"]
+__all__ = ["CommunicationOptions", "SyncReplicaStrategy"]
 
 log = logging.getLogger("kerasflow.strategies")
 
@@ -219,7 +219,10 @@ class SyncReplicaStrategy(Strategy):
         ref = group.put(payload)
         per_rank = [(entry[1], data_key, ref, self._global_step, r == 0)
                     for r in range(self.num_replicas_in_sync)]
-        results = group.execute("run_steps", per_rank=per_rank)
+        # Each step's collective has its own deadline and stuck replicas are
+        # caught by progress pings; the call's deadline scales with K.
+        results = group.execute("run_steps", per_rank=per_rank,
+                                timeout=self._timeout * len(batches))
         out = results[0]
         state = [np.array(v) for v in out["state"]]  # writable copies
         step.set_state(state)
@@ -231,7 +234,10 @@ class SyncReplicaStrategy(Strategy):
     def _recover_or_raise(self, err):
         from kerasflow.strategies.collective import CollectiveError
         from kerasflow.strategies.worker_group import (
-            ReplicaDiedError, ReplicaFailedError, ReplicaTimeoutError)
+            ReplicaDiedError,
+            ReplicaFailedError,
+            ReplicaTimeoutError,
+        )
         recoverable = isinstance(err, (ReplicaDiedError, ReplicaTimeoutError)) or (
             isinstance(err, ReplicaFailedError)
             and isinstance(err.cause, CollectiveError))

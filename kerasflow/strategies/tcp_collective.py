@@ -28,8 +28,14 @@ import time
 import numpy as np
 
 from kerasflow.strategies.collective import (
-    Collective, CollectiveError, CollectivePeerError, CollectiveTimeoutError,
-    check_buffer, check_op, finish_op)
+    Collective,
+    CollectiveError,
+    CollectivePeerError,
+    CollectiveTimeoutError,
+    check_buffer,
+    check_op,
+    finish_op,
+)
 
 __all__ = ["TcpRing"]
 
@@ -101,7 +107,7 @@ class TcpRing(Collective):
         prev = (self.rank - 1) % n
         try:
             conn, _ = self._server.accept()
-        except socket.timeout:
+        except TimeoutError:
             raise CollectiveTimeoutError(
                 f"Rank {self.rank} waited {self.timeout:g} s for rank {prev} to "
                 f"connect.") from None
@@ -156,7 +162,7 @@ class TcpRing(Collective):
         while got < len(view):
             try:
                 k = sock.recv_into(view[got:])
-            except socket.timeout:
+            except TimeoutError:
                 raise CollectiveTimeoutError(
                     f"Rank {self.rank} timed out after {self.timeout:g} s at step "
                     f"{step} waiting for rank {peer} ({stage}).") from None

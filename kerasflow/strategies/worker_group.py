@@ -27,9 +27,16 @@ import time
 import weakref
 
 __all__ = [
-    "init_ray", "shutdown_ray", "WorkerGroup", "WorkerGroupError",
-    "ReplicaFailedError", "ReplicaDiedError", "ReplicaTimeoutError", "PlacementError",
-    "cluster_summary", "check_placement",
+    "PlacementError",
+    "ReplicaDiedError",
+    "ReplicaFailedError",
+    "ReplicaTimeoutError",
+    "WorkerGroup",
+    "WorkerGroupError",
+    "check_placement",
+    "cluster_summary",
+    "init_ray",
+    "shutdown_ray",
 ]
 
 _STARTED = {"by_us": False, "job_env": False}

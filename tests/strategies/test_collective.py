@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 
 from kerasflow.strategies.collective import (
-    CollectiveEndpoint, CollectiveTimeoutError, make_plan)
+    CollectiveEndpoint,
+    CollectiveTimeoutError,
+    make_plan,
+)
 from kerasflow.strategies.probe import CollectiveProbe, probe_data
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(120),

@@ -10,6 +10,7 @@ pytestmark = [pytest.mark.gpu]
 
 def test_nccl_allreduce_world_one():
     import cupy
+
     from kerasflow.strategies.nccl_collective import NcclAllreduce, nccl_unique_id
     comm = NcclAllreduce(0, 1, nccl_unique_id(), timeout=30)
     try:
@@ -26,8 +27,9 @@ def test_nccl_allreduce_world_one():
 @pytest.mark.ray
 @pytest.mark.timeout(300)
 def test_mirrored_one_gpu_replica_equals_single_process(ray_cluster):
-    import kerasflow as kf
     import ray
+
+    import kerasflow as kf
     if ray.cluster_resources().get("GPU", 0) < 1:
         pytest.skip("the test cluster has no GPU resource")
     rng = np.random.default_rng(0)
