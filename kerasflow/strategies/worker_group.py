@@ -26,6 +26,14 @@ import tempfile
 import time
 import weakref
 
+from kerasflow.strategies.errors import (
+    PlacementError,
+    ReplicaDiedError,
+    ReplicaFailedError,
+    ReplicaTimeoutError,
+    WorkerGroupError,
+)
+
 __all__ = [
     "PlacementError",
     "ReplicaDiedError",
@@ -129,30 +137,6 @@ def cluster_summary():
     return [(n["NodeID"], {k: v for k, v in n["Resources"].items()
                            if k in ("CPU", "GPU")})
             for n in ray.nodes() if n.get("Alive")]
-
-
-class WorkerGroupError(RuntimeError):
-    """A replica failed; ``ranks`` lists the ranks concerned."""
-
-    def __init__(self, message, ranks=(), cause=None):
-        super().__init__(message)
-        self.ranks, self.cause = list(ranks), cause
-
-
-class ReplicaFailedError(WorkerGroupError):
-    """A replica's method raised; ``cause`` is the replica's exception."""
-
-
-class ReplicaDiedError(WorkerGroupError):
-    """A replica's actor died (killed, crashed, node lost)."""
-
-
-class ReplicaTimeoutError(WorkerGroupError, TimeoutError):
-    """A replica did not answer within the deadline, or made no progress."""
-
-
-class PlacementError(WorkerGroupError, ValueError):
-    """The cluster cannot place the requested replicas."""
 
 
 class _Host:
