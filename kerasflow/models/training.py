@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow.distribute_lib import BatchRef, get_strategy
+from kerasflow.distribute_lib import BatchRef, DefaultStrategy, get_strategy
 from kerasflow.layers.base import collect_updates
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import data as data_mod
@@ -34,6 +34,7 @@ class Trainer:
         self._metric_objs = None
         self._compiled_losses = None
         self._loss_spec = self._metrics_spec = self._loss_weights = None
+        self._compiled_strategy = None
 
     def _reset_steps(self):
         self._steps = {}
@@ -73,9 +74,20 @@ class Trainer:
         self._loss_spec, self._metrics_spec = loss, metrics
         self._loss_weights = loss_weights
         self.steps_per_execution = steps_per_execution
+        strategy = get_strategy()
+        self._compiled_strategy = None if isinstance(
+            strategy, DefaultStrategy) else strategy
         self.compiled = True
         self._steps = {}
         self._metric_objs = None
+
+    def _strategy(self):
+        """The innermost ``scope()``'s strategy, else the one the model was
+        compiled under (tf.distribute: compile in scope, fit anywhere)."""
+        strategy = get_strategy()
+        if isinstance(strategy, DefaultStrategy) and self._compiled_strategy:
+            return self._compiled_strategy
+        return strategy
 
     def _require_compiled(self, what):
         if not self.compiled:
@@ -275,7 +287,7 @@ class Trainer:
         from kerasflow.callbacks import CallbackList  # noqa: PLC0415
 
         self._require_compiled("fit")
-        strategy = get_strategy()
+        strategy = self._strategy()
         verbose = 1 if verbose == "auto" else int(verbose)
         gen = data_mod.is_generator(x)
         if gen:
@@ -362,12 +374,15 @@ class Trainer:
             logs = epoch_logs
             if self.stop_training:
                 break
+        recoveries = list(strategy.recoveries)
+        if recoveries and self.history is not None:  # lost steps, for the record
+            self.history.history["recoveries"] = recoveries
         cbs.on_train_end(logs)
         return self.history
 
     # -- evaluate / predict ---------------------------------------------------------------
     def _evaluate_arrays(self, xs, ys, sw, batch_size, steps=None, callbacks=None):
-        strategy = get_strategy()
+        strategy = self._strategy()
         self.reset_metrics()
         step = self._get_step("eval", xs, ys, sw)
         total, seen, index, per_out = 0.0, 0, 0, None
@@ -424,7 +439,7 @@ class Trainer:
         Returns:
             A numpy array (batch, ...) or a list of them for several outputs.
         """
-        strategy = get_strategy()
+        strategy = self._strategy()
         batch_size = batch_size or 32
         xs = data_mod.to_list(x, self._input_names(), "x")
         xs = [a.reshape(-1, 1) if a.ndim == 1 else a for a in xs]
@@ -454,7 +469,7 @@ class Trainer:
         xs, ys, sw = self._standardize(x, y, sample_weight, class_weight)
         self.reset_metrics()
         step = self._get_step(kind, xs, ys or [], sw)
-        return get_strategy().run_step(step, BatchRef(xs + ys + [sw], None))
+        return self._strategy().run_step(step, BatchRef(xs + ys + [sw], None))
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):
