@@ -293,6 +293,11 @@ class Reshape(Layer):
     def call(self, inputs):
         return K.reshape_batch(inputs, self.target_shape, who=f"Layer '{self.name}'")
 
+    def get_config(self):
+        config = super().get_config()
+        config["target_shape"] = list(self.target_shape)
+        return config
+
 class Lambda(Layer):
     """Wraps a function of backend ops as a layer (not serializable to JSON)."""
 
