@@ -342,6 +342,12 @@ class Optimizer:
         if len({id(v) for _, v in pairs}) != len(pairs):
             raise ValueError(f"A variable appears twice in grads_and_vars: "
                              f"{[v.name for _, v in pairs]}.")
+        if not pairs:
+            raise ValueError(
+                f"Optimizer '{self.name}' expects at least one (gradient, "
+                f"variable) pair to apply. Received: none; the model has no "
+                f"trainable weights (all layers frozen, or none with weights)."
+            )
         missing = [v.name for g, v in pairs if g is None]
         pairs = [(g, v) for g, v in pairs if g is not None]
         if not pairs:
