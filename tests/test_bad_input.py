@@ -108,7 +108,7 @@ def test_02_reshape_target_shape_is_validated():
 # 3. class_weight keys and values
 @WIRED_BY_LEAD
 @pytest.mark.parametrize("cw, error, match", [
-    ({0: 1.0, 1: 1.0, -1: 5.0}, ValueError, r"class indices in \[0, 2\]\. "
+    ({0: 1.0, 1: 1.0, -1: 5.0}, ValueError, r"class indices in \[0, .*\]\. "
                                             r"Received: key -1"),
     ({0: 1.0, 1: float("nan"), 2: 1.0}, ValueError, r"finite weights >= 0\. "
                                                     r"Received: class_weight\[1\]"),
