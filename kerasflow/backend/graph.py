@@ -311,13 +311,13 @@ def constant(value, dtype=None, name=None) -> SymbolicTensor:
         dtype: dtype to convert to; defaults to floatx() for Python floats and to
             the array's own dtype otherwise.
     """
-    value = _as_numpy(value, dtype)
+    value = _as_numpy(value, dtype, f"constant '{name or 'Const'}'")
     return _make_node_tensor(
         "Const", value.shape, value.dtype, name or "Const", {"value": value}
     )
 
 
-def _as_numpy(value, dtype=None):
+def _as_numpy(value, dtype=None, what=None):
     value = _array.to_numpy(value)
     if dtype is None and isinstance(value, float):
         dtype = _array.floatx()
@@ -325,7 +325,26 @@ def _as_numpy(value, dtype=None):
         arr = np.asarray(value)
         if arr.dtype == np.float64:
             dtype = _array.floatx()
-    return np.asarray(value, dtype=dtype)
+    return cast_checked(value, dtype, what or "a value")
+
+
+def cast_checked(value, dtype, what):
+    """``np.asarray(value, dtype)``, refusing float overflow to inf (issue 7).
+
+    Raises:
+        ValueError: a finite value too large for ``dtype``, naming ``what``.
+    """
+    try:
+        with np.errstate(over="raise"):
+            return np.asarray(value, dtype=dtype)
+    except FloatingPointError:
+        big = np.abs(np.asarray(value, dtype=np.float64))
+        top = float(big[np.isfinite(big)].max())
+        raise ValueError(
+            f"{what} expects values that fit dtype {np.dtype(dtype).name} (|x| <= "
+            f"{float(np.finfo(dtype).max):.4g}). Received: |x| up to {top:.4g}, "
+            f"which would overflow to inf."
+        ) from None
 
 
 class Variable(SymbolicTensor):
@@ -362,9 +381,9 @@ class Variable(SymbolicTensor):
             initial_value = initial_value(
                 _normalize_shape(shape), dtype or _array.floatx()
             )
-        host = _as_numpy(initial_value, dtype)
+        host = _as_numpy(initial_value, dtype, f"Variable '{name or 'Variable'}'")
         if dtype is None and host.dtype.kind == "f":
-            host = host.astype(_array.floatx())
+            host = cast_checked(host, _array.floatx(), f"Variable '{name or 'Variable'}'")
         # Variable names are not prefixed by name scopes: layers name their
         # weights "<layer>/<weight>" themselves, wherever they are built.
         node = Node("Variable", (), {}, name or "Variable", scoped=False)
@@ -388,6 +407,9 @@ class Variable(SymbolicTensor):
         return self.value
 
     def _set(self, value):
+        if not isinstance(value, _array.get_xp().ndarray) or value.dtype != self.dtype:
+            value = cast_checked(_array.to_numpy(value), self.dtype,
+                                 f"Variable '{self.name}'")
         value = _array.to_device(value, dtype=self.dtype)
         if value.shape != self.value.shape:
             raise ValueError(
@@ -506,5 +528,9 @@ def assign_all(variables, values, owner: str) -> None:
                 f"Weight '{var.name}' of {owner} expects shape {tuple(var.shape)}. "
                 f"Received: shape {tuple(np.shape(value))}."
             )
-    for var, value in zip(variables, values):
-        var.assign(np.asarray(value, dtype=var.dtype))
+    # Cast (and check for overflow) all first: nothing is assigned on failure.
+    cast = [cast_checked(_array.to_numpy(value), var.dtype,
+                         f"Weight '{var.name}' of {owner}")
+            for var, value in zip(variables, values)]
+    for var, value in zip(variables, cast):
+        var.assign(value)

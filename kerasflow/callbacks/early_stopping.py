@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import warnings
 
-from kerasflow.callbacks._checks import check_count, check_real
 from kerasflow.callbacks.monitor_callback import MonitorCallback
+from kerasflow.utils.arg_checks import check_count, check_real
 
 __all__ = ["EarlyStopping"]
 

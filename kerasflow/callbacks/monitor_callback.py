@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import warnings
 
-from kerasflow.callbacks._checks import check_real
 from kerasflow.callbacks.callback import Callback
+from kerasflow.utils.arg_checks import check_real
 
 __all__ = ["MonitorCallback"]
 

@@ -6,9 +6,9 @@ import warnings
 
 import numpy as np
 
-from kerasflow.callbacks._checks import check_count, check_real
 from kerasflow.callbacks._learning_rate import get_learning_rate, set_learning_rate
 from kerasflow.callbacks.monitor_callback import MonitorCallback
+from kerasflow.utils.arg_checks import check_count, check_real
 
 __all__ = ["ReduceLROnPlateau"]
 

@@ -1,4 +1,4 @@
-"""Argument checks shared by callbacks: counts and finite real numbers."""
+"""Argument checks shared by optimizers and callbacks: counts, finite reals."""
 
 from __future__ import annotations
 
