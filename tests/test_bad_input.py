@@ -29,7 +29,14 @@ import numpy as np
 import pytest
 
 from kerasflow import backend as K
-from kerasflow import callbacks, layers, models, optimizers
+from kerasflow import (
+    callbacks,
+    initializers,
+    layers,
+    models,
+    optimizers,
+    regularizers,
+)
 from kerasflow.models import config_checks
 from kerasflow.utils import file_io
 
@@ -108,10 +115,10 @@ def test_02_reshape_target_shape_is_validated():
 # 3. class_weight keys and values
 @WIRED_BY_LEAD
 @pytest.mark.parametrize("cw, error, match", [
-    ({0: 1.0, 1: 1.0, -1: 5.0}, ValueError, r"class indices in \[0, .*\]\. "
-                                            r"Received: key -1"),
-    ({0: 1.0, 1: float("nan"), 2: 1.0}, ValueError, r"finite weights >= 0\. "
-                                                    r"Received: class_weight\[1\]"),
+    ({0: 1.0, 1: 1.0, -1: 5.0}, ValueError,
+     r"class indices in \[0, .*\]\. Received: key -1"),
+    ({0: 1.0, 1: float("nan"), 2: 1.0}, ValueError,
+     r"finite weights >= 0\. Received: class_weight\[1\]"),
     ({0: 1.0, 1: -2.0, 2: 1.0}, ValueError, r"finite weights >= 0"),
     ({"0": 1.0, 1: 1.0, 2: 1.0}, TypeError, r"integer class indices.*'0'"),
 ])
@@ -420,14 +427,13 @@ def test_13_deeply_nested_json_and_yaml_are_value_errors():
 
 
 @pytest.mark.parametrize("config, match", [
-    ({"class_name": "Sequential"}, r"'config' mapping\. Received: no 'config' "
-                                   r"key"),
+    ({"class_name": "Sequential"}, r"'config' mapping\. Received: no 'config' key"),
     ({"class_name": "Sequential", "config": {"layers": 5}},
      r"config\.config\.layers .*expects a list of layer configs\. Received: int 5"),
     ({"class_name": "Sequential", "config": {"layers": [
         {"class_name": "Dense", "config": {"units": 2**40, "name": "huge"}}]}},
-     r"layer 'huge'.*units as an integer in \[1, 2147483647\]\. Received: "
-     r"units=1099511627776"),
+     (r"layer 'huge'.*units as an integer in \[1, 2147483647\]\. Received: "
+      r"units=1099511627776")),
     ({"class_name": "Sequential", "config": {"layers": [{"config": {}}]}},
      r"layers\[0\] expects a 'class_name' string"),
 ])
@@ -572,8 +578,8 @@ def _alloc_huge(xp, x):
 
 
 def test_msg_memory_error_in_a_kernel_keeps_its_type():
-    from kerasflow.backend.registry import get_op, register_op  # noqa: PLC0415
     from kerasflow.backend.ops import infer as I  # noqa: PLC0415
+    from kerasflow.backend.registry import get_op, register_op  # noqa: PLC0415
 
     try:
         get_op("TestHugeAlloc")
@@ -585,3 +591,60 @@ def test_msg_memory_error_in_a_kernel_keeps_its_type():
         K.Function([x], y)(np.ones(2))
     notes = " ".join(getattr(info.value, "__notes__", [])) + str(info.value)
     assert "TestHugeAlloc" in notes
+
+
+# == Nearby: the same kinds of defects found around the catalogue ====================
+def test_nearby_constant_and_variable_refuse_overflow():
+    with pytest.raises(ValueError, match=r"constant 'big' expects values that fit "
+                                         r"dtype float32.*1e\+300"):
+        K.constant(1e300, dtype="float32", name="big")
+    v = K.Variable(np.zeros(2, "float32"), name="v")
+    with pytest.raises(ValueError, match=r"Variable 'v.*' expects values that fit"):
+        v.assign(np.array([1e300, 0.0]))
+    np.testing.assert_array_equal(v.numpy(), [0.0, 0.0])
+
+
+def test_nearby_set_weights_overflow_changes_nothing():
+    model = _dense_model()
+    before = model.get_weights()
+    with pytest.raises(ValueError, match=r"Weight '.*bias' of .* expects values "
+                                         r"that fit dtype float32"):
+        model.set_weights([np.zeros((3, 1)), np.array([1e300])])
+    for b, a in zip(before, model.get_weights()):
+        np.testing.assert_array_equal(b, a)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: optimizers.Adam(beta_1=float("nan")),
+     r"0\.0 <= beta_1 < 1\.0\. Received: beta_1=nan"),
+    (lambda: optimizers.Adam(beta_2=1.0), r"beta_2 < 1\.0\. Received: beta_2=1\.0"),
+    (lambda: optimizers.Adam(epsilon=-1e-7), r"epsilon=-1e-07"),
+    (lambda: optimizers.RMSprop(rho=2.0), r"rho < 1\.0\. Received: rho=2\.0"),
+    (lambda: optimizers.SGD(0.1, clipnorm=float("nan")), r"clipnorm=nan"),
+    (lambda: regularizers.L2(float("nan")),
+     r"finite and non-negative\. Received: l2=nan"),
+    (lambda: initializers.RandomNormal(stddev=float("nan")),
+     r"`stddev` as a finite float >= 0\.0\. Received: stddev=nan"),
+    (lambda: callbacks.EarlyStopping(patience=-1),
+     r"`patience` >= 0\. Received: patience=-1"),
+    (lambda: callbacks.EarlyStopping(baseline=float("nan")), r"baseline=nan"),
+])
+def test_nearby_nan_and_out_of_range_hyperparameters(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_nearby_type_errors_name_the_argument():
+    with pytest.raises(TypeError, match=r"`axis` as an int\. Received: axis='a'"):
+        layers.Concatenate(axis="a")
+    with pytest.raises(TypeError, match=r"`schedule` as a function.*Received: 0\.1"):
+        callbacks.LearningRateScheduler(0.1)
+
+
+def test_nearby_load_weights_applies_the_weights_cap(tmp_path, monkeypatch):
+    model = _dense_model()
+    model.save(tmp_path / "m.kf")
+    monkeypatch.setenv("KERASFLOW_MAX_WEIGHTS_BYTES", "10")
+    with pytest.raises(ValueError, match=r"model\.weights\.npz' expects at most 10 "
+                                         r"bytes"):
+        model.load_weights(tmp_path / "m.kf")

@@ -381,9 +381,10 @@ class Variable(SymbolicTensor):
             initial_value = initial_value(
                 _normalize_shape(shape), dtype or _array.floatx()
             )
-        host = _as_numpy(initial_value, dtype, f"Variable '{name or 'Variable'}'")
+        what = f"Variable '{name or 'Variable'}'"
+        host = _as_numpy(initial_value, dtype, what)
         if dtype is None and host.dtype.kind == "f":
-            host = cast_checked(host, _array.floatx(), f"Variable '{name or 'Variable'}'")
+            host = cast_checked(host, _array.floatx(), what)
         # Variable names are not prefixed by name scopes: layers name their
         # weights "<layer>/<weight>" themselves, wherever they are built.
         node = Node("Variable", (), {}, name or "Variable", scoped=False)

@@ -1,8 +1,9 @@
 """Shared machinery for the IDX-format datasets (MNIST, Fashion-MNIST).
 
 Reads gzip-compressed IDX files, finds them on disk, and downloads them;
-local and downloaded files alike are verified against their SHA-256. Every problem with a file is reported as a
-``ValueError`` naming the file, the expected value and the received value.
+local and downloaded files alike are verified against their SHA-256. Every
+problem with a file is reported as a ``ValueError`` naming the file, the
+expected value and the received value.
 """
 
 from __future__ import annotations

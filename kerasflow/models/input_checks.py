@@ -15,8 +15,9 @@ import numbers
 import numpy as np
 
 __all__ = ["as_array", "check_callbacks", "check_class_weight", "check_epochs",
-           "check_generator_args", "check_sparse_labels", "check_targets_count",
-           "check_trainable", "check_validation_data"]
+           "check_generator_args", "check_loss_weights", "check_sparse_labels",
+           "check_steps", "check_targets_count", "check_trainable",
+           "check_validation_data"]
 
 
 def _describe(v) -> str:
@@ -301,3 +302,56 @@ def check_trainable(model) -> None:
             f"Received: a model with none ({n} non-trainable weight(s)); unfreeze "
             f"a layer (layer.trainable = True) or add a layer with weights."
         )
+
+
+def check_steps(steps, name="steps") -> int | None:
+    """``steps`` / ``steps_per_epoch`` / ``validation_steps``: None or an int >= 1.
+
+    Raises:
+        TypeError: not an int. ValueError: < 1 (``evaluate(steps=-1)`` used to
+            divide by zero).
+    """
+    if steps is None:
+        return None
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
+        raise TypeError(f"`{name}` expects None or an integer >= 1. Received: "
+                        f"{name}={steps!r} of type {type(steps).__name__}.")
+    if steps < 1:
+        raise ValueError(f"`{name}` expects None or an integer >= 1. Received: "
+                         f"{name}={steps}.")
+    return int(steps)
+
+
+def check_loss_weights(loss_weights, output_names) -> None:
+    """``compile(loss_weights=...)``: finite weights >= 0, one per output.
+
+    Raises:
+        TypeError: not a list/tuple/dict of numbers.
+        ValueError: NaN, infinite or negative weights, a list of another
+            length than the outputs, or unknown output names.
+    """
+    if loss_weights is None:
+        return
+    if isinstance(loss_weights, dict):
+        unknown = [k for k in loss_weights if k not in output_names]
+        if unknown:
+            raise ValueError(f"`loss_weights` expects keys among the output names "
+                             f"{list(output_names)}. Received: unknown {unknown}.")
+        items = list(loss_weights.items())
+    elif isinstance(loss_weights, (list, tuple)):
+        if len(loss_weights) != len(output_names):
+            raise ValueError(
+                f"`loss_weights` expects one weight per output "
+                f"({len(output_names)}: {list(output_names)}). Received: "
+                f"{len(loss_weights)} weight(s)."
+            )
+        items = list(zip(output_names, loss_weights))
+    else:
+        raise TypeError(f"`loss_weights` expects a list or a dict keyed by output "
+                        f"name. Received: {_describe(loss_weights)}.")
+    for k, v in items:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (
+                math.isfinite(v) and v >= 0):
+            raise ValueError(f"`loss_weights` expects finite weights >= 0. "
+                             f"Received: {v!r} for output '{k}'.")
+

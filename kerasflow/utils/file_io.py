@@ -30,6 +30,7 @@ import re
 import secrets
 import time
 import zipfile
+import zlib
 
 __all__ = ["MAX_CONFIG_BYTES", "MAX_WEIGHTS_BYTES", "STALE_AFTER_S", "atomic_write",
            "config_cap", "read_zip_member", "remove_stale_temp_files",
@@ -253,22 +254,29 @@ def read_zip_member(archive: zipfile.ZipFile, name: str, cap: int, source) -> by
 
     Raises:
         ValueError: the member is larger than ``cap``, naming the file, the
-            member, its size and the cap (and how to raise it).
+            member, its size and the cap (and how to raise it); or it is
+            corrupt (bad CRC, a size that differs from its header).
         KeyError: no such member.
     """
     info = archive.getinfo(name)
     if info.file_size > cap:
         raise ValueError(_too_big(source, name, info.file_size, cap))
     out, total = [], 0
-    with archive.open(info) as f:
-        while True:
-            chunk = f.read(min(_CHUNK, cap + 1 - total))
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > cap:
-                raise ValueError(_too_big(source, name, f"more than {cap}", cap))
-            out.append(chunk)
+    try:
+        with archive.open(info) as f:
+            while True:
+                chunk = f.read(min(_CHUNK, cap + 1 - total))
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > cap:
+                    raise ValueError(_too_big(source, name, f"more than {cap}", cap))
+                out.append(chunk)
+    except (zipfile.BadZipFile, EOFError, zlib.error) as e:
+        # zipfile stops at the declared size and checks the CRC: a forged
+        # header ends here.
+        raise ValueError(f"'{source}': member '{name}' is corrupt or its header "
+                         f"is forged ({e}).") from None
     return b"".join(out)
 
 

@@ -35,7 +35,7 @@ def test_as_array_refuses_strings_and_objects():
         C.as_array(np.array([object(), object()]))
 
 
-# -- epochs, callbacks, generator arguments, validation_data ------------------------------
+# -- epochs, callbacks, generator arguments, validation_data ---------------------------
 def test_check_epochs():
     assert C.check_epochs(5, 2) == (5, 2)
     assert C.check_epochs(np.int64(3)) == (3, 0)
@@ -146,3 +146,28 @@ def test_check_trainable():
                                          r"weights\. Received: a model with none "
                                          r"\(2 non-trainable weight\(s\)\)"):
         C.check_trainable(model)
+
+
+def test_check_steps():
+    assert C.check_steps(None) is None and C.check_steps(np.int32(3)) == 3
+    with pytest.raises(ValueError, match=r"`steps` expects None or an integer >= "
+                                         r"1\. Received: steps=-1"):
+        C.check_steps(-1)
+    with pytest.raises(TypeError, match=r"validation_steps=2\.0"):
+        C.check_steps(2.0, "validation_steps")
+
+
+def test_check_loss_weights():
+    C.check_loss_weights(None, ["a"])
+    C.check_loss_weights([1.0, 0.5], ["a", "b"])
+    C.check_loss_weights({"b": 2}, ["a", "b"])
+    with pytest.raises(ValueError, match=r"finite weights >= 0\. Received: nan for "
+                                         r"output 'a'"):
+        C.check_loss_weights([float("nan")], ["a"])
+    with pytest.raises(ValueError, match=r"one weight per output \(2: \['a', "
+                                         r"'b'\]\)\. Received: 1 weight"):
+        C.check_loss_weights([1.0], ["a", "b"])
+    with pytest.raises(ValueError, match=r"unknown \['c'\]"):
+        C.check_loss_weights({"c": 1.0}, ["a", "b"])
+    with pytest.raises(TypeError, match=r"Received: float 1\.0"):
+        C.check_loss_weights(1.0, ["a"])
