@@ -11,6 +11,7 @@ unique and readable ("dense/MatMul_3").
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from collections import defaultdict
 
@@ -34,6 +35,16 @@ _node_ids = itertools.count(1)
 _name_counts: dict[str, int] = defaultdict(int)
 _name_lock = threading.Lock()
 _scope = threading.local()
+# Node uids are unique across processes (graph_pickle keys node identity on them).
+_process_tag = os.urandom(6).hex()
+
+
+def _new_process_tag():
+    global _process_tag
+    _process_tag = os.urandom(6).hex()
+
+
+os.register_at_fork(after_in_child=_new_process_tag)
 
 
 def _unique_name(base: str, scoped: bool = True) -> str:
@@ -67,6 +78,28 @@ class name_scope:
         return False
 
 
+class tracing:
+    """Context manager marking that a graph is being traced (a step is built).
+
+    Inside it ``Variable.assign*`` given plain numbers or arrays still builds a
+    graph node (TF1 semantics) instead of updating the value at once, so code
+    written for graphs (a layer's ``self.v.assign_add(1.0)``) is traced, not run.
+    """
+
+    def __enter__(self):
+        _scope.tracing = getattr(_scope, "tracing", 0) + 1
+        return self
+
+    def __exit__(self, *exc):
+        _scope.tracing -= 1
+        return False
+
+
+def in_tracing() -> bool:
+    """True inside a ``tracing()`` block of this thread."""
+    return getattr(_scope, "tracing", 0) > 0
+
+
 def _normalize_shape(shape):
     if shape is None:
         return None
@@ -92,7 +125,7 @@ class TensorSpec:
 
     def __init__(self, shape, dtype):
         self.shape = _normalize_shape(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = _array.as_dtype(dtype)
 
     @property
     def ndim(self):
@@ -105,10 +138,12 @@ class TensorSpec:
 class Node:
     """One op application: op name, input tensors, plain attributes, outputs."""
 
-    __slots__ = ("id", "op", "inputs", "attrs", "outputs", "name", "__weakref__")
+    __slots__ = ("id", "uid", "op", "inputs", "attrs", "outputs", "name",
+                 "__weakref__")
 
     def __init__(self, op: str, inputs, attrs, name=None, scoped=True):
         self.id = next(_node_ids)
+        self.uid = f"{_process_tag}:{self.id}"
         self.op = op
         self.inputs = tuple(inputs)
         self.attrs = attrs
@@ -123,9 +158,10 @@ class SymbolicTensor:
     """A value in a graph: one output of a ``Node``, with static shape and dtype.
 
     Python operators build ops: ``+ - * / // % ** @``, unary ``-``, ``abs``,
-    ``< <= > >=`` (elementwise; ``==`` keeps identity, as TF1 tensors did, so
-    tensors can be dict keys: use ``equal()`` for the elementwise test), and
-    indexing/slicing (``x[:, 1:3]``, ``x[..., None]``, ``x[int_tensor]`` gathers).
+    ``< <= > >= == !=`` (elementwise, as Keras 3; hashing is by identity, so
+    tensors can still be dict keys, and ``bool()`` of a symbolic comparison
+    raises), and indexing/slicing (``x[:, 1:3]``, ``x[..., None]``,
+    ``x[int_tensor]`` gathers).
     """
 
     # ``_keras_logits``: set on a softmax/sigmoid output to the logits it came from,
@@ -173,11 +209,24 @@ class SymbolicTensor:
     def __hash__(self):
         return id(self)
 
+    # ``==`` / ``!=`` are elementwise, as in Keras 3 and TF2 (not TF1's identity
+    # test). Hashing stays by identity, and a tensor compared with itself is
+    # plainly True, so tensors remain keys of dicts, weak dicts and sets;
+    # ``bool()`` of a symbolic result raises, so other identity-style uses
+    # (``t in a_list`` of other tensors) fail loudly instead of silently.
     def __eq__(self, other):
-        return self is other
+        if other is self:
+            return True
+        if other is None or not _comparable(other):
+            return NotImplemented
+        return _ops().equal(self, other)
 
     def __ne__(self, other):
-        return self is not other
+        if other is self:
+            return False
+        if other is None or not _comparable(other):
+            return NotImplemented
+        return _ops().not_equal(self, other)
 
     def __bool__(self):
         raise TypeError(
@@ -268,6 +317,11 @@ class SymbolicTensor:
         return _ops().transpose(self)
 
 
+def _comparable(x) -> bool:
+    return isinstance(x, (SymbolicTensor, bool, int, float, np.number, np.ndarray,
+                          np.bool_)) or type(x).__module__.startswith("cupy")
+
+
 def _ops():
     from kerasflow.backend import ops  # noqa: PLC0415  (cycle: ops build tensors)
 
@@ -319,6 +373,7 @@ def constant(value, dtype=None, name=None) -> SymbolicTensor:
 
 def _as_numpy(value, dtype=None, what=None):
     value = _array.to_numpy(value)
+    dtype = None if dtype is None else _array.as_dtype(dtype)
     if dtype is None and isinstance(value, float):
         dtype = _array.floatx()
     if dtype is None and isinstance(value, (list, tuple)):
@@ -347,191 +402,5 @@ def cast_checked(value, dtype, what):
         ) from None
 
 
-class Variable(SymbolicTensor):
-    """A mutable value on the device; as a graph tensor it reads its current value.
-
-    ``assign``, ``assign_add`` and ``assign_sub`` given a symbolic value add a
-    stateful node to the graph (run it, or pass it as a ``Function`` update); given
-    an array or number they update the value at once.
-
-    Args:
-        initial_value: array-like, Python number, or a callable ``f(shape, dtype)``
-            (an initializer, then ``shape`` is required).
-        trainable: whether optimizers and ``gradients`` see it as a weight.
-        name: readable name ("dense/kernel").
-        dtype: dtype; defaults to floatx() for floats.
-        shape: the shape, needed when ``initial_value`` is callable.
-
-    Example:
-        >>> w = Variable(0.0, name="weights")
-        >>> w.assign_add(1.5)
-        >>> float(w.numpy())
-        1.5
-    """
-
-    __slots__ = ("value", "trainable", "constraint")
-
-    def __init__(self, initial_value, trainable=True, name=None, dtype=None,
-                 shape=None, constraint=None):
-        if callable(initial_value):
-            if shape is None:
-                raise ValueError(
-                    f"Variable '{name}' with a callable initial_value needs shape=."
-                )
-            initial_value = initial_value(
-                _normalize_shape(shape), dtype or _array.floatx()
-            )
-        what = f"Variable '{name or 'Variable'}'"
-        host = _as_numpy(initial_value, dtype, what)
-        if dtype is None and host.dtype.kind == "f":
-            host = cast_checked(host, _array.floatx(), what)
-        # Variable names are not prefixed by name scopes: layers name their
-        # weights "<layer>/<weight>" themselves, wherever they are built.
-        node = Node("Variable", (), {}, name or "Variable", scoped=False)
-        SymbolicTensor.__init__(self, node, 0, host.shape, host.dtype)
-        node.outputs = (self,)
-        node.attrs = {"variable": self}
-        # A private copy: the caller's array must not alias the Variable.
-        self.value = _array.to_device(host).copy()
-        self.trainable = bool(trainable)
-        self.constraint = constraint
-
-    @property
-    def name(self):
-        return self.node.name
-
-    def numpy(self):
-        """The current value as a numpy array (a copy)."""
-        return np.array(_array.to_numpy(self.value), copy=True)
-
-    def read_value(self):
-        return self.value
-
-    def _set(self, value):
-        if not isinstance(value, _array.get_xp().ndarray) or value.dtype != self.dtype:
-            value = cast_checked(_array.to_numpy(value), self.dtype,
-                                 f"Variable '{self.name}'")
-        value = _array.to_device(value, dtype=self.dtype)
-        if value.shape != self.value.shape:
-            raise ValueError(
-                f"Variable '{self.name}' has shape {self.value.shape}; cannot assign "
-                f"a value of shape {value.shape}."
-            )
-        self.value = value.copy()
-
-    def assign(self, value):
-        """Sets the value (eagerly for arrays, as a graph node for tensors)."""
-        if is_symbolic(value):
-            return _ops().assign(self, value)
-        self._set(value)
-        return self.value
-
-    def assign_add(self, delta):
-        """Adds ``delta`` (broadcastable to the variable's shape)."""
-        if is_symbolic(delta):
-            return _ops().assign_add(self, delta)
-        self._set(self.value + _array.to_device(delta, dtype=self.dtype))
-        return self.value
-
-    def assign_sub(self, delta):
-        """Subtracts ``delta`` (broadcastable to the variable's shape)."""
-        if is_symbolic(delta):
-            return _ops().assign_sub(self, delta)
-        self._set(self.value - _array.to_device(delta, dtype=self.dtype))
-        return self.value
-
-    def __repr__(self):
-        return (
-            f"<Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
-        )
-
-    # Pickle: the value travels as numpy so a graph can move between devices.
-    def __getstate__(self):
-        return {
-            "node": self.node,
-            "index": self.index,
-            "spec": (self.spec.shape, self.spec.dtype.str),
-            "value": _array.to_numpy(self.value),
-            "trainable": self.trainable,
-            "constraint": self.constraint,
-        }
-
-    def __setstate__(self, state):
-        self._keras_logits = None
-        self.node = state["node"]
-        self.index = state["index"]
-        self.spec = TensorSpec(*state["spec"])
-        value = _array.to_device(state["value"])
-        # ray.get hands out read-only shared memory; updates need a private copy.
-        if not getattr(getattr(value, "flags", None), "writeable", True):
-            value = value.copy()
-        self.value = value
-        self.trainable = state["trainable"]
-        self.constraint = state["constraint"]
-
-
-def _tensor_getstate(self):
-    return {"node": self.node, "index": self.index,
-            "spec": (self.spec.shape, self.spec.dtype.str)}
-
-
-def _tensor_setstate(self, state):
-    self._keras_logits = None
-    self.node = state["node"]
-    self.index = state["index"]
-    self.spec = TensorSpec(*state["spec"])
-
-
-SymbolicTensor.__getstate__ = _tensor_getstate
-SymbolicTensor.__setstate__ = _tensor_setstate
-
-
-def _node_getstate(self):
-    return {k: getattr(self, k) for k in ("id", "op", "inputs", "attrs", "outputs",
-                                          "name")}
-
-
-def _node_setstate(self, state):
-    for k, v in state.items():
-        setattr(self, k, v)
-    # Ids are per process: a node arriving from elsewhere gets a fresh one.
-    self.id = next(_node_ids)
-
-
-Node.__getstate__ = _node_getstate
-Node.__setstate__ = _node_setstate
-
-
-def assign_all(variables, values, owner: str) -> None:
-    """Sets each Variable to its value, checking count and every shape first.
-
-    Nothing is assigned unless all values fit, so a bad list (or a corrupt file
-    read into one) never leaves the owner half-updated.
-
-    Args:
-        variables: list of ``Variable``.
-        values: list of array-likes, one per variable.
-        owner: who holds them, for messages ("Layer 'dense'").
-
-    Raises:
-        ValueError: a different count, or a value whose shape differs, naming the
-            variable, the expected and the received shape.
-    """
-    values = list(values)
-    if len(values) != len(variables):
-        raise ValueError(
-            f"{owner} expects {len(variables)} weight arrays. Received: "
-            f"{len(values)}."
-        )
-    for var, value in zip(variables, values):
-        if tuple(np.shape(value)) != tuple(var.shape):
-            raise ValueError(
-                f"Weight '{var.name}' of {owner} expects shape {tuple(var.shape)}. "
-                f"Received: shape {tuple(np.shape(value))}."
-            )
-    # Cast (and check for overflow) all first: nothing is assigned on failure.
-    cast = [cast_checked(_array.to_numpy(value), var.dtype,
-                         f"Weight '{var.name}' of {owner}")
-            for var, value in zip(variables, values)]
-    for var, value in zip(variables, cast):
-        var.assign(value)
+# Variable lives in its own module; re-exported here for old imports.
+from kerasflow.backend.variables import Variable, assign_all  # noqa: E402,F401

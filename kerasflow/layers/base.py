@@ -8,6 +8,7 @@ Called on numpy arrays it runs at once through a compiled ``Function``.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import re
@@ -26,6 +27,26 @@ _name_counts: dict[str, int] = defaultdict(int)
 # tensor -> (layer, call record, output index); weak so graphs are freed.
 _HISTORY: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _ctx = threading.local()
+_update_ctx = threading.local()
+
+
+@contextlib.contextmanager
+def collect_updates():
+    """Collects the state updates layers add (``Layer.add_update``) while tracing.
+
+    Yields:
+        The list that receives each stateful tensor added inside the block
+        (e.g. BatchNormalization's moving-statistics assignments); the train
+        step runs them with every forward pass.
+    """
+    stack = _update_ctx.__dict__.setdefault("stack", [])
+    found: list = []
+    stack.append(found)
+    try:
+        with K.tracing():
+            yield found
+    finally:
+        stack.pop()
 
 
 def _snake(name):
@@ -176,18 +197,49 @@ class Layer:
         return out
 
     # -- weights --------------------------------------------------------------------
-    def add_weight(self, name, shape, initializer="glorot_uniform", regularizer=None,
-                   trainable=True, dtype=None, constraint=None):
+    def add_weight(self, name=None, shape=None, initializer=None, regularizer=None,
+                   trainable=True, dtype=None, constraint=None, **kwargs):
         """Creates a weight Variable named "<layer>/<name>".
 
+        Takes Keras 2's order (``add_weight("kernel", shape, ...)``) and Keras
+        3's keywords (``add_weight(shape=..., initializer=..., name=None)``; a
+        tuple as first argument is the shape).
+
         Args:
-            shape: tuple of ints.
-            initializer: name, instance or callable ``f(shape, dtype)``.
+            name: optional; defaults to "weight", made unique per layer.
+            shape: tuple of ints (() for a scalar).
+            initializer: name, instance or callable ``f(shape, dtype)``;
+                default "glorot_uniform" for floats, "zeros" otherwise (Keras).
             regularizer: name or instance; its penalty joins ``layer.losses``.
             trainable: False for statistics such as batch-norm moving means.
+            dtype: defaults to the layer's dtype.
+            constraint: applied after each update.
+
+        Raises:
+            TypeError: no shape, or an unknown keyword (autocast and aggregation
+                are accepted and ignored).
         """
-        init = initializers.get(initializer)
+        if isinstance(name, (tuple, list)) and shape is None:
+            name, shape = None, name
+        unknown = set(kwargs) - {"autocast", "aggregation", "synchronization"}
+        if unknown:
+            raise TypeError(f"add_weight() got unexpected keyword argument(s) "
+                            f"{sorted(unknown)}.")
+        if shape is None:
+            raise TypeError(f"add_weight() of layer '{self.name}' needs shape=. "
+                            f"Received: shape=None.")
         dtype = np.dtype(dtype or self.dtype).name
+        if initializer is None:
+            initializer = "glorot_uniform" if np.dtype(dtype).kind == "f" \
+                else "zeros"
+        if name is None:
+            taken = {w.name for w in self._trainable_weights
+                     + self._non_trainable_weights}
+            name = "weight"
+            k = 1
+            while f"{self.name}/{name}" in taken:
+                name, k = f"weight_{k}", k + 1
+        init = initializers.get(initializer)
         _check_weight_size(self.name, name, shape, dtype)
         value = np.asarray(init(tuple(shape), dtype=dtype), dtype=dtype)
         var = K.Variable(value, trainable=trainable, name=f"{self.name}/{name}",
@@ -248,6 +300,18 @@ class Layer:
         for layer in self._flatten_layers():
             out.extend(reg(var) for reg, var in layer._regularizers)
         return out
+
+    def add_update(self, updates):
+        """Adds state updates (stateful tensors such as ``var.assign(...)``).
+
+        Inside a traced step (``collect_updates``) they run with every training
+        step; in an eager call or outside a trace they are dropped (Keras 2's
+        ``add_update`` on inference calls).
+        """
+        stack = getattr(_update_ctx, "stack", None)
+        ups = updates if isinstance(updates, (list, tuple)) else [updates]
+        if stack:
+            stack[-1].extend(u for u in ups if K.is_symbolic(u))
 
     def get_weights(self):
         """The weights' values as a list of numpy arrays (copies)."""
