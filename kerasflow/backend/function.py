@@ -16,6 +16,7 @@ from collections import deque
 import numpy as np
 
 from kerasflow.backend import array as _array
+from kerasflow.backend.feeding import cast_fed
 from kerasflow.backend.graph import SymbolicTensor, Variable
 from kerasflow.backend.registry import get_op
 
@@ -227,7 +228,7 @@ class Function:
         shape, dtype, name = self._specs[i]
         xp = self._xp
         if not (isinstance(value, xp.ndarray) and value.dtype == dtype):
-            value = _cast_fed(value, dtype, name)
+            value = cast_fed(value, dtype, name)
         if shape is not None:
             vs = value.shape
             if len(vs) != len(shape) or any(
@@ -262,7 +263,7 @@ class Function:
             if err is None:
                 # Keep the original, so `except MemoryError` still catches it.
                 e.add_note(msg)
-                raise e
+                raise
             raise err.with_traceback(None) from e
         if self._single:
             return flat[0]
@@ -283,55 +284,6 @@ class Function:
     def num_nodes(self) -> int:
         """Kernel calls (and variable reads) per run of the compiled plan."""
         return len({id(n) for n in self._lines})
-
-
-def _cast_fed(value, dtype, name):
-    """A fed value as a device array of ``dtype``; refuses lossy or odd values."""
-    if isinstance(value, SymbolicTensor):
-        raise TypeError(
-            f"Placeholder '{name}' is fed a value: an array, number or nested list. "
-            f"Received: the symbolic tensor '{value.name}' (shape={value.shape}); "
-            f"compute it first (Session.run) or connect it in the graph instead."
-        )
-    src = getattr(value, "dtype", None)
-    if src is None:
-        try:
-            value = np.asarray(value)
-        except ValueError as e:  # ragged nested lists
-            raise ValueError(
-                f"Placeholder '{name}' expects a rectangular array of dtype "
-                f"{dtype.name}. Received: a value numpy cannot make an array of "
-                f"({e})."
-            ) from None
-        src = value.dtype
-    src = np.dtype(src)
-    if not np.can_cast(src, dtype, "same_kind") or src.kind in "OSUV":
-        raise TypeError(
-            f"Placeholder '{name}' expects dtype {dtype.name}. Received: a "
-            f"value of dtype {src.name}."
-        )
-    if src.kind in "iu" and dtype.kind in "iu" and src != dtype and value.size:
-        # same_kind casts wrap integers around silently (int64 300 -> int8 44).
-        info = np.iinfo(dtype)
-        lo, hi = _array.to_numpy(value.min()), _array.to_numpy(value.max())
-        if lo < info.min or hi > info.max:
-            raise ValueError(
-                f"Placeholder '{name}' expects values of dtype {dtype.name}, in "
-                f"[{info.min}, {info.max}]. Received: values in [{lo}, {hi}] "
-                f"(dtype {src.name}), which would wrap around."
-            )
-    try:
-        with np.errstate(over="raise"):
-            return _array.to_device(value, dtype=dtype)
-    except FloatingPointError:
-        big = np.abs(np.asarray(_array.to_numpy(value), dtype=np.float64))
-        top = float(big[np.isfinite(big)].max())
-        raise ValueError(
-            f"Placeholder '{name}' expects values that fit dtype {dtype.name} "
-            f"(|x| <= {float(np.finfo(dtype).max):.4g}). Received: a value of "
-            f"dtype {src.name} with |x| up to {top:.4g}, which would overflow to "
-            f"inf."
-        ) from None
 
 
 def function(inputs, outputs, updates=(), name="function"):
