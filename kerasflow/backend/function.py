@@ -16,6 +16,7 @@ from collections import deque
 import numpy as np
 
 from kerasflow.backend import array as _array
+from kerasflow.backend.feeding import cast_fed
 from kerasflow.backend.graph import SymbolicTensor, Variable
 from kerasflow.backend.registry import get_op
 
@@ -227,16 +228,7 @@ class Function:
         shape, dtype, name = self._specs[i]
         xp = self._xp
         if not (isinstance(value, xp.ndarray) and value.dtype == dtype):
-            src = getattr(value, "dtype", None)
-            if src is None:
-                value = np.asarray(value)
-                src = value.dtype
-            if not np.can_cast(src, dtype, "same_kind") or src.kind in "OSUV":
-                raise TypeError(
-                    f"Placeholder '{name}' expects dtype {dtype.name}. Received: a "
-                    f"value of dtype {np.dtype(src).name}."
-                )
-            value = _array.to_device(value, dtype=dtype)
+            value = cast_fed(value, dtype, name)
         if shape is not None:
             vs = value.shape
             if len(vs) != len(shape) or any(
@@ -266,8 +258,12 @@ class Function:
                    f"[{shapes}]: {e}")
             try:
                 err = type(e)(msg)
-            except Exception:  # an exception type whose constructor wants more
-                err = RuntimeError(msg)
+            except Exception:  # a constructor that wants more (numpy's
+                err = None  # _ArrayMemoryError takes a shape and a dtype)
+            if err is None:
+                # Keep the original, so `except MemoryError` still catches it.
+                e.add_note(msg)
+                raise
             raise err.with_traceback(None) from e
         if self._single:
             return flat[0]

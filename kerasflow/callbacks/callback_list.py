@@ -30,7 +30,8 @@ class CallbackList(Callback):
             ``epochs``, ``steps``, ``samples``, ``batch_size``).
 
     Raises:
-        TypeError: if an element of ``callbacks`` is not a `Callback`.
+        TypeError: if ``callbacks`` is a single `Callback` (not a list) or an
+            element of ``callbacks`` is not a `Callback`.
 
     Example:
         cbs = CallbackList([EarlyStopping()], add_history=True, model=model,
@@ -48,6 +49,13 @@ class CallbackList(Callback):
     ) -> None:
         super().__init__()
         self.callbacks: list[Callback] = []
+        if isinstance(callbacks, Callback) or not (
+                callbacks is None or hasattr(callbacks, "__iter__")):
+            raise TypeError(
+                f"`callbacks` expects a list of Callback instances. Received: "
+                f"{type(callbacks).__name__} {callbacks!r}; pass "
+                f"callbacks=[{type(callbacks).__name__}(...)]."
+            )
         for callback in callbacks or []:
             self.append(callback)
         self._history = next(

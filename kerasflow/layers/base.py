@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import re
 import threading
 import weakref
@@ -275,6 +276,7 @@ class Layer:
             while f"{self.name}/{name}" in taken:
                 name, k = f"weight_{k}", k + 1
         init = initializers.get(initializer)
+        _check_weight_size(self.name, name, shape, dtype)
         value = np.asarray(init(tuple(shape), dtype=dtype), dtype=dtype)
         var = K.Variable(value, trainable=trainable, name=f"{self.name}/{name}",
                          dtype=dtype, constraint=constraint)
@@ -609,3 +611,20 @@ def _call_params(cls):
     if p is None:
         p = _params_cache[cls] = set(inspect.signature(cls.call).parameters)
     return p
+
+
+def _check_weight_size(layer, name, shape, dtype):
+    """Refuses a weight larger than this machine's memory, naming the layer."""
+    nbytes = int(np.prod([int(d) for d in shape], dtype=object)) * np.dtype(
+        dtype).itemsize
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not POSIX: numpy will tell
+        return
+    if nbytes > memory:
+        raise ValueError(
+            f"Layer '{layer}' expects weight '{name}' to fit in memory "
+            f"({memory / 2**30:.1f} GiB). Received: shape {tuple(shape)} of "
+            f"{dtype}, {nbytes / 2**30:.4g} GiB; check the layer's arguments "
+            f"(units, filters, input size)."
+        )

@@ -11,6 +11,7 @@ import numpy as np
 
 from kerasflow.backend import floatx
 from kerasflow.distribute_lib import BatchRef
+from kerasflow.models import input_checks
 
 __all__ = ["standardize", "to_list", "check_arrays", "split_validation", "ArrayBatches",
            "GeneratorBatches", "class_weights_to_sample_weights", "is_generator",
@@ -60,8 +61,8 @@ def to_list(x, names=None, what="x"):
     if isinstance(x, (list, tuple)) and x and all(
         hasattr(v, "shape") or isinstance(v, (list, tuple)) for v in x
     ) and names is not None and len(names) > 1:
-        return [np.asarray(v) for v in x]
-    return [np.asarray(x)]
+        return [input_checks.as_array(v, what) for v in x]
+    return [input_checks.as_array(x, what)]
 
 
 def standardize(model, x, y=None, sample_weight=None, class_weight=None,
@@ -80,6 +81,8 @@ def standardize(model, x, y=None, sample_weight=None, class_weight=None,
     xs = to_list(x, model._input_names(), "x")
     n_out = len(model.outputs) if model._is_functional else 1
     out_names = model._output_names(n_out)
+    if y is not None:
+        input_checks.check_targets_count(y, out_names, model.name)
     ys = to_list(y, out_names if n_out > 1 else None, "y")
     if ys is not None and n_out > 1 and len(ys) == 1 and not isinstance(y, dict):
         ys = [np.asarray(v) for v in y]
@@ -92,6 +95,9 @@ def standardize(model, x, y=None, sample_weight=None, class_weight=None,
     if class_weight is not None:
         if len(ys) != 1:
             raise ValueError("class_weight needs exactly one target array.")
+        shape = model._get_step("predict", xs).outputs[0].shape
+        n_classes = shape[-1] if shape and shape[-1] and shape[-1] > 1 else None
+        class_weight = input_checks.check_class_weight(class_weight, n_classes)
         cw = class_weights_to_sample_weights(ys[0], class_weight)
         sw = cw if sw is None else sw * cw
     sw = model._ones(n) if sw is None else sw.astype(floatx())

@@ -16,6 +16,7 @@ from kerasflow.distribute_lib import BatchRef, DefaultStrategy, get_strategy
 from kerasflow.layers.base import collect_updates
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import data as data_mod
+from kerasflow.models import input_checks
 from kerasflow.models.train_step import EvalStep, PredictStep, TrainStep
 
 __all__ = ["Trainer"]
@@ -287,6 +288,10 @@ class Trainer:
         from kerasflow.callbacks import CallbackList  # noqa: PLC0415
 
         self._require_compiled("fit")
+        epochs, initial_epoch = input_checks.check_epochs(epochs, initial_epoch)
+        steps_per_epoch = input_checks.check_steps(steps_per_epoch, "steps_per_epoch")
+        validation_steps = input_checks.check_steps(validation_steps,
+                                                    "validation_steps")
         strategy = self._strategy()
         verbose = 1 if verbose == "auto" else int(verbose)
         gen = data_mod.is_generator(x)
@@ -420,6 +425,7 @@ class Trainer:
         from kerasflow.callbacks import CallbackList  # noqa: PLC0415
 
         self._require_compiled("evaluate")
+        steps = input_checks.check_steps(steps)
         batch_size = batch_size or 32
         xs, ys, sw = self._standardize(x, y, sample_weight, None, batch_size)
         verbose = 1 if verbose == "auto" else int(verbose)

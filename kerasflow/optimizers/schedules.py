@@ -51,6 +51,18 @@ def _check_positive(name, value):
         raise ValueError(f"Argument `{name}` must be > 0. Received: {name}={value}.")
 
 
+def _check_finite(name, value, minimum=None):
+    """A finite real (>= ``minimum``): a NaN rate would poison every weight."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not (
+            hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0):
+        raise TypeError(f"Argument `{name}` must be a float. Received: "
+                        f"{name}={value!r}.")
+    if not math.isfinite(float(value)) or (minimum is not None and value < minimum):
+        bound = "" if minimum is None else f" >= {minimum}"
+        raise ValueError(f"Argument `{name}` must be a finite float{bound}. "
+                         f"Received: {name}={value}.")
+
+
 class LearningRateSchedule:
     """Base class: ``schedule(step)`` returns the learning rate at ``step``.
 
@@ -113,6 +125,9 @@ class ExponentialDecay(LearningRateSchedule):
     def __init__(self, initial_learning_rate, decay_steps, decay_rate,
                  staircase=False, name="ExponentialDecay"):
         _check_positive("decay_steps", decay_steps)
+        _check_finite("initial_learning_rate", initial_learning_rate, 0)
+        _check_finite("decay_steps", decay_steps)
+        _check_finite("decay_rate", decay_rate, 0)
         self.initial_learning_rate = initial_learning_rate
         self.decay_steps = decay_steps
         self.decay_rate = decay_rate
@@ -167,6 +182,13 @@ class PiecewiseConstantDecay(LearningRateSchedule):
                 f"Received: boundaries={boundaries} of length {len(boundaries)}, "
                 f"and values={values} of length {len(values)}."
             )
+        for i, v in enumerate(values):
+            _check_finite(f"values[{i}]", v, 0)
+        for i, b in enumerate(boundaries):
+            _check_finite(f"boundaries[{i}]", b)
+        if any(b >= c for b, c in zip(boundaries, boundaries[1:])):
+            raise ValueError(f"boundaries must be strictly increasing. Received: "
+                             f"boundaries={list(boundaries)}.")
         self.boundaries = list(boundaries)
         self.values = list(values)
         self.name = name
@@ -217,6 +239,12 @@ class CosineDecay(LearningRateSchedule):
     def __init__(self, initial_learning_rate, decay_steps, alpha=0.0,
                  name="CosineDecay", warmup_target=None, warmup_steps=0):
         _check_positive("decay_steps", decay_steps)
+        _check_finite("initial_learning_rate", initial_learning_rate, 0)
+        _check_finite("decay_steps", decay_steps)
+        _check_finite("alpha", alpha)
+        if warmup_target is not None:
+            _check_finite("warmup_target", warmup_target, 0)
+        _check_finite("warmup_steps", warmup_steps, 0)
         self.initial_learning_rate = initial_learning_rate
         self.decay_steps = decay_steps
         self.alpha = alpha
