@@ -24,7 +24,7 @@ from kerasflow import backend as K
 
 __all__ = ["Graph", "GraphKeys", "get_default_graph", "reset_default_graph",
            "add_to_collection", "get_collection", "get_collection_ref",
-           "track", "as_tensor", "graph_op"]
+           "track", "as_tensor", "as_tensor_pair", "graph_op"]
 
 
 class GraphKeys:
@@ -242,6 +242,24 @@ def as_tensor(value, dtype=None):
         elif arr.dtype == np.int64:
             arr = arr.astype(np.int32)
     return track(K.constant(arr))
+
+
+def as_tensor_pair(x, y):
+    """Both operands of a binary op as TF1 converted them: a non-tensor
+    operand takes the dtype of the tensor one (``float32_tensor * 2`` stays
+    float32); Python numbers are left to the backend, which does the same."""
+    xs, ys = isinstance(x, K.SymbolicTensor), isinstance(y, K.SymbolicTensor)
+    if xs and not ys:
+        return x, _like(y, x)
+    if ys and not xs:
+        return _like(x, y), y
+    return as_tensor(x), as_tensor(y)
+
+
+def _like(value, tensor):
+    if isinstance(value, (bool, int, float)):
+        return value
+    return as_tensor(value, tensor.dtype)
 
 
 def graph_op(fn):

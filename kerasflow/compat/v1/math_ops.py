@@ -32,7 +32,7 @@ _t = G.as_tensor
 
 def _binary(fn):
     def op(x, y, name=None):
-        return G.track(fn(_t(x), _t(y)))
+        return G.track(fn(*G.as_tensor_pair(x, y)))
 
     op.__name__ = fn.__name__
     op.__doc__ = fn.__doc__
@@ -69,8 +69,9 @@ logical_and, logical_or = _binary(K.logical_and), _binary(K.logical_or)
 
 def div(x, y, name=None):
     """TF1 ``tf.div``: floor division for integers, true division for floats."""
-    x, y = _t(x), _t(y)
-    if x.dtype.kind in "iu" and y.dtype.kind in "iu":
+    x, y = G.as_tensor_pair(x, y)
+    if K.is_symbolic(x) and K.is_symbolic(y) and x.dtype.kind in "iu" \
+            and y.dtype.kind in "iu":
         return G.track(K.floor_divide(x, y))
     return G.track(K.divide(x, y))
 
@@ -84,7 +85,7 @@ def scalar_mul(scalar, x, name=None):
 
 
 def squared_difference(x, y, name=None):
-    return G.track(K.square(K.subtract(_t(x), _t(y))))
+    return G.track(K.square(K.subtract(*G.as_tensor_pair(x, y))))
 
 
 # -- reductions -----------------------------------------------------------------------
@@ -169,7 +170,7 @@ def argmin(input, axis=None, name=None, dimension=None,  # noqa: A002
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False,
            adjoint_b=False, a_is_sparse=False, b_is_sparse=False, name=None):
     """``a @ b`` with optional transposes (adjoint = transpose for real dtypes)."""
-    return G.track(K.matmul(_t(a), _t(b), transpose_a or adjoint_a,
+    return G.track(K.matmul(*G.as_tensor_pair(a, b), transpose_a or adjoint_a,
                             transpose_b or adjoint_b))
 
 
