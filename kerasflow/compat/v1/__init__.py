@@ -24,6 +24,7 @@ program's variables, collections and ops (see ``graph.py``), which
 
 from __future__ import annotations
 
+import builtins as _builtins
 import logging as _logging
 
 from kerasflow import backend as _K
@@ -67,9 +68,10 @@ def gradients(ys, xs, grad_ys=None, name="gradients", **kwargs):
     if grad_ys is not None:
         raise NotImplementedError("tf.gradients(grad_ys=...) is not provided by "
                                   "kerasflow.compat.v1.")
-    if isinstance(ys, (list, tuple)):
+    # (tuple, range, bool are TF names in this module: use the builtins.)
+    if isinstance(ys, (list, _builtins.tuple)):
         ys = add_n([reduce_sum(y) for y in ys])  # noqa: F405
-    single = not isinstance(xs, (list, tuple))
+    single = not isinstance(xs, (list, _builtins.tuple))
     grads = _K.gradients(ys, [xs] if single else list(xs))
     return list(grads)
 
