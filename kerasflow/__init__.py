@@ -13,11 +13,12 @@ from kerasflow import losses, metrics, optimizers
 from kerasflow import layers
 from kerasflow import callbacks
 from kerasflow import models
-from kerasflow import datasets, utils
+from kerasflow import datasets, summary, utils
 from kerasflow.layers import Input
 from kerasflow.models import Model, Sequential
 
 __version__ = "0.1.0"
 __all__ = ["backend", "activations", "constraints", "initializers", "regularizers",
            "losses", "metrics", "optimizers", "layers", "callbacks", "models",
-           "datasets", "utils", "Input", "Model", "Sequential", "__version__"]
+           "datasets", "summary", "utils", "Input", "Model", "Sequential",
+           "__version__"]

@@ -27,26 +27,24 @@ __all__ = ["FileWriter", "read_events", "scalar_summary", "histogram_summary",
 
 
 def _tbx():
-    try:
-        import tensorboardX  # noqa: PLC0415
-        from tensorboardX.proto import event_pb2, summary_pb2  # noqa: PLC0415
-    except ImportError as e:
-        raise ImportError("TensorBoard event files need tensorboardX: pip install "
-                          "'kerasflow[tensorboard]'.") from e
-    return tensorboardX, event_pb2, summary_pb2
+    from kerasflow.utils.tbx import import_tensorboardx  # noqa: PLC0415
+
+    tbx = import_tensorboardx()
+    return (tbx, import_tensorboardx("proto.event_pb2"),
+            import_tensorboardx("proto.summary_pb2"))
 
 
 def scalar_summary(tag: str, value) -> bytes:
     """A serialized ``Summary`` holding one scalar (``simple_value``)."""
-    from tensorboardX import summary as tbx_summary  # noqa: PLC0415
-
+    tbx_summary = _tbx()[0].summary
     return tbx_summary.scalar(tag, float(value)).SerializeToString()
 
 
 def histogram_summary(tag: str, values) -> bytes:
     """A serialized ``Summary`` holding a histogram of ``values`` (any shape)."""
     import numpy as np  # noqa: PLC0415
-    from tensorboardX import summary as tbx_summary  # noqa: PLC0415
+
+    tbx_summary = _tbx()[0].summary
 
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     return tbx_summary.histogram(tag, values, "auto").SerializeToString()
@@ -159,9 +157,9 @@ class FileWriter:
 
 
 def _masked_crc(data: bytes) -> int:
-    from tensorboardX.crc32c import crc32c  # noqa: PLC0415
+    from kerasflow.utils.tbx import import_tensorboardx  # noqa: PLC0415
 
-    crc = crc32c(data)
+    crc = import_tensorboardx("crc32c").crc32c(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kerasflow.utils import checkpoint
 from kerasflow.utils.np_utils import normalize, to_categorical
 
-__all__ = ["to_categorical", "normalize"]
+__all__ = ["checkpoint", "to_categorical", "normalize"]

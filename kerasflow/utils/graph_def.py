@@ -80,14 +80,12 @@ def graph_def_from_tensors(roots, devices: dict | None = None):
         ImportError: tensorboardX is not installed.
         TypeError: a root that is neither a tensor nor a node.
     """
-    try:
-        from tensorboardX.proto import (  # noqa: PLC0415
-            attr_value_pb2, graph_pb2, node_def_pb2, tensor_shape_pb2,
-            versions_pb2,
-        )
-    except ImportError as e:
-        raise ImportError("Writing a graph for TensorBoard needs tensorboardX: "
-                          "pip install 'kerasflow[tensorboard]'.") from e
+    from kerasflow.utils.tbx import import_tensorboardx  # noqa: PLC0415
+
+    attr_value_pb2, graph_pb2, node_def_pb2, tensor_shape_pb2, versions_pb2 = (
+        import_tensorboardx(f"proto.{m}") for m in (
+            "attr_value_pb2", "graph_pb2", "node_def_pb2", "tensor_shape_pb2",
+            "versions_pb2"))
     devices = devices or {}
     node_defs = []
     for node in collect_nodes(roots):

@@ -168,7 +168,7 @@ _missing = _missing_attribute("tf", globals())
 
 def __getattr__(name):
     if name == "Summary":  # the protobuf class, for hand-made summaries
-        from tensorboardX.proto.summary_pb2 import Summary  # noqa: PLC0415
+        from kerasflow.utils.tbx import import_tensorboardx  # noqa: PLC0415
 
-        return Summary
+        return import_tensorboardx("proto.summary_pb2").Summary
     return _missing(name)
