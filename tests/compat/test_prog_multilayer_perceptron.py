@@ -5,7 +5,7 @@ multilayer_perceptron.py,
 https://github.com/aymericdamien/TensorFlow-Examples/blob/master/examples/3_NeuralNetworks/multilayer_perceptron.py
 (MIT license). Changed: the import (``import kerasflow.compat.v1 as tf``), the
 data source (``input_data.read_data_sets`` from this folder, ``train_size``
-training images), the body wrapped in ``main()`` with the epochs as an
+training and ``test_size`` test images), the body wrapped in ``main()`` with the epochs as an
 argument and the results returned. The program's layers have no activation,
 as in the original.
 """
@@ -16,8 +16,9 @@ import kerasflow.compat.v1 as tf
 from tests.compat import input_data
 
 
-def main(data_dir, training_epochs=15, train_size=None):
-    mnist = input_data.read_data_sets(data_dir, one_hot=True, train_size=train_size)
+def main(data_dir, training_epochs=15, train_size=None, test_size=None):
+    mnist = input_data.read_data_sets(data_dir, one_hot=True, train_size=train_size,
+                                      test_size=test_size)
 
     # Parameters
     learning_rate = 0.001
@@ -101,7 +102,8 @@ def main(data_dir, training_epochs=15, train_size=None):
 
 
 def test_multilayer_perceptron_on_mnist(mnist_dir):
-    costs, acc = main(mnist_dir, training_epochs=3, train_size=10000)  # 300 steps
+    costs, acc = main(mnist_dir, training_epochs=2, train_size=10000,
+                      test_size=2000)        # 200 steps
     first, last = sum(costs[:20]) / 20, sum(costs[-20:]) / 20
-    assert last < 0.2 * first                # N(0, 1) weights start far off
-    assert acc > 0.80
+    assert last < 0.25 * first               # N(0, 1) weights start far off
+    assert acc > 0.70                         # 200 of the original 8,250 steps

@@ -7,7 +7,8 @@ https://github.com/aymericdamien/TensorFlow-Examples/blob/master/examples/4_Util
 and examples/4_Utils/tensorboard_basic.py,
 https://github.com/aymericdamien/TensorFlow-Examples/blob/master/examples/4_Utils/tensorboard_basic.py
 Changed: the import (``import kerasflow.compat.v1 as tf``), the data source
-(``input_data.read_data_sets`` from this folder, ``train_size`` images), the
+(``input_data.read_data_sets`` from this folder, ``train_size`` and
+``test_size`` images), the
 bodies wrapped in functions with the epochs and paths as arguments, and the
 results returned; in the save/restore program the accuracy is also measured
 right after ``restore`` (to check the round trip exactly).
@@ -25,8 +26,9 @@ from tests.compat import input_data
 
 
 def save_restore_model(data_dir, model_path, first_epochs=3, second_epochs=7,
-                       train_size=None):
-    mnist = input_data.read_data_sets(data_dir, one_hot=True, train_size=train_size)
+                       train_size=None, test_size=None):
+    mnist = input_data.read_data_sets(data_dir, one_hot=True, train_size=train_size,
+                                      test_size=test_size)
     out = {}
 
     # Parameters
@@ -256,7 +258,7 @@ def tensorboard_basic(data_dir, logs_path, training_epochs=25, train_size=None):
 def test_save_restore_model_round_trip(mnist_dir, tmp_path):
     model_path = str(tmp_path / "model.ckpt")
     r = save_restore_model(mnist_dir, model_path, first_epochs=2, second_epochs=1,
-                           train_size=5000)               # 100 + 50 steps
+                           train_size=5000, test_size=2000)  # 100 + 50 steps
     assert r['save_path'] == model_path
     assert os.path.exists(model_path + ".npz") and os.path.exists(model_path + ".json")
     assert tf.train.latest_checkpoint(str(tmp_path)) == model_path
