@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 
 from kerasflow.utils.checkpoint import (
-    checkpoint_exists, get_checkpoint_state, latest_checkpoint, load_checkpoint,
+    checkpoint_exists,
+    get_checkpoint_state,
+    latest_checkpoint,
+    load_checkpoint,
     save_checkpoint,
 )
 

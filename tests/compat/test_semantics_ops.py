@@ -16,7 +16,7 @@ def run(fetches, feed_dict=None):
 X = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
 
 
-# -- dtypes -----------------------------------------------------------------------------
+# -- dtypes ----------------------------------------------------------------------------
 def test_float_means_float32_and_dtypes_compare_with_numpy():
     x = tf.placeholder("float")
     assert x.dtype == np.float32 and x.dtype == tf.float32
@@ -38,7 +38,7 @@ def test_python_scalars_take_the_tensor_dtype():
     assert tf.multiply(x, np.float64(2.0)).dtype == np.float32
 
 
-# -- reductions -------------------------------------------------------------------------
+# -- reductions ------------------------------------------------------------------------
 def test_reduction_indices_and_keep_dims():
     x = tf.constant(X)
     s, k, m, mx, mn = run([
@@ -67,7 +67,7 @@ def test_argmax_defaults_to_axis_0_as_tf1():
     np.testing.assert_array_equal(run(tf.argmin(x, dimension=1)), [0, 0])
 
 
-# -- tf.nn ------------------------------------------------------------------------------
+# -- tf.nn -----------------------------------------------------------------------------
 def test_dropout_keep_prob_scales_kept_values_by_its_inverse():
     x = tf.constant(np.full((4000,), 3.0, np.float32))
     keep_prob = tf.placeholder(tf.float32)
@@ -144,7 +144,7 @@ def test_moments_l2_normalize_embedding_lookup():
     np.testing.assert_array_equal(e, X[[1, 1, 0]])
 
 
-# -- array and math ops -------------------------------------------------------------------
+# -- array and math ops ----------------------------------------------------------------
 def test_shape_ops_match_numpy():
     x = tf.constant(X)
     outs = run([tf.transpose(x, [1, 0]), tf.concat([x, x], 0), tf.stack([x, x], 1),
@@ -198,7 +198,7 @@ def test_random_ops_are_reproducible_with_set_random_seed():
         assert not np.array_equal(sess.run(r), sess.run(r))
 
 
-# -- missing symbols ------------------------------------------------------------------------
+# -- missing symbols -------------------------------------------------------------------
 @pytest.mark.parametrize("get, name", [
     (lambda: tf.while_loop, "tf.while_loop"),
     (lambda: tf.contrib, "tf.contrib"),

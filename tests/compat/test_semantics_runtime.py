@@ -14,7 +14,7 @@ from kerasflow.compat.v1 import flags as tf_flags
 from kerasflow.summary import read_events
 
 
-# -- default session ----------------------------------------------------------------------
+# -- default session -------------------------------------------------------------------
 def test_eval_and_run_use_the_default_session():
     x = tf.placeholder("float")
     w = tf.Variable(2.0)
@@ -69,7 +69,7 @@ def test_global_variables_initializer_restores_initial_values():
     assert tf.global_variables() == []
 
 
-# -- variables and scopes ---------------------------------------------------------------------
+# -- variables and scopes --------------------------------------------------------------
 def test_get_variable_reuse_errors_as_tf1():
     with tf.variable_scope("layer"):
         v = tf.get_variable("v", [2], initializer=tf.zeros_initializer())
@@ -130,7 +130,7 @@ def test_tf_layers_dense_shares_weights_on_reuse():
     np.testing.assert_array_equal(a, b)
 
 
-# -- optimizers and the global step ----------------------------------------------------------
+# -- optimizers and the global step ----------------------------------------------------
 @pytest.mark.parametrize("make, expected", [
     # loss = w**2 from w = 1 (gradient 2w), two steps, TF1 update rules by hand.
     (lambda: tf.train.GradientDescentOptimizer(0.1), [0.8, 0.64]),
@@ -171,7 +171,7 @@ def test_compute_and_apply_gradients_and_exponential_decay():
         assert sess.run(step) == 21
 
 
-# -- Saver -----------------------------------------------------------------------------------
+# -- Saver -----------------------------------------------------------------------------
 def test_saver_round_trip_max_to_keep_and_errors(tmp_path):
     w = tf.Variable(np.arange(4.0, dtype=np.float32).reshape(2, 2), name="w")
     b = tf.Variable(1.5, name="b")
@@ -199,7 +199,7 @@ def test_saver_round_trip_max_to_keep_and_errors(tmp_path):
         assert len(f.files) == 2
 
 
-# -- summaries and the graph ------------------------------------------------------------------
+# -- summaries and the graph -----------------------------------------------------------
 def test_summaries_run_with_the_fetches_and_read_back(tmp_path):
     x = tf.placeholder("float", [None])
     mean = tf.reduce_mean(x)
@@ -210,7 +210,7 @@ def test_summaries_run_with_the_fetches_and_read_back(tmp_path):
         writer = tf.summary.FileWriter(str(tmp_path), sess.graph)
         for step in range(3):
             summary, m = sess.run([merged, mean], {x: np.arange(4.0) + step})
-            assert isinstance(summary, bytes)
+            assert isinstance(summary, bytes) and m == 1.5 + step
             writer.add_summary(summary, step)
         writer.close()
     events = read_events(tmp_path)
@@ -222,7 +222,7 @@ def test_summaries_run_with_the_fetches_and_read_back(tmp_path):
     assert len(histos) == 3 and histos[0].num == 4 and histos[0].max == 3.0
 
 
-# -- devices ---------------------------------------------------------------------------------
+# -- devices ---------------------------------------------------------------------------
 def test_device_cpu_runs_and_absent_gpu_needs_soft_placement():
     with tf.device("/cpu:0"):
         a = tf.constant(2.0) * 3.0
@@ -254,7 +254,7 @@ def test_device_gpu_runs_on_the_gpu():
     assert K.get_device() == "gpu"
 
 
-# -- flags -----------------------------------------------------------------------------------
+# -- flags -----------------------------------------------------------------------------
 def test_flags_parse_like_tf_app_flags():
     fv = tf_flags.FlagValues()
     tf_flags.DEFINE_string("data_dir", "/tmp", "where", flag_values=fv)
@@ -267,5 +267,5 @@ def test_flags_parse_like_tf_app_flags():
     with pytest.raises(SystemExit):
         fv(["prog", "--steps=many"])
     with pytest.raises(AttributeError, match="Unknown flag"):
-        fv.nothing
+        _ = fv.nothing
     assert tf.app.flags is tf.flags

@@ -104,13 +104,13 @@ def _set_verbosity(level):
 
 
 _tf_logger = _logging.getLogger("tensorflow")
-logging = _Namespace("tf.logging", dict(
-    DEBUG=_logging.DEBUG, INFO=_logging.INFO, WARN=_logging.WARNING,
-    WARNING=_logging.WARNING, ERROR=_logging.ERROR, FATAL=_logging.FATAL,
-    set_verbosity=_set_verbosity,
-    get_verbosity=lambda: _tf_logger.getEffectiveLevel(), debug=_tf_logger.debug,
-    info=_tf_logger.info, warn=_tf_logger.warning, warning=_tf_logger.warning,
-    error=_tf_logger.error, fatal=_tf_logger.critical))
+logging = _Namespace("tf.logging", {
+    "DEBUG": _logging.DEBUG, "INFO": _logging.INFO, "WARN": _logging.WARNING,
+    "WARNING": _logging.WARNING, "ERROR": _logging.ERROR, "FATAL": _logging.FATAL,
+    "set_verbosity": _set_verbosity, "get_verbosity": _tf_logger.getEffectiveLevel,
+    "debug": _tf_logger.debug, "info": _tf_logger.info, "warn": _tf_logger.warning,
+    "warning": _tf_logger.warning, "error": _tf_logger.error,
+    "fatal": _tf_logger.critical})
 
 app = _Namespace("tf.app", {"flags": flags, "run": flags.run})
 

@@ -55,7 +55,8 @@ class Saver:
     """
 
     def __init__(self, var_list=None, reshape=False, sharded=False, max_to_keep=5,
-                 keep_checkpoint_every_n_hours=10000.0, name=None, restore_sequentially=False,
+                 keep_checkpoint_every_n_hours=10000.0, name=None,
+                 restore_sequentially=False,
                  saver_def=None, builder=None, defer_build=False,
                  allow_empty=False, write_version=2, pad_step_number=False,
                  save_relative_paths=False, filename=None):
@@ -66,14 +67,14 @@ class Saver:
         else:
             items = [(_name_of(v), v) for v in var_list]
         names = {}
-        for name, var in items:
+        for key, var in items:
             if not isinstance(var, K.Variable):
-                raise TypeError(f"Saver saves Variables. Received for '{name}': "
+                raise TypeError(f"Saver saves Variables. Received for '{key}': "
                                 f"{var!r}.")
-            if name in names and names[name] is not var:
+            if key in names and names[key] is not var:
                 raise ValueError(f"At least two variables have the same name: "
-                                 f"{name}")
-            names[name] = var
+                                 f"{key}")
+            names[key] = var
         if not names and not allow_empty:
             raise ValueError("No variables to save")
         self._vars = names

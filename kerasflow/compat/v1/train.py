@@ -17,7 +17,7 @@ from kerasflow import backend as K
 from kerasflow import optimizers as kopt
 from kerasflow.compat.v1 import graph as G
 from kerasflow.compat.v1._missing import missing_attribute
-from kerasflow.compat.v1.saver import Saver, latest_checkpoint, checkpoint_exists
+from kerasflow.compat.v1.saver import Saver, checkpoint_exists, latest_checkpoint
 from kerasflow.optimizers.schedules import ExponentialDecay, LearningRateSchedule
 
 __all__ = [

@@ -16,9 +16,14 @@ import threading
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow import initializers as kinit
 from kerasflow.compat.v1 import graph as G
 from kerasflow.compat.v1.dtypes import resolve
+from kerasflow.compat.v1.initializers import *  # noqa: F403
+from kerasflow.compat.v1.initializers import __all__ as _initializers_all
+from kerasflow.compat.v1.initializers import (
+    glorot_uniform_initializer,
+    zeros_initializer,
+)
 
 __all__ = [
     "Variable", "get_variable", "variable_scope", "name_scope", "VariableScope",
@@ -26,12 +31,8 @@ __all__ = [
     "local_variables", "model_variables", "all_variables",
     "global_variables_initializer", "initialize_all_variables",
     "variables_initializer", "local_variables_initializer",
-    "report_uninitialized_variables", "is_variable_initialized",
-    "zeros_initializer", "ones_initializer", "constant_initializer",
-    "random_normal_initializer", "truncated_normal_initializer",
-    "random_uniform_initializer", "glorot_uniform_initializer",
-    "glorot_normal_initializer", "variance_scaling_initializer",
-    "orthogonal_initializer", "assign", "assign_add", "assign_sub",
+    "report_uninitialized_variables", "is_variable_initialized", "assign",
+    "assign_add", "assign_sub", *_initializers_all,
 ]
 
 
@@ -358,67 +359,3 @@ def assign_add(ref, value, use_locking=None, name=None):
 
 def assign_sub(ref, value, use_locking=None, name=None):
     return G.track(K.assign_sub(ref, G.as_tensor(value, ref.dtype)))
-
-
-# -- initializers (TF1 defaults, over kerasflow.initializers) ------------------------
-def _seed(seed):
-    """``seed``, or one drawn from ``set_random_seed``'s sequence (reproducible)."""
-    if seed is not None:
-        return int(seed)
-    return int(K.random_uniform((), 0, 2**31 - 1, dtype="float64"))
-
-
-def zeros_initializer(dtype=None):
-    return kinit.Zeros()
-
-
-def ones_initializer(dtype=None):
-    return kinit.Ones()
-
-
-def constant_initializer(value=0, dtype=None, verify_shape=False):
-    """Fills with ``value``: a number, or an array of exactly the shape asked."""
-    if np.ndim(value) == 0:
-        return kinit.Constant(float(value))
-
-    def init(shape, dtype=None, partition_info=None):
-        arr = np.asarray(value, dtype=dtype)
-        if arr.size != int(np.prod(shape)):
-            raise ValueError(f"constant_initializer has {arr.size} values for "
-                             f"shape {tuple(shape)}.")
-        return arr.reshape(shape)
-
-    return init
-
-
-def random_normal_initializer(mean=0.0, stddev=1.0, seed=None, dtype=None):
-    return kinit.RandomNormal(mean, stddev, seed=_seed(seed))
-
-
-def truncated_normal_initializer(mean=0.0, stddev=1.0, seed=None, dtype=None):
-    return kinit.TruncatedNormal(mean, stddev, seed=_seed(seed))
-
-
-def random_uniform_initializer(minval=0.0, maxval=None, seed=None, dtype=None):
-    return kinit.RandomUniform(minval, 1.0 if maxval is None else maxval,
-                               seed=_seed(seed))
-
-
-def glorot_uniform_initializer(seed=None, dtype=None):
-    return kinit.GlorotUniform(seed=_seed(seed))
-
-
-def glorot_normal_initializer(seed=None, dtype=None):
-    return kinit.GlorotNormal(seed=_seed(seed))
-
-
-def variance_scaling_initializer(scale=1.0, mode="fan_in",
-                                 distribution="truncated_normal", seed=None,
-                                 dtype=None):
-    if distribution == "normal":  # TF1's alias of truncated_normal
-        distribution = "truncated_normal"
-    return kinit.VarianceScaling(scale, mode, distribution, seed=_seed(seed))
-
-
-def orthogonal_initializer(gain=1.0, seed=None, dtype=None):
-    return kinit.Orthogonal(gain, seed=_seed(seed))
