@@ -171,6 +171,27 @@ def test_compute_and_apply_gradients_and_exponential_decay():
         assert sess.run(step) == 21
 
 
+def test_a_tf1_train_op_runs_as_a_kerasflow_train_step():
+    # The Estimator path: minimize()'s op split into compute -> apply.
+    from kerasflow.models.train_step import TrainStep
+
+    x = tf.placeholder("float", [None, 2])
+    y = tf.placeholder("float", [None, 1])
+    w = tf.Variable(np.zeros((2, 1), np.float32))
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+    step = tf.train.get_or_create_global_step()
+    train_op = tf.train.GradientDescentOptimizer(0.5).minimize(loss, global_step=step)
+    result = TrainStep.from_train_op(train_op, [x, y]).run(
+        [np.ones((4, 2), np.float32), np.ones((4, 1), np.float32)], 4)
+    assert result.loss == 1.0
+    # d/dw mean((x w - 1)^2) = 2 * (0 - 1) * 1 = -2 per weight; w = 0 + 0.5 * 2
+    np.testing.assert_allclose(w.numpy().ravel(), [1.0, 1.0])
+    assert step.numpy() == 1
+    op = tf.train.GradientDescentOptimizer(0.5).apply_gradients(
+        tf.train.GradientDescentOptimizer(0.5).compute_gradients(loss))
+    assert len(list(op)) == 2                     # the update and iterations += 1
+
+
 # -- Saver -----------------------------------------------------------------------------
 def test_saver_round_trip_max_to_keep_and_errors(tmp_path):
     w = tf.Variable(np.arange(4.0, dtype=np.float32).reshape(2, 2), name="w")

@@ -11,8 +11,6 @@ or a scalar tensor (``tf.train.exponential_decay(...)``, a placeholder).
 
 from __future__ import annotations
 
-import inspect
-
 from kerasflow import backend as K
 from kerasflow import optimizers as kopt
 from kerasflow.compat.v1 import graph as G
@@ -21,7 +19,7 @@ from kerasflow.compat.v1.saver import Saver, checkpoint_exists, latest_checkpoin
 from kerasflow.optimizers.schedules import ExponentialDecay, LearningRateSchedule
 
 __all__ = [
-    "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
+    "ApplyOp", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
     "AdagradOptimizer", "RMSPropOptimizer", "get_or_create_global_step",
     "get_global_step", "create_global_step", "global_step", "exponential_decay",
     "Saver", "latest_checkpoint", "checkpoint_exists",
@@ -47,6 +45,29 @@ def _rate(learning_rate):
     if K.is_symbolic(learning_rate):
         return _TensorRate(K.cast(learning_rate, K.floatx()))
     return learning_rate
+
+
+class ApplyOp(K.SymbolicTensor):
+    """What TF1's ``apply_gradients`` returns: one fetchable op running every
+    update, which also iterates over those updates, so kerasflow code expecting
+    the update list (``TrainStep``) takes it as well."""
+
+    __slots__ = ("updates",)
+
+    def __iter__(self):
+        return iter(self.updates)
+
+    def __len__(self):
+        return len(self.updates)
+
+
+def _apply_op(updates, name):
+    node = K.group(*updates, name=name).node
+    op = ApplyOp.__new__(ApplyOp)
+    K.SymbolicTensor.__init__(op, node, 0, (), "bool")
+    node.outputs = (op,)
+    op.updates = list(updates)
+    return op
 
 
 class Optimizer:
@@ -79,12 +100,15 @@ class Optimizer:
             self, zip(K.gradients(loss, params), params))
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
-        """One op applying the gradients (and ``global_step += 1``)."""
+        """One op applying the gradients (and ``global_step += 1``); iterating
+        over it gives the update ops (kerasflow's ``apply_gradients`` list)."""
         updates = kopt.Optimizer.apply_gradients(self, grads_and_vars)
+        if getattr(self, "_in_minimize", False):
+            return updates  # kerasflow's minimize appends to the list
         if global_step is not None:
             updates.append(K.assign_add(global_step, K.cast(1, global_step.dtype)))
         self._register()
-        return G.track(K.group(*updates, name=name or f"{self.name}/update"))
+        return G.track(_apply_op(updates, name or f"{self.name}/update"))
 
     def minimize(self, loss, global_step=None, var_list=None, gate_gradients=1,
                  aggregation_method=None, colocate_gradients_with_ops=False,
@@ -103,15 +127,11 @@ class Optimizer:
         Raises:
             ValueError: no trainable variable to train.
         """
-        base = super().minimize
-        if "global_step" in inspect.signature(base).parameters:
-            op = base(loss, global_step=global_step, var_list=var_list)
-        else:
-            op = base(loss, var_list=var_list)
-            if global_step is not None:
-                op = K.group(op, K.assign_add(global_step,
-                                              K.cast(1, global_step.dtype)),
-                             name=f"{self.name}/minimize_step")
+        self._in_minimize = True
+        try:
+            op = super().minimize(loss, global_step=global_step, var_list=var_list)
+        finally:
+            self._in_minimize = False
         self._register()
         G.add_to_collection(G.GraphKeys.TRAIN_OP, op)
         return G.track(op)
