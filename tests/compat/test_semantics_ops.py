@@ -182,6 +182,28 @@ def test_math_ops_match_hand_values():
     assert outs[8] == 5.0
 
 
+def test_placeholder_with_default_uses_the_default_unless_fed():
+    p = tf.placeholder_with_default(tf.constant([1.0, 2.0]), shape=[None])
+    doubled = p * 2.0
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(doubled), [2.0, 4.0])
+        np.testing.assert_array_equal(sess.run(doubled, {p: [5.0, 6.0, 7.0]}),
+                                      [10.0, 12.0, 14.0])
+
+
+def test_tf_layers_conv2d_maps_onto_keras_conv2d_when_present():
+    from kerasflow import layers as klayers
+
+    x = tf.placeholder("float", [None, 8, 8, 1])
+    if not hasattr(klayers, "Conv2D"):
+        with pytest.raises(NotImplementedError, match="tf.layers.conv2d maps onto "
+                                                      "kerasflow.layers.Conv2D"):
+            tf.layers.conv2d(x, 4, 3)
+        return
+    y = tf.layers.conv2d(x, 4, 3, padding="same")
+    assert y.get_shape().as_list() == [None, 8, 8, 4]
+
+
 def test_random_ops_are_reproducible_with_set_random_seed():
     def draw():
         tf.reset_default_graph()

@@ -244,7 +244,7 @@ def test_summaries_run_with_the_fetches_and_read_back(tmp_path):
 
 
 # -- devices ---------------------------------------------------------------------------
-def test_device_cpu_runs_and_absent_gpu_needs_soft_placement():
+def test_device_cpu_runs_and_absent_gpu_needs_soft_placement(capsys):
     with tf.device("/cpu:0"):
         a = tf.constant(2.0) * 3.0
     with tf.Session() as sess:
@@ -258,9 +258,11 @@ def test_device_cpu_runs_and_absent_gpu_needs_soft_placement():
                            match="explicitly assigned to /device:GPU:0.*"
                                  "allow_soft_placement=True"):
             sess.run(b)
-    config = tf.ConfigProto(allow_soft_placement=True, log_device_placement=False)
+    config = tf.ConfigProto(allow_soft_placement=True, log_device_placement=True)
     with tf.Session(config=config) as sess:
         assert sess.run(b) == 8.0
+    assert f"{b.node.name}: (Mul): /job:localhost/replica:0/task:0/device:CPU:0" \
+        in capsys.readouterr().err
     with pytest.raises(ValueError, match='no "bogus" field'):
         tf.ConfigProto(bogus=1)
 

@@ -189,7 +189,7 @@ def reset_default_graph() -> None:
     Variables built before keep working: they hold their own graph.
 
     Raises:
-        AssertionError-like ``RuntimeError``: called inside a
+        RuntimeError: called inside a
             ``graph.as_default()`` block, as TF1 refused.
     """
     if _stack():

@@ -169,7 +169,7 @@ class Session(K.Session):
         super().__init__()
         self._graph = graph if graph is not None else G.get_default_graph()
         self._config = config or ConfigProto()
-        self._logged: set = set()
+        self._placements: dict = {}  # fetch signature -> device (or None)
 
     @property
     def graph(self):
@@ -209,6 +209,14 @@ class Session(K.Session):
         graph = self._graph
         if not graph.devices and not self._config.log_device_placement:
             return None
+        key = (tuple(id(t) for t in flat), len(graph.devices))
+        if key in self._placements:
+            return self._placements[key]
+        self._placements[key] = target = self._place(flat)
+        return target
+
+    def _place(self, flat):
+        graph = self._graph
         from kerasflow.utils.graph_def import collect_nodes  # noqa: PLC0415
 
         nodes = collect_nodes(flat)
@@ -237,13 +245,10 @@ class Session(K.Session):
                     f"Session to fall back to the CPU."
                 )
         if self._config.log_device_placement:
-            key = tuple(id(t) for t in flat)
-            if key not in self._logged:
-                self._logged.add(key)
-                dev = "GPU:%d" % target[1] if target else "CPU:0"
-                for node in nodes:
-                    print(f"{node.name}: ({node.op}): /job:localhost/replica:0/"
-                          f"task:0/device:{dev}", file=sys.stderr)
+            dev = f"GPU:{target[1]}" if target else "CPU:0"
+            for node in nodes:
+                print(f"{node.name}: ({node.op}): /job:localhost/replica:0/"
+                      f"task:0/device:{dev}", file=sys.stderr)
         return target
 
     def _run_on_gpu(self, plain, feed_dict, flat):
