@@ -28,9 +28,10 @@ def test_graph_and_scalars_round_trip(tmp_path):
     gd = import_tensorboardx("proto.graph_pb2").GraphDef.FromString(graph)
     nodes = {n.name: n for n in gd.node}
     matmul = nodes[y.node.inputs[0].node.name]
-    assert matmul.op == "MatMul" and list(matmul.input) == ["x", "dense/kernel"]
-    assert nodes["x"].attr["T"].type == 1                     # DT_FLOAT
-    dims = [d.size for d in nodes["x"].attr["_output_shapes"].list.shape[0].dim]
+    assert matmul.op == "MatMul" and list(matmul.input) == [x.node.name, w.name]
+    assert nodes[x.node.name].attr["T"].type == 1                 # DT_FLOAT
+    shapes = nodes[x.node.name].attr["_output_shapes"].list.shape
+    dims = [d.size for d in shapes[0].dim]
     assert dims == [-1, 3]
     scalars = [(e.step, v.simple_value) for e in events for v in e.summary.value]
     assert scalars == [(0, 0.5), (1, 0.25)]
