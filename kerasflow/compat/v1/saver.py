@@ -44,6 +44,11 @@ class Saver:
         max_to_keep: newest checkpoints kept in the folder (older ones are
             deleted); None or 0 keeps all.
 
+    Variables are saved under their names. kerasflow names are unique per
+    *process* (TF1's were per graph): a graph rebuilt in the same process after
+    ``reset_default_graph()`` gets "w_1" where the first had "w". To restore
+    into such a rebuild, give both Savers ``{stable name: Variable}`` dicts.
+
     Raises:
         ValueError: no variables to save, or two variables with one name.
         TypeError: an entry that is not a Variable.
