@@ -241,11 +241,16 @@ class Trainer:
         verbose = 1 if verbose == "auto" else int(verbose)
         gen = data_mod.is_generator(x)
         if gen:
+            if y is not None:
+                raise ValueError(
+                    f"When x is a generator, iterable or dataset it yields the "
+                    f"targets itself; y must be None. Received: y of type "
+                    f"{type(y).__name__}.")
             if validation_split:
                 raise ValueError("validation_split is not supported with "
                                  "generators; pass validation_data.")
             batches = data_mod.GeneratorBatches(x, steps_per_epoch, self._ones)
-            steps, samples = steps_per_epoch, None
+            steps, samples = batches.steps, None
         else:
             batch_size = 32 if batch_size is None else batch_size
             if y is None:
@@ -263,6 +268,15 @@ class Trainer:
             steps, samples = batches.steps, len(xs[0])
         val = None
         if validation_data is not None:
+            if not isinstance(validation_data, (tuple, list)) or len(
+                    validation_data) not in (2, 3):
+                got = (f"a {type(validation_data).__name__} of length "
+                       f"{len(validation_data)}" if isinstance(
+                           validation_data, (tuple, list))
+                       else type(validation_data).__name__)
+                raise ValueError(
+                    f"validation_data must be (x_val, y_val) or (x_val, y_val, "
+                    f"val_sample_weight). Received: {got}.")
             vx, vy = validation_data[0], validation_data[1]
             vsw = validation_data[2] if len(validation_data) > 2 else None
             if isinstance(vx, list) and len(vx) == 1 and not self._is_functional:
