@@ -27,6 +27,10 @@ def test_float_means_float32_and_dtypes_compare_with_numpy():
     assert tf.constant(1.0).dtype == np.float32    # Python float -> float32
     assert tf.constant(3).dtype == np.int32        # Python int -> int32
     assert tf.Variable(0).dtype == np.int32
+    assert tf.one_hot([0, 1], 3, dtype=tf.int32).dtype == np.int32
+    assert tf.get_variable("i64", [2], dtype=np.int64).dtype == np.int64
+    with tf.variable_scope("f64", dtype=tf.float64):
+        assert tf.get_variable("v", [1]).dtype == np.float64
     with pytest.raises(TypeError, match="string"):
         tf.placeholder(tf.string)
 

@@ -267,7 +267,8 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     if axis not in (None, -1):
         raise NotImplementedError("tf.one_hot with axis other than -1 is not "
                                   "provided by kerasflow.compat.v1.")
-    dtype = resolve(dtype) or np.dtype("float32")
+    # (np.dtype objects are falsy: test for None explicitly.)
+    dtype = np.dtype("float32") if dtype is None else resolve(dtype)
     out = K.one_hot(_t(indices), depth, dtype.name)
     if on_value is not None or off_value is not None:
         on = 1 if on_value is None else on_value

@@ -230,7 +230,8 @@ def create_global_step(graph=None):
 
 def get_or_create_global_step(graph=None):
     """The graph's global step, created (value 0) if missing."""
-    return get_global_step(graph) or create_global_step(graph)
+    step = get_global_step(graph)
+    return step if step is not None else create_global_step(graph)
 
 
 def global_step(sess, global_step_tensor) -> int:

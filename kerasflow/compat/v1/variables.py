@@ -112,9 +112,11 @@ def variable_scope(name_or_scope=None, default_name=None, values=None,
         reuse = True
     elif reuse is None:
         reuse = inherit.reuse
-    scope = VariableScope(full, reuse, initializer or inherit.initializer,
-                          regularizer or inherit.regularizer,
-                          dtype or inherit.dtype)
+    scope = VariableScope(
+        full, reuse,
+        inherit.initializer if initializer is None else initializer,
+        inherit.regularizer if regularizer is None else regularizer,
+        inherit.dtype if dtype is None else dtype)
     st.scopes.append(scope)
     st.names.append(full.rsplit("/", 1)[-1])
     try:
@@ -268,7 +270,9 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         raise ValueError(f"Variable {full} does not exist, or was not created "
                          f"with tf.get_variable(). Did you mean to set "
                          f"reuse=tf.AUTO_REUSE in VarScope?")
-    dtype = resolve(dtype or scope.dtype) or np.dtype(K.floatx())
+    # (np.dtype objects are falsy: test for None explicitly.)
+    dtype = resolve(dtype if dtype is not None else scope.dtype)
+    dtype = np.dtype(K.floatx()) if dtype is None else dtype
     initializer = initializer if initializer is not None else scope.initializer
     if initializer is None:
         initializer = (glorot_uniform_initializer() if dtype.kind == "f"
