@@ -19,8 +19,8 @@ from kerasflow.compat.v1.saver import Saver, checkpoint_exists, latest_checkpoin
 from kerasflow.optimizers.schedules import ExponentialDecay, LearningRateSchedule
 
 __all__ = [
-    "ApplyOp", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
-    "AdagradOptimizer", "RMSPropOptimizer", "get_or_create_global_step",
+    "ApplyOp", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer",
+    "AdamOptimizer", "AdagradOptimizer", "RMSPropOptimizer", "get_or_create_global_step",
     "get_global_step", "create_global_step", "global_step", "exponential_decay",
     "Saver", "latest_checkpoint", "checkpoint_exists",
 ]
