@@ -14,7 +14,7 @@ from kerasflow import losses, metrics, optimizers
 from kerasflow import layers
 from kerasflow import callbacks
 from kerasflow import models
-from kerasflow import datasets, utils
+from kerasflow import datasets, summary, utils
 from kerasflow import strategies
 from kerasflow import strategies as distribute  # tf.distribute's name
 from kerasflow.layers import Input
@@ -23,5 +23,5 @@ from kerasflow.models import Model, Sequential
 __version__ = "0.1.0"
 __all__ = ["backend", "ops", "activations", "constraints", "initializers", "regularizers",
            "losses", "metrics", "optimizers", "layers", "callbacks", "models",
-           "datasets", "utils", "strategies", "distribute", "Input", "Model",
-           "Sequential", "__version__"]
+           "datasets", "summary", "utils", "strategies", "distribute", "Input",
+           "Model", "Sequential", "__version__"]

@@ -16,6 +16,7 @@ from collections import deque
 import numpy as np
 
 from kerasflow.backend import array as _array
+from kerasflow.backend import default_session as _default
 from kerasflow.backend.feeding import cast_fed
 from kerasflow.backend.graph import SymbolicTensor, Variable
 from kerasflow.backend.registry import get_op
@@ -368,9 +369,11 @@ class Session:
         self._closed = True
 
     def __enter__(self):
+        _default.push_default_session(self)  # tensor.eval() / op.run() use it
         return self
 
     def __exit__(self, *exc):
+        _default.pop_default_session(self)
         self.close()
         return False
 

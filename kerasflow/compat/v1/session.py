@@ -1,0 +1,296 @@
+"""TF1 sessions: ``Session``, ``InteractiveSession``, ``ConfigProto`` and
+``tf.device``.
+
+``Session`` is the backend's ``Session`` (compiled plans cached per fetch
+signature) plus TF1's surroundings: it is the default session inside ``with``
+(and an ``InteractiveSession`` while open), so ``tensor.eval()`` and
+``op.run()`` work; ``sess.graph`` is the default graph record (for
+``FileWriter``); fetched ``tf.summary`` ops come back as serialized ``Summary``
+bytes; and ops placed with ``tf.device`` are checked against the machine.
+
+Placement: kerasflow runs one ``Session.run`` on one device (the backend
+compiles a whole plan for numpy or cupy). A run whose ops ask for ``/gpu:N``
+runs on the GPU when cupy sees device N; without it, it raises
+``InvalidArgumentError`` as TF1 did, unless ``ConfigProto(
+allow_soft_placement=True)`` was given, in which case it runs on the CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+
+from kerasflow import backend as K
+from kerasflow.backend import default_session as _default
+from kerasflow.compat.v1 import graph as G
+
+__all__ = ["Session", "InteractiveSession", "ConfigProto", "GPUOptions",
+           "RunOptions", "RunMetadata", "get_default_session", "device",
+           "InvalidArgumentError", "OpError", "NotFoundError", "OutOfRangeError"]
+
+
+class OpError(Exception):
+    """Base of TF1's run-time errors (``tf.errors.OpError``)."""
+
+
+class InvalidArgumentError(OpError, ValueError):
+    """An op received an argument it cannot use (e.g. an absent device)."""
+
+
+class NotFoundError(OpError, KeyError):
+    """Something looked up (a checkpoint key, a file) does not exist."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""
+
+
+class OutOfRangeError(OpError, IndexError):
+    """An input is exhausted."""
+
+
+class GPUOptions:
+    """TF1 ``GPUOptions``; accepted and kept (kerasflow allocates through cupy)."""
+
+    def __init__(self, allow_growth=False, per_process_gpu_memory_fraction=1.0,
+                 visible_device_list="", **kwargs):
+        self.allow_growth = allow_growth
+        self.per_process_gpu_memory_fraction = per_process_gpu_memory_fraction
+        self.visible_device_list = visible_device_list
+        self.__dict__.update(kwargs)
+
+
+_CONFIG_FIELDS = {
+    "allow_soft_placement": False, "log_device_placement": False,
+    "device_count": None, "intra_op_parallelism_threads": 0,
+    "inter_op_parallelism_threads": 0, "use_per_session_threads": False,
+    "operation_timeout_in_ms": 0, "graph_options": None, "isolate_session_state":
+    False, "experimental": None,
+}
+
+
+class ConfigProto:
+    """TF1 session configuration.
+
+    Args:
+        allow_soft_placement: ops asking for an absent device run on the CPU
+            instead of raising.
+        log_device_placement: print each op's device when a plan is compiled.
+        gpu_options: ``GPUOptions``.
+        others: TF1's fields, accepted and kept.
+
+    Raises:
+        ValueError: a field TF1's ConfigProto does not have.
+    """
+
+    def __init__(self, gpu_options=None, **kwargs):
+        for key in kwargs:
+            if key not in _CONFIG_FIELDS:
+                raise ValueError(f'Protocol message ConfigProto has no "{key}" '
+                                 f'field.')
+        self.__dict__.update(_CONFIG_FIELDS)
+        self.__dict__.update(kwargs)
+        self.device_count = dict(self.device_count or {})
+        self.gpu_options = gpu_options or GPUOptions()
+
+
+class RunOptions:
+    """Accepted for TF1 programs; kerasflow does not trace runs."""
+
+    FULL_TRACE = 3
+    NO_TRACE = 0
+
+    def __init__(self, trace_level=0, **kwargs):
+        self.trace_level = trace_level
+
+
+class RunMetadata:
+    """Accepted for TF1 programs; stays empty."""
+
+
+_DEVICE_RE = re.compile(r"(?:device:)?(cpu|gpu):(\d+)", re.IGNORECASE)
+
+
+def _parse_device(spec):
+    m = _DEVICE_RE.search(spec or "")
+    if not m:
+        return None
+    return m.group(1).lower(), int(m.group(2))
+
+
+@contextlib.contextmanager
+def device(device_name_or_function):
+    """Ops built inside run on that device: ``'/cpu:0'``, ``'/gpu:1'``,
+    ``'/device:GPU:0'`` (job/task parts are accepted and ignored).
+
+    Raises:
+        NotImplementedError: a device function.
+        ValueError: a string naming no cpu/gpu device.
+    """
+    if callable(device_name_or_function):
+        raise NotImplementedError("tf.device with a device function is not "
+                                  "provided by kerasflow.compat.v1.")
+    spec = device_name_or_function or ""
+    if spec and _parse_device(spec) is None and "job:" not in spec:
+        raise ValueError(f"tf.device expects a device like '/cpu:0' or '/gpu:0'. "
+                         f"Received: {spec!r}.")
+    graph = G.get_default_graph()
+    # Node ids only grow: the block's nodes are those created between two marks.
+    entry = [K.no_op().node.id, float("inf"), spec]
+    graph.devices.append(entry)
+    try:
+        yield
+    finally:
+        entry[1] = K.no_op().node.id
+
+
+def get_default_session():
+    """The session of the innermost ``with sess:`` / InteractiveSession."""
+    return _default.get_default_session()
+
+
+class Session(K.Session):
+    """TF1's ``tf.Session(target='', graph=None, config=None)``.
+
+    Example:
+        >>> with tf.Session() as sess:
+        ...     tf.global_variables_initializer().run()
+        ...     sess.run(train_op, feed_dict={X: x, Y: y})
+
+    Raises:
+        NotImplementedError: a remote ``target`` (use kerasflow strategies).
+    """
+
+    def __init__(self, target="", graph=None, config=None):
+        if target:
+            raise NotImplementedError(f"tf.Session(target={target!r}): remote "
+                                      f"sessions are not provided; use "
+                                      f"kerasflow.strategies for distribution.")
+        super().__init__()
+        self._graph = graph if graph is not None else G.get_default_graph()
+        self._config = config or ConfigProto()
+        self._placements: dict = {}  # fetch signature -> device (or None)
+
+    @property
+    def graph(self):
+        """The graph record this session runs (``FileWriter(logdir, sess.graph)``)."""
+        return self._graph
+
+    @property
+    def graph_def(self):
+        return self._graph.as_graph_def()
+
+    def as_default(self):
+        """``with sess.as_default():`` makes it the default without closing it."""
+        return _default.default_session(self)
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """``fetches`` computed with ``feed_dict`` fed (see the backend Session).
+
+        Summary ops (``tf.summary.scalar``, ``merge_all()``) among the fetches
+        come back as serialized ``Summary`` bytes.
+
+        Raises:
+            InvalidArgumentError: an op placed on a GPU that is not there,
+                without ``allow_soft_placement``.
+        """
+        from kerasflow.compat.v1.summary import expand_fetches  # noqa: PLC0415
+
+        plain, rebuild = expand_fetches(fetches)
+        flat = [t for t in _flatten(plain) if isinstance(t, K.SymbolicTensor)]
+        target = self._placement(flat)
+        if target is not None and target[0] == "gpu":
+            values = self._run_on_gpu(plain, feed_dict, flat)
+        else:
+            values = super().run(plain, feed_dict)
+        return rebuild(values)
+
+    def _placement(self, flat):
+        graph = self._graph
+        if not graph.devices and not self._config.log_device_placement:
+            return None
+        key = (tuple(id(t) for t in flat), len(graph.devices))
+        if key in self._placements:
+            return self._placements[key]
+        self._placements[key] = target = self._place(flat)
+        return target
+
+    def _place(self, flat):
+        graph = self._graph
+        from kerasflow.utils.graph_def import collect_nodes  # noqa: PLC0415
+
+        nodes = collect_nodes(flat)
+        wanted = {}
+        for node in nodes:
+            spec = graph.device_of(node)
+            parsed = _parse_device(spec) if spec else None
+            if parsed is not None:
+                wanted[node.id] = (node, spec, parsed)
+        target = None
+        for node, spec, (kind, index) in wanted.values():
+            if kind != "gpu":
+                continue
+            if _gpu_count() > index:
+                target = ("gpu", index)
+            elif not self._config.allow_soft_placement:
+                available = ["/job:localhost/replica:0/task:0/device:CPU:0"] + [
+                    f"/job:localhost/replica:0/task:0/device:GPU:{i}"
+                    for i in range(_gpu_count())]
+                raise InvalidArgumentError(
+                    f"Cannot assign a device for operation {node.name}: Operation "
+                    f"was explicitly assigned to {spec} but available devices are "
+                    f"[ {', '.join(available)} ]. Make sure the device "
+                    f"specification refers to a valid device, or pass "
+                    f"config=tf.ConfigProto(allow_soft_placement=True) to the "
+                    f"Session to fall back to the CPU."
+                )
+        if self._config.log_device_placement:
+            dev = f"GPU:{target[1]}" if target else "CPU:0"
+            for node in nodes:
+                print(f"{node.name}: ({node.op}): /job:localhost/replica:0/"
+                      f"task:0/device:{dev}", file=sys.stderr)
+        return target
+
+    def _run_on_gpu(self, plain, feed_dict, flat):
+        from kerasflow.utils.graph_def import collect_nodes  # noqa: PLC0415
+
+        if K.get_device() != "gpu":
+            # One device per process in the backend: the first GPU placement
+            # moves the session's work (and the variables it touches) there.
+            K.set_device("gpu")
+            self._cache.clear()
+        for node in collect_nodes(flat):
+            if node.op == "Variable":
+                var = node.attrs["variable"]
+                var.value = K.to_device(var.value)
+        return super().run(plain, feed_dict)
+
+
+def _gpu_count() -> int:
+    return 1 if K.gpu_available() else 0
+
+
+def _flatten(struct, out=None):
+    out = [] if out is None else out
+    if isinstance(struct, dict):
+        for v in struct.values():
+            _flatten(v, out)
+    elif isinstance(struct, (list, tuple)):
+        for v in struct:
+            _flatten(v, out)
+    else:
+        out.append(struct)
+    return out
+
+
+class InteractiveSession(Session):
+    """A Session that is the default from creation until ``close()`` (for
+    shells and notebooks: ``t.eval()`` with no ``with`` block)."""
+
+    def __init__(self, target="", graph=None, config=None):
+        super().__init__(target, graph, config)
+        _default.push_default_session(self)
+
+    def close(self):
+        _default.pop_default_session(self)
+        super().close()
