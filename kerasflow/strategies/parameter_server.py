@@ -60,7 +60,7 @@ def parse_ps_tf_config(tf_config):
     cluster = tf_config.get("cluster")
     if not isinstance(cluster, dict):
         raise ValueError(f"TF_CONFIG expects a 'cluster' object with 'ps' and "
-                         f"'worker' jobs. Received: {tf_config!r}")
+                         f"'worker' jobs. Received: {tf_config!r}")  # noqa: TRY004
     counts = {}
     for role in ("ps", "worker", "chief"):
         tasks = cluster.get(role, [])
@@ -101,7 +101,7 @@ class ParameterServerStrategy(Strategy):
         variable_partitioner: only None is supported (whole variables are
             placed on shards, balancing bytes); TF's partitioners are not.
         worker_resources / ps_resources: Ray resources per actor, e.g.
-            ``{"CPU": 1}`` (default workers 1 CPU, shards 0.5 CPU).
+            ``{"CPU": 1}`` (default workers 0.5 CPU, shards 0.25 CPU).
         timeout: seconds, the deadline of every wait on an actor.
         max_failures: shard / worker-group recoveries before giving up.
         steps_per_execution: default global batches per chief call (32).
@@ -121,6 +121,7 @@ class ParameterServerStrategy(Strategy):
             = the started step minus the slowest part's completed steps.
         max_clock_gap: the largest gap seen (<= staleness).
         idle_seconds / busy_seconds: workers' summed time between / in tasks.
+        steals: tasks a free worker took from another worker's queue.
     """
 
     def __init__(self, num_ps=1, num_workers=2, staleness=0, variable_partitioner=None,
@@ -151,8 +152,8 @@ class ParameterServerStrategy(Strategy):
         self.num_ps, self.num_workers, self.staleness = num_ps, num_workers, staleness
         self.num_replicas_in_sync = num_workers
         self.default_steps_per_execution = int(steps_per_execution)
-        self._wres = _resources(worker_resources, 1.0, "worker_resources")
-        self._pres = _resources(ps_resources, 0.5, "ps_resources")
+        self._wres = _resources(worker_resources, 0.5, "worker_resources")
+        self._pres = _resources(ps_resources, 0.25, "ps_resources")
         self._timeout, self._poll = float(timeout), min(5.0, float(timeout))
         self._max_failures, self._delay = int(max_failures), worker_delay
         self._ps = self._workers = None
@@ -160,7 +161,7 @@ class ParameterServerStrategy(Strategy):
         self._apply_tok = [None] * num_ps
         self._global_step, self._depth, self._calls = 0, 0, 0
         self.recoveries, self.clock_trace = [], []
-        self.max_clock_gap = 0
+        self.max_clock_gap = self.steals = 0
         self.idle_seconds = self.busy_seconds = 0.0
         self.cluster_spec = None
         from kerasflow.strategies.worker_group import PlacementError, check_placement

@@ -4,7 +4,9 @@
 One ``run_steps`` call schedules K global batches. Each global batch t is
 cut into ``num_workers`` contiguous parts; part p of every batch is queued on
 worker p. A worker gets its next task (t, p) when the consistency rule lets
-it start step t (Li et al., OSDI 2014, §3.5, bounded delay):
+it start step t (Li et al., OSDI 2014, §3.5, bounded delay); a worker whose
+queue is empty takes the last task of the longest queue when the rule allows
+it (any free worker runs a closure, as in TF's ``ClusterCoordinator``):
 
 * ``staleness=0`` (sequential): step t starts when every part of step t-1
   was pushed and applied -- the result equals one process on the global
@@ -114,8 +116,15 @@ def run_call(strategy, entry, data_key, batches):
 
     def schedule():
         for r in list(queues):
-            if r in busy or not queues[r]:
+            if r in busy:
                 continue
+            if not queues[r]:  # idle: take the last task of the longest queue
+                victim = max(queues, key=lambda q: len(queues[q]))
+                if len(queues[victim]) > 1 and gate(queues[victim][-1][0]):
+                    queues[r].append(queues[victim].pop())
+                    strategy.steals += 1
+                else:
+                    continue
             t, p = queues[r][0]
             if gate(t):
                 queues[r].popleft()

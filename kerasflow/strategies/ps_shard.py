@@ -186,5 +186,16 @@ class PSShard:
         """Values of ``step.variables[i]`` for ``i`` in ``indices``."""
         return [self.step.variables[i].numpy() for i in indices]
 
+    def emit(self, nbytes):
+        """A float32 array of ``nbytes`` (pull bandwidth benchmark)."""
+        buf = getattr(self, "_emit", None)
+        if buf is None or buf.nbytes != nbytes:
+            buf = self._emit = np.ones(nbytes // 4, np.float32)
+        return buf
+
+    def receive(self, *arrays):
+        """Bytes received (push bandwidth benchmark: arrays come from workers)."""
+        return int(sum(np.asarray(a).nbytes for a in arrays))
+
     def stats(self):
         return dict(version=self.version, apply_seconds=self.apply_seconds)

@@ -30,8 +30,9 @@ class PSWorker:
     Args:
         rank, world: this worker's index and the number of workers.
         delay: seconds to sleep in every task (a benchmark/test-only hook that
-            makes a straggler on purpose); a dict ``{rank: seconds}`` applies
-            per rank.
+            makes a straggler on purpose); a pair ``(lo, hi)`` sleeps a uniform
+            random time in it per task (seeded by rank); a dict
+            ``{rank: seconds or (lo, hi)}`` applies per rank.
 
     Attributes:
         progress: tasks completed (read by the driver's stuck detection).
@@ -42,7 +43,9 @@ class PSWorker:
         self.rank, self.world = rank, world
         if isinstance(delay, dict):
             delay = delay.get(rank, 0.0)
-        self.delay = float(delay or 0.0)
+        self.delay = tuple(delay) if isinstance(delay, (tuple, list)) else \
+            float(delay or 0.0)
+        self._rng = np.random.default_rng(1_000 + rank)
         self.progress = 0
         self.steps, self.data = {}, {}
         self.idle_seconds = self.busy_seconds = 0.0
@@ -112,7 +115,9 @@ class PSWorker:
             n = len(batch)
             lo, hi = shard_bounds(n, parts, part)
             mine = _take(self.data[data_key], batch[lo:hi])
-        if self.delay:
+        if isinstance(self.delay, tuple):
+            time.sleep(self._rng.uniform(*self.delay))
+        elif self.delay:
             time.sleep(self.delay)
         sizes = [int(np.prod(v.shape, dtype=np.int64)) for v in step.metric_variables]
         if hi > lo:
@@ -133,6 +138,17 @@ class PSWorker:
         info = dict(loss=float(loss), count=n, n=hi - lo, deltas=deltas,
                     output_losses=outs, idle=idle, busy=end - t0, rank=self.rank)
         return (info,) + tuple(grads[lo_:hi_] for lo_, hi_ in ranges)
+
+    def emit(self, nbytes):
+        """A float32 array of ``nbytes`` (push bandwidth benchmark)."""
+        buf = getattr(self, "_emit", None)
+        if buf is None or buf.nbytes != nbytes:
+            buf = self._emit = np.ones(nbytes // 4, np.float32)
+        return buf
+
+    def receive(self, *arrays):
+        """Bytes received (pull bandwidth benchmark: arrays come from shards)."""
+        return int(sum(np.asarray(a).nbytes for a in arrays))
 
     def stats(self):
         return dict(idle=self.idle_seconds, busy=self.busy_seconds,

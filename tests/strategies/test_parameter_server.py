@@ -109,7 +109,7 @@ def test_bounded_staleness_keeps_clocks_within_tau(float64):
     strategy = kf.distribute.ParameterServerStrategy(
         num_ps=2, num_workers=2, staleness=2, worker_delay={1: 0.02},
         steps_per_execution=50)
-    x, y, sw = _data(600)
+    x, y, _ = _data(600)
     with strategy.scope():
         model = _model()
         history = model.fit(x, y, batch_size=4, epochs=1, verbose=0)
@@ -154,13 +154,13 @@ def test_killed_actor_is_recovered(reference, float64, role, caplog):
     strategy = kf.distribute.ParameterServerStrategy(
         num_ps=2, num_workers=2, staleness=0, steps_per_execution=4)
     x, y, sw = _data()
-    with caplog.at_level(logging.WARNING, logger="kerasflow.strategies"):
-        with strategy.scope():
-            model = _model()
-            np.random.seed(123)
-            history = model.fit(x, y, sample_weight=sw, batch_size=20, epochs=2,
-                                shuffle=True, verbose=0,
-                                callbacks=[_Kill(strategy, role, 1, 5)])
+    with caplog.at_level(logging.WARNING, logger="kerasflow.strategies"), \
+            strategy.scope():
+        model = _model()
+        np.random.seed(123)
+        history = model.fit(x, y, sample_weight=sw, batch_size=20, epochs=2,
+                            shuffle=True, verbose=0,
+                            callbacks=[_Kill(strategy, role, 1, 5)])
     _assert_same(reference, (model, history))
     kinds = [r["kind"] for r in strategy.recoveries]
     assert kinds and kinds[0] == ("worker" if role == "worker" else "ps"), kinds
