@@ -59,8 +59,9 @@ def parse_ps_tf_config(tf_config):
                         f"Received: {type(tf_config).__name__}")
     cluster = tf_config.get("cluster")
     if not isinstance(cluster, dict):
-        raise ValueError(f"TF_CONFIG expects a 'cluster' object with 'ps' and "
-                         f"'worker' jobs. Received: {tf_config!r}")  # noqa: TRY004
+        raise ValueError(  # noqa: TRY004 - a missing value, not a wrong type
+            f"TF_CONFIG expects a 'cluster' object with 'ps' and "
+            f"'worker' jobs. Received: {tf_config!r}")
     counts = {}
     for role in ("ps", "worker", "chief"):
         tasks = cluster.get(role, [])

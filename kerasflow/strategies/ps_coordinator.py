@@ -18,7 +18,10 @@ it (any free worker runs a closure, as in TF's ``ClusterCoordinator``):
 * ``staleness=None`` (asynchronous, Hogwild-style): no gate; every push is
   applied on arrival as its own optimizer step on the worker's batch mean.
 
-A task's weights are the shards' ``pull`` results, taken after the shard's
+With tau > 0 or async, a worker gets its next task while it computes the
+current one when the rule already allows it (two in flight: Ray queues the
+second at the actor, hiding the chief's round trip). A task's weights are
+the shards' ``pull`` results, taken after the shard's
 latest submitted apply (passed as a dependency), handed to the worker by Ray
 actor to actor; the gradient slices go straight to the owning shards. The
 driver only moves refs, indices and small info dicts.
@@ -97,7 +100,8 @@ def run_call(strategy, entry, data_key, batches):
     apply_tok = list(strategy._apply_tok)
     next_apply = 0
     inflight = {}  # info ref -> (rank, t, part, slice refs, started)
-    busy = set()
+    busy = dict.fromkeys(alive, 0)  # tasks in flight per worker
+    depth = 1 if not async_mode and tau == 0 else 2  # prefetch when allowed
 
     def gate(t):
         return async_mode or t - tau - 1 < 0 or next_apply > t - tau - 1
@@ -109,24 +113,24 @@ def run_call(strategy, entry, data_key, batches):
                             p, n_parts, async_mode, ranges, *pulls,
                             num_returns=1 + n_ps)
         inflight[refs[0]] = (r, t, p, refs[1:], time.monotonic())
-        busy.add(r)
+        busy[r] += 1
         gap = t - min(completed)
         strategy.clock_trace.append((first + t, p, r, gap))
         strategy.max_clock_gap = max(strategy.max_clock_gap, gap)
 
     def schedule():
         for r in list(queues):
-            if r in busy:
-                continue
-            if not queues[r]:  # idle: take the last task of the longest queue
-                victim = max(queues, key=lambda q: len(queues[q]))
-                if len(queues[victim]) > 1 and gate(queues[victim][-1][0]):
+            while busy[r] < depth:
+                if not queues[r]:  # idle: take the last task of the longest queue
+                    victim = max(queues, key=lambda q: len(queues[q]))
+                    if busy[r] or len(queues[victim]) < 2 or not gate(
+                            queues[victim][-1][0]):
+                        break
                     queues[r].append(queues[victim].pop())
                     strategy.steals += 1
-                else:
-                    continue
-            t, p = queues[r][0]
-            if gate(t):
+                t, p = queues[r][0]
+                if not gate(t):
+                    break
                 queues[r].popleft()
                 start(r, t, p)
 
@@ -137,9 +141,10 @@ def run_call(strategy, entry, data_key, batches):
 
     def take_over(r, task):
         """Worker r died: its task and queue go to the survivors."""
+        first_report = r not in strategy._dead
         strategy._dead.add(r)
         lost = ([task] if task else []) + list(queues.pop(r, ()))
-        busy.discard(r)
+        busy.pop(r, None)
         survivors = [q for q in queues]
         if not survivors:
             raise ReplicaDiedError(f"Every PS worker died (last: worker {r} at "
@@ -148,6 +153,8 @@ def run_call(strategy, entry, data_key, batches):
             queues[survivors[i % len(survivors)]].append(item)
         for q in survivors:
             queues[q] = deque(sorted(queues[q]))
+        if not first_report:
+            return
         msg = (f"PS worker {r} died at step {first + task[0] if task else first}; "
                f"{len(lost)} task(s) rescheduled on workers {survivors}")
         log.warning("ParameterServerStrategy: %s.", msg)
@@ -167,7 +174,8 @@ def run_call(strategy, entry, data_key, batches):
             continue
         ref = ready[0]
         r, t, p, slices, _ = inflight.pop(ref)
-        busy.discard(r)
+        if r in busy:
+            busy[r] -= 1
         try:
             info = workers.result(ref, r, f"step {first + t}")
         except ReplicaDiedError:
