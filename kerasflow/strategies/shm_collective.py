@@ -85,6 +85,7 @@ class ShmAllreduce(Collective):
         self.timeout = float(timeout)
         self.global_rank = rank if global_rank is None else global_rank
         self._seq = 0
+        self._named = True  # the segment's name exists in /dev/shm
         n, item = self.size, self.dtype.itemsize
         ctr_bytes = _round_up(_CTRL * 8)
         slot_bytes = _round_up(n * item)
@@ -225,6 +226,7 @@ class ShmAllreduce(Collective):
         everyone = range(self.world_size)
         self._signal(_ARRIVE, seq)
         self._wait(_ARRIVE, seq, everyone, "write its buffer", step)
+        self._unlink_name()
         sl = self._slices[self.rank]
         result = self._result[seq % 2]
         reduce_into(result[sl], [s[sl] for s in self._slots], op)
@@ -247,8 +249,21 @@ class ShmAllreduce(Collective):
             np.copyto(buf, self._slots[root])
         self._signal(_DONE, seq)
         self._wait(_DONE, seq, range(self.world_size), "read the broadcast", step)
+        self._unlink_name()
         self._seq = seq
         return buf
+
+    def _unlink_name(self):
+        # Every rank has arrived, so every rank has mapped the segment: drop
+        # its name now, and the memory goes with the last mapping even if the
+        # processes are killed (no leak in /dev/shm).
+        if self._named and self.rank == 0:
+            self._named = False
+            _CREATED_HERE.discard(self.name)
+            try:
+                self._shm.unlink()
+            except FileNotFoundError:
+                pass
 
     def abort(self):
         """Marks the group failed so peers stop waiting at once."""
@@ -265,7 +280,8 @@ class ShmAllreduce(Collective):
             shm.close()
         except BufferError:  # a caller still holds a view; the mapping dies with it
             pass
-        if self.rank == 0:
+        if self.rank == 0 and self._named:
+            self._named = False
             _CREATED_HERE.discard(self.name)
             try:
                 shm.unlink()
