@@ -20,6 +20,17 @@ pull, compute gradients on their part of each global batch and push.
 
 ``staleness`` is the consistency knob: 0 synchronous (equal to one process
 on the global batch), ``tau`` > 0 bounded delay, None asynchronous.
+
+Faults (``recoveries``, logged at WARNING on ``kerasflow.strategies``): a dead
+worker's tasks run again on the other workers (at-least-once computation, as
+TF's ``ClusterCoordinator``; each gradient still reaches the shards once,
+because the chief forwards a push only after its task returned), and the
+worker group is re-created at the next call; a dead shard, or a wait past its
+deadline, restores every shard from the chief's last snapshot (taken after
+each ``run_steps`` call) and runs the call again, so at most
+``steps_per_execution`` steps are redone. Not done: TF's variable
+partitioners (whole variables are placed), sparse embedding push/pull, and
+pinning actors to the hosts a TF_CONFIG names.
 """
 
 from __future__ import annotations
