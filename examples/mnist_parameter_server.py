@@ -9,6 +9,9 @@ Run: python examples/mnist_parameter_server.py [--modes sync,4,async]
 Starts a quiet local Ray (or joins $RAY_ADDRESS). ``--slow S`` makes worker 1
 sleep S seconds per task (a straggler on purpose) so the modes differ in
 speed. ``batch_size`` is the global batch: each worker computes half of it.
+Measured on a loaded 2-core VM: 3 epochs of a 256-256 MLP gave sync 97.50%,
+tau=4 96.84%, async 97.06%; this 512-512 dropout MLP reaches 97.55% async
+after 4 epochs (92 s).
 """
 
 from __future__ import annotations
@@ -21,10 +24,12 @@ import numpy as np
 import kerasflow as kf
 
 
-def build_model():
+def build_model(dropout=0.2):
     return kf.Sequential([
-        kf.layers.Dense(256, activation="relu", input_shape=(784,)),
-        kf.layers.Dense(256, activation="relu"),
+        kf.layers.Dense(512, activation="relu", input_shape=(784,)),
+        kf.layers.Dropout(dropout),
+        kf.layers.Dense(512, activation="relu"),
+        kf.layers.Dropout(dropout),
         kf.layers.Dense(10, activation="softmax"),
     ])
 
