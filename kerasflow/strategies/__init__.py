@@ -1,9 +1,9 @@
 """Distribution strategies (L4): the Ray strategies build on the base in
 ``kerasflow.distribute_lib``, re-exported here with ``DefaultStrategy``.
 
-``MirroredStrategy``, ``MultiWorkerMirroredStrategy`` and
-``CommunicationOptions`` load on first use, so ``import kerasflow`` does not
-import ray.
+``MirroredStrategy``, ``MultiWorkerMirroredStrategy``,
+``ParameterServerStrategy`` and ``CommunicationOptions`` load on first use,
+so ``import kerasflow`` does not import ray.
 """
 
 from kerasflow.strategies.base import (
@@ -21,6 +21,7 @@ __all__ = [
     "InputContext",
     "MirroredStrategy",
     "MultiWorkerMirroredStrategy",
+    "ParameterServerStrategy",
     "ReduceOp",
     "Strategy",
     "get_strategy",
@@ -31,6 +32,7 @@ _LAZY = {
     "MultiWorkerMirroredStrategy": "kerasflow.strategies.multi_worker",
     "CommunicationOptions": "kerasflow.strategies.sync_strategy",
     "InputContext": "kerasflow.strategies.multi_worker",
+    "ParameterServerStrategy": "kerasflow.strategies.parameter_server",
 }
 
 

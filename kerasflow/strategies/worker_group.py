@@ -45,6 +45,7 @@ __all__ = [
     "cluster_summary",
     "init_ray",
     "shutdown_ray",
+    "wait_any",
 ]
 
 _STARTED = {"by_us": False, "job_env": False}
@@ -273,6 +274,30 @@ class WorkerGroup:
         return [self.actors[r].call.remote(
             method, *(per_rank[r] if per_rank is not None else args)) for r in ranks]
 
+    def call(self, rank, method, *args, num_returns=1):
+        """Starts ``method`` on one rank; returns its ref (a list of refs when
+        ``num_returns`` > 1). Refs among ``args`` are resolved by Ray before
+        the call runs (actor to actor, not through the driver)."""
+        return self.actors[rank].call.options(num_returns=num_returns).remote(
+            method, *args)
+
+    def result(self, ref, rank, what="call"):
+        """``ray.get`` of a finished ref, with Ray's failures mapped as in
+        :meth:`execute` (naming this group's role and ``rank``)."""
+        return self._get(ref, rank, what)
+
+    def is_alive(self, rank, timeout=5.0):
+        """False when rank's actor is dead (a hung actor counts as alive)."""
+        ray = _ray()
+        ref = self.actors[rank].ping.remote()
+        try:
+            ray.get(ref, timeout=timeout)
+            return True
+        except ray.exceptions.GetTimeoutError:
+            return True
+        except ray.exceptions.RayActorError:
+            return False
+
     def put(self, obj):
         """Puts ``obj`` in the object store once; pass the ref as a top-level
         argument and every rank receives the object (zero-copy for arrays)."""
@@ -427,6 +452,12 @@ class WorkerGroup:
 
     def __exit__(self, *exc):
         self.shutdown()
+
+
+def wait_any(refs, timeout):
+    """``(ready, pending)``: the refs among ``refs`` finished within
+    ``timeout`` seconds (at least one when any finishes in time)."""
+    return _ray().wait(list(refs), num_returns=1, timeout=max(0.0, timeout))
 
 
 def check_placement(num_workers, num_cpus=0.5, num_gpus=0, strategy="PACK",

@@ -34,3 +34,12 @@ def test_mnist_mirrored_reaches_98_percent(ray_cluster, data_dir):
     acc = _load("mnist_mirrored").main(replicas=2, epochs=10,
                                        data=str(data_dir / "mnist"), verbose=0)
     assert acc >= 0.98
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_mnist_parameter_server_async_reaches_97_5_percent(ray_cluster, data_dir):
+    acc = _load("mnist_parameter_server").main(modes=["async"], epochs=4,
+                                               data=str(data_dir / "mnist"))
+    assert acc["async"] >= 0.975

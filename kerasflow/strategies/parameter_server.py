@@ -1,0 +1,407 @@
+"""``ParameterServerStrategy`` on Ray actors (Li et al., "Scaling Distributed
+Machine Learning with the Parameter Server", OSDI 2014;
+``tf.distribute.experimental.ParameterServerStrategy``).
+
+    strategy = kf.distribute.ParameterServerStrategy(num_ps=2, num_workers=2,
+                                                     staleness=4)
+    with strategy.scope():
+        model = make_model()
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+        model.fit(x, y, batch_size=256, epochs=3)   # 256 = the global batch
+
+The driver is the chief (``tf.train.Supervisor``'s ``is_chief``): it ships
+the step and the data once, schedules tasks (``ps_coordinator``), keeps the
+last snapshot of every variable after each ``run_steps`` call (so callbacks,
+evaluation and saving see current weights, and a lost shard is restored from
+it), and runs evaluation and prediction in process. PS shard actors
+(``ps_shard``) own contiguous, byte-balanced ranges of the step's flat layout
+with the optimizer slots of their variables; worker actors (``ps_worker``)
+pull, compute gradients on their part of each global batch and push.
+
+``staleness`` is the consistency knob: 0 synchronous (equal to one process
+on the global batch), ``tau`` > 0 bounded delay, None asynchronous.
+
+Faults (``recoveries``, logged at WARNING on ``kerasflow.strategies``): a dead
+worker's tasks run again on the other workers (at-least-once computation, as
+TF's ``ClusterCoordinator``; each gradient still reaches the shards once,
+because the chief forwards a push only after its task returned), and the
+worker group is re-created at the next call; a dead shard, or a wait past its
+deadline, restores every shard from the chief's last snapshot (taken after
+each ``run_steps`` call) and runs the call again, so at most
+``steps_per_execution`` steps are redone. Not done: TF's variable
+partitioners (whole variables are placed), sparse embedding push/pull, and
+pinning actors to the hosts a TF_CONFIG names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+
+import numpy as np
+
+from kerasflow.distribute_lib import DefaultStrategy, Strategy
+
+__all__ = ["ParameterServerStrategy", "parse_ps_tf_config"]
+
+log = logging.getLogger("kerasflow.strategies")
+
+
+def parse_ps_tf_config(tf_config):
+    """``(num_ps, num_workers, cluster)`` of a TF_CONFIG dict or JSON string
+    with ``ps``, ``worker`` and optional ``chief`` jobs (the chief is the
+    driver: it is not a worker actor).
+
+    Raises:
+        ValueError: malformed JSON, no ``ps`` task or no ``worker`` task.
+        TypeError: not a str/dict, or a job that is not a list of addresses.
+    """
+    if isinstance(tf_config, str):
+        try:
+            tf_config = json.loads(tf_config)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"TF_CONFIG must be valid JSON. Received: {tf_config!r} "
+                             f"({e.msg} at position {e.pos})") from None
+    if not isinstance(tf_config, dict):
+        raise TypeError(f"TF_CONFIG must be a JSON object or dict. "
+                        f"Received: {type(tf_config).__name__}")
+    cluster = tf_config.get("cluster")
+    if not isinstance(cluster, dict):
+        raise ValueError(  # noqa: TRY004 - a missing value, not a wrong type
+            f"TF_CONFIG expects a 'cluster' object with 'ps' and "
+            f"'worker' jobs. Received: {tf_config!r}")
+    counts = {}
+    for role in ("ps", "worker", "chief"):
+        tasks = cluster.get(role, [])
+        if not isinstance(tasks, (list, tuple)):
+            raise TypeError(f"TF_CONFIG's cluster['{role}'] must be a list of "
+                            f"addresses. Received: {tasks!r}")
+        counts[role] = len(tasks)
+    for role in ("ps", "worker"):
+        if counts[role] < 1:
+            raise ValueError(f"ParameterServerStrategy expects TF_CONFIG's cluster to "
+                             f"list at least one '{role}' task. Received: {cluster!r}")
+    return counts["ps"], counts["worker"], cluster
+
+
+def _resources(res, default_cpus, name):
+    if res is None:
+        return dict(num_cpus=default_cpus, num_gpus=0, extra=None)
+    if not isinstance(res, dict):
+        raise TypeError(f"ParameterServerStrategy expects {name} to be a dict like "
+                        f"{{'CPU': 1, 'GPU': 0}}. Received: {res!r}")
+    extra = {k: float(v) for k, v in res.items() if k not in ("CPU", "GPU")}
+    return dict(num_cpus=float(res.get("CPU", default_cpus)),
+                num_gpus=float(res.get("GPU", 0)), extra=extra or None)
+
+
+class ParameterServerStrategy(Strategy):
+    """Workers and parameter-server shards on Ray, with bounded staleness.
+
+    Args:
+        num_ps: int >= 1, PS shard actors.
+        num_workers: int >= 1, worker actors; each global batch is split into
+            this many contiguous parts.
+        staleness: 0 (synchronous), int tau > 0 (a worker may start step t only
+            when every part of steps <= t-tau-1 was pushed and applied), or None
+            (asynchronous: every push applied on arrival, each worker's loss
+            is its own batch mean, so one global batch makes num_workers
+            optimizer steps, as TF's async PS training).
+        variable_partitioner: only None is supported (whole variables are
+            placed on shards, balancing bytes); TF's partitioners are not.
+        worker_resources / ps_resources: Ray resources per actor, e.g.
+            ``{"CPU": 1}`` (default workers 0.5 CPU, shards 0.25 CPU).
+        timeout: seconds, the deadline of every wait on an actor.
+        max_failures: shard / worker-group recoveries before giving up.
+        steps_per_execution: default global batches per chief call (32).
+        worker_delay: benchmark/test-only hook, seconds of sleep per task,
+            or ``{rank: seconds}`` to make stragglers on purpose.
+
+    Raises:
+        ValueError: num_ps or num_workers < 1, negative staleness, a
+            partitioner, or actors the cluster cannot place
+            (``PlacementError``, a ValueError, naming requested and available).
+        TypeError: wrong argument types.
+
+    Attributes:
+        recoveries: one dict per recovery (``kind`` "worker" or "ps",
+            ``step``, ``error``, ``seconds``).
+        clock_trace: ``(step, part, worker, gap)`` for every task start, gap
+            = the started step minus the slowest part's completed steps.
+        max_clock_gap: the largest gap seen (<= staleness).
+        idle_seconds / busy_seconds: workers' summed time between / in tasks.
+        steals: tasks a free worker took from another worker's queue.
+    """
+
+    def __init__(self, num_ps=1, num_workers=2, staleness=0, variable_partitioner=None,
+                 worker_resources=None, ps_resources=None, timeout=120.0,
+                 max_failures=3, steps_per_execution=32, worker_delay=0.0):
+        for name, v in (("num_ps", num_ps), ("num_workers", num_workers)):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise TypeError(f"ParameterServerStrategy expects {name} to be an int. "
+                                f"Received: {name}={v!r}")
+            if v < 1:
+                raise ValueError(f"ParameterServerStrategy expects {name} >= 1. "
+                                 f"Received: {name}={v}")
+        if staleness is not None:
+            if not isinstance(staleness, int) or isinstance(staleness, bool):
+                raise TypeError(f"ParameterServerStrategy expects staleness to be an "
+                                f"int >= 0 or None. Received: staleness={staleness!r}")
+            if staleness < 0:
+                raise ValueError(f"ParameterServerStrategy expects staleness >= 0 "
+                                 f"(0 sync, tau bounded delay) or None (async). "
+                                 f"Received: staleness={staleness}")
+        if variable_partitioner is not None:
+            raise ValueError(f"ParameterServerStrategy places whole variables "
+                             f"(variable_partitioner=None); partitioners are not "
+                             f"supported. Received: {variable_partitioner!r}")
+        if not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ValueError(f"ParameterServerStrategy expects timeout > 0 seconds. "
+                             f"Received: timeout={timeout!r}")
+        self.num_ps, self.num_workers, self.staleness = num_ps, num_workers, staleness
+        self.num_replicas_in_sync = num_workers
+        self.default_steps_per_execution = int(steps_per_execution)
+        self._wres = _resources(worker_resources, 0.5, "worker_resources")
+        self._pres = _resources(ps_resources, 0.25, "ps_resources")
+        self._timeout, self._poll = float(timeout), min(5.0, float(timeout))
+        self._max_failures, self._delay = int(max_failures), worker_delay
+        self._ps = self._workers = None
+        self._entry, self._data, self._dead = None, None, set()
+        self._apply_tok = [None] * num_ps
+        self._global_step, self._depth, self._calls = 0, 0, 0
+        self.recoveries, self.clock_trace = [], []
+        self.max_clock_gap = self.steals = 0
+        self.idle_seconds = self.busy_seconds = 0.0
+        self.cluster_spec = None
+        from kerasflow.strategies.worker_group import PlacementError, check_placement
+        w, p = self._wres, self._pres
+        if (w["num_cpus"], w["num_gpus"], w["extra"]) == (
+                p["num_cpus"], p["num_gpus"], p["extra"]):
+            check_placement(num_workers + num_ps, w["num_cpus"], w["num_gpus"],
+                            "PACK", 1, "PS actor")
+        else:
+            check_placement(num_workers, w["num_cpus"], w["num_gpus"], "PACK", 1,
+                            "PS worker")
+            check_placement(num_ps, p["num_cpus"], p["num_gpus"], "PACK", 1,
+                            "PS shard")
+        total = num_workers * w["num_cpus"] + num_ps * p["num_cpus"]
+        from kerasflow.strategies.worker_group import cluster_summary
+        have = sum(r.get("CPU", 0) for _, r in cluster_summary())
+        if total > have + 1e-9:
+            raise PlacementError(f"Cannot place {num_workers} PS workers and {num_ps} "
+                                 f"PS shards: they need {total:g} CPUs. The cluster "
+                                 f"has {have:g}.")
+
+    @classmethod
+    def from_tf_config(cls, tf_config=None, **kwargs):
+        """The strategy a TF_CONFIG cluster describes (the lecture's dict:
+        ``{"cluster": {"ps": [...], "worker": [...], "chief": [...]},
+        "task": {...}}``): one shard per ``ps`` task, one worker actor per
+        ``worker`` task; the driver is the chief. Addresses are not used:
+        Ray places the actors. ``tf_config`` defaults to ``$TF_CONFIG``.
+
+        Raises:
+            ValueError: no TF_CONFIG, malformed JSON, no ps or worker task.
+        """
+        if tf_config is None:
+            tf_config = os.environ.get("TF_CONFIG")
+            if not tf_config:
+                raise ValueError("ParameterServerStrategy.from_tf_config expects a "
+                                 "TF_CONFIG dict/JSON or the TF_CONFIG environment "
+                                 "variable. Received: neither.")
+        num_ps, num_workers, cluster = parse_ps_tf_config(tf_config)
+        strategy = cls(num_ps=num_ps, num_workers=num_workers, **kwargs)
+        strategy.cluster_spec = cluster
+        return strategy
+
+    # -- lifecycle -----------------------------------------------------------------
+    def _start(self, which):
+        from kerasflow.strategies.ps_shard import PSShard
+        from kerasflow.strategies.ps_worker import PSWorker
+        from kerasflow.strategies.worker_group import WorkerGroup
+        if which == "ps":
+            r = self._pres
+            self._ps = WorkerGroup(PSShard, self.num_ps, num_cpus=r["num_cpus"],
+                                   num_gpus=r["num_gpus"], bundle_resources=r["extra"],
+                                   timeout=self._timeout, poll_interval=self._poll,
+                                   name="shard")
+            self._apply_tok = [None] * self.num_ps
+            self._entry = None
+        else:
+            r = self._wres
+            self._workers = WorkerGroup(
+                PSWorker, self.num_workers, args=(self._delay,), num_cpus=r["num_cpus"],
+                num_gpus=r["num_gpus"], bundle_resources=r["extra"],
+                timeout=self._timeout, poll_interval=self._poll, name="worker")
+            self._dead, self._entry, self._data = set(), None, None
+
+    def close(self):
+        """Shuts every actor down (a later ``run_steps`` starts them again)."""
+        for g in (self._ps, self._workers):
+            if g is not None:
+                g.shutdown()
+        self._ps = self._workers = self._entry = self._data = None
+        self._dead = set()
+
+    @contextlib.contextmanager
+    def scope(self):
+        """Models fit inside train on the actors; leaving the outermost scope
+        shuts them down."""
+        self._depth += 1
+        try:
+            with super().scope():
+                yield self
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                self.close()
+
+    def _check_shards(self):
+        from kerasflow.strategies.errors import ReplicaDiedError
+        dead = [s for s in range(self.num_ps) if not self._ps.is_alive(s)]
+        if dead:
+            raise ReplicaDiedError(f"PS shard(s) {dead} died.", dead)
+
+    # -- shipping --------------------------------------------------------------------
+    def _ship(self, step, batches):
+        from kerasflow.strategies.ps_shard import plan_shards
+        if self._ps is None:
+            self._start("ps")
+        if self._workers is None or self._dead:
+            if self._workers is not None:
+                log.warning("ParameterServerStrategy: re-creating the worker group "
+                            "(dead workers %s).", sorted(self._dead))
+                self._workers.shutdown()
+            self._start("worker")
+        ps, wk = self._ps, self._workers
+        e = self._entry
+        if e is None or e["step"] is not step:
+            key = f"s{time.time_ns()}"
+            plan = plan_shards(step, self.num_ps)
+            ref = ps.put(step)
+            ps.execute("load", ref, plan)
+            wk.execute("load_step", key, ref)
+            metric = {id(v) for v in step.metric_variables}
+            other = [i for i, v in enumerate(step.variables)
+                     if plan["owner"][i] is None and id(v) not in metric]
+            e = self._entry = dict(step=step, key=key, plan=plan, other=other,
+                                   state=step.get_state())
+        else:
+            now = step.get_state()
+            if any(not np.array_equal(a, b) for a, b in zip(now, e["state"])):
+                ref = ps.put(now)  # the chief changed a variable (callback, reset)
+                ps.execute("set_state", ref)
+                wk.execute("set_state", e["key"], ref)
+                e["state"] = now
+        data_key = None
+        if batches[0].indices is not None:
+            arrays = batches[0].arrays
+            if self._data is None or self._data[0] is not arrays:
+                if self._data is not None:
+                    wk.execute("drop_data", self._data[1])
+                data_key = f"d{time.time_ns()}"
+                wk.execute("load_data", data_key, wk.put(list(arrays)))
+                self._data = (arrays, data_key)
+            data_key = self._data[1]
+        return e, data_key
+
+    def _snapshot(self, step, e):
+        """The chief's copy of every variable: shard-owned ones from their
+        shard, per-worker state (BN statistics) from worker 0."""
+        state = step.get_state()
+        owner = e["plan"]["owner"]
+        by = {}
+        for i, s in enumerate(owner):
+            if s is not None:
+                by.setdefault(s, []).append(i)
+        shards = sorted(by)
+        refs = [self._ps.call(s, "get_state", by[s]) for s in shards]
+        got = self._ps.wait(refs, timeout=self._timeout, what="snapshot", ranks=shards)
+        for s, vals in zip(shards, got):
+            for i, v in zip(by[s], vals):
+                state[i] = np.array(v)
+        if e["other"]:
+            r = min(set(range(self.num_workers)) - self._dead)
+            vals = self._workers.wait(
+                [self._workers.call(r, "get_state", e["key"], e["other"])],
+                timeout=self._timeout, what="snapshot", ranks=[r])[0]
+            for i, v in zip(e["other"], vals):
+                state[i] = np.array(v)
+        step.set_state(state)
+
+    # -- running ---------------------------------------------------------------------
+    def run_steps(self, step, batches) -> list:
+        """Trains on K global batches (see the module docstring); evaluation
+        and prediction steps run in this process.
+
+        Returns:
+            One ``StepResult`` per batch (global-batch loss and count); the
+            chief's step variables hold the shards' values afterwards.
+
+        Raises:
+            ValueError: a global batch smaller than ``num_workers``.
+            WorkerGroupError: failures beyond ``max_failures``, or an error a
+                restart cannot fix (the message names role, index and step).
+        """
+        from kerasflow.models.train_step import StepResult
+        from kerasflow.strategies.ps_coordinator import run_call
+        if not batches:
+            return []
+        if step.kind != "train":
+            return DefaultStrategy().run_steps(step, batches)
+        if batches[0].size < self.num_workers:
+            raise ValueError(f"ParameterServerStrategy splits each global batch over "
+                             f"{self.num_workers} workers, so batch_size must be at "
+                             f"least {self.num_workers}. Received: a batch of "
+                             f"{batches[0].size} samples.")
+        while True:
+            try:
+                e, data_key = self._ship(step, batches)
+                out = run_call(self, e, data_key, batches)
+                self._snapshot(step, e)
+                break
+            except Exception as err:  # noqa: BLE001 - sorted in _recover
+                self._recover(err)
+        for *_, d in out:
+            if d and step.metric_variables:
+                step.add_metric_deltas(d)
+        self._entry["state"] = step.get_state()
+        self._global_step += len(batches)
+        return [StepResult(loss, n, None, [], outs) for loss, n, outs, _ in out]
+
+    def _recover(self, err):
+        from kerasflow.strategies.errors import ReplicaDiedError, ReplicaTimeoutError
+        if not isinstance(err, (ReplicaDiedError, ReplicaTimeoutError)) or len(
+                [r for r in self.recoveries if r["kind"] != "worker"]) >= \
+                self._max_failures:
+            self.close()
+            raise err
+        t0 = time.monotonic()
+        dead_ps = [s for s in range(self.num_ps) if not self._ps.is_alive(s)]
+        kind = "ps" if dead_ps or isinstance(err, ReplicaTimeoutError) else "all workers"
+        log.warning("ParameterServerStrategy: %s; restoring %s from the chief's "
+                    "snapshot at step %d and running the call again.", err,
+                    "the PS shards" if kind == "ps" else "the workers",
+                    self._global_step)
+        self._ps.shutdown()
+        self._start("ps")  # shards reload the chief's step (its last snapshot)
+        if kind != "ps" or isinstance(err, ReplicaTimeoutError):
+            self._workers.shutdown()
+            self._start("worker")
+        self.recoveries.append(dict(kind=kind, rank=list(getattr(err, "ranks", [])),
+                                    step=self._global_step, error=str(err),
+                                    seconds=time.monotonic() - t0))
+
+    def stats(self):
+        """``dict(idle_share, max_clock_gap, recoveries)`` so far."""
+        total = self.idle_seconds + self.busy_seconds
+        return dict(idle_share=self.idle_seconds / total if total else 0.0,
+                    max_clock_gap=self.max_clock_gap,
+                    recoveries=len(self.recoveries))
+
+    def __repr__(self):
+        return (f"ParameterServerStrategy(num_ps={self.num_ps}, "
+                f"num_workers={self.num_workers}, staleness={self.staleness})")
