@@ -362,11 +362,13 @@ class Optimizer:
         params = list(params)
         return self.apply_gradients(zip(K.gradients(loss, params), params))
 
-    def minimize(self, loss, var_list=None):
+    def minimize(self, loss, global_step=None, var_list=None):
         """One train op that takes a step on ``loss`` (TF1's ``minimize``).
 
         Args:
             loss: scalar tensor (a non-scalar one is summed).
+            global_step: optional int ``Variable`` incremented by 1 per step
+                (``kerasflow.train.get_or_create_global_step()``).
             var_list: Variables to train; default: every trainable Variable the
                 loss depends on.
 
@@ -387,7 +389,10 @@ class Optimizer:
         if not var_list:
             raise ValueError(f"minimize found no trainable Variable to train. "
                              f"Received: loss={loss!r}, var_list={var_list}.")
-        op = K.group(*self.get_updates(loss, var_list), name=f"{self.name}/minimize")
+        updates = self.get_updates(loss, var_list)
+        if global_step is not None:
+            updates.append(K.assign_add(global_step, 1))
+        op = K.group(*updates, name=f"{self.name}/minimize")
         _TRAIN_OPS[op] = TrainOp(loss, var_list, self)
         return op
 

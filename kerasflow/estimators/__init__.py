@@ -1,0 +1,29 @@
+"""Estimators (layer L5): TF's ``tf.estimator`` API on kerasflow graphs.
+
+``kf.estimators`` (also ``kf.estimator``)::
+
+    est = kf.estimator.DNNClassifier(feature_columns=[numeric_column("x", [4])],
+                                     hidden_units=[10, 20, 10], n_classes=3)
+    est.train(input_fn, steps=1000); est.evaluate(input_fn)["accuracy"]
+"""
+
+from __future__ import annotations
+
+from kerasflow.estimators import inputs, metrics
+from kerasflow.estimators.canned import (
+    BaselineClassifier, BaselineRegressor, DNNClassifier, DNNLinearCombinedClassifier,
+    DNNLinearCombinedRegressor, DNNRegressor, LinearClassifier, LinearRegressor,
+)
+from kerasflow.estimators.estimator import Estimator, WarmStartSettings
+from kerasflow.estimators.keras import model_to_estimator
+from kerasflow.estimators.model_fn import EstimatorSpec, ModeKeys
+from kerasflow.estimators.run_config import RunConfig
+from kerasflow.estimators.training import EvalSpec, TrainSpec, train_and_evaluate
+
+__all__ = [
+    "Estimator", "EstimatorSpec", "ModeKeys", "RunConfig", "WarmStartSettings",
+    "TrainSpec", "EvalSpec", "train_and_evaluate", "inputs", "metrics",
+    "model_to_estimator", "LinearClassifier", "LinearRegressor", "DNNClassifier",
+    "DNNRegressor", "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor",
+    "BaselineClassifier", "BaselineRegressor",
+]
