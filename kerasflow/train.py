@@ -72,4 +72,5 @@ def get_or_create_global_step():
         >>> step = get_or_create_global_step()
         >>> train_op = opt.minimize(loss, global_step=step)
     """
-    return get_global_step() or create_global_step()
+    step = get_global_step()
+    return create_global_step() if step is None else step

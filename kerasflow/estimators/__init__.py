@@ -10,12 +10,7 @@
 from __future__ import annotations
 
 from kerasflow.estimators import inputs, metrics
-from kerasflow.estimators.canned import (
-    BaselineClassifier, BaselineRegressor, DNNClassifier, DNNLinearCombinedClassifier,
-    DNNLinearCombinedRegressor, DNNRegressor, LinearClassifier, LinearRegressor,
-)
 from kerasflow.estimators.estimator import Estimator, WarmStartSettings
-from kerasflow.estimators.keras import model_to_estimator
 from kerasflow.estimators.model_fn import EstimatorSpec, ModeKeys
 from kerasflow.estimators.run_config import RunConfig
 from kerasflow.estimators.training import EvalSpec, TrainSpec, train_and_evaluate
@@ -27,3 +22,19 @@ __all__ = [
     "DNNRegressor", "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor",
     "BaselineClassifier", "BaselineRegressor",
 ]
+
+_CANNED = {"LinearClassifier", "LinearRegressor", "DNNClassifier", "DNNRegressor",
+           "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor",
+           "BaselineClassifier", "BaselineRegressor"}
+
+
+def __getattr__(name):  # canned estimators and Keras conversion load on first use
+    if name in _CANNED:
+        from kerasflow.estimators import canned  # noqa: PLC0415
+
+        return getattr(canned, name)
+    if name == "model_to_estimator":
+        from kerasflow.estimators.keras import model_to_estimator  # noqa: PLC0415
+
+        return model_to_estimator
+    raise AttributeError(f"module 'kerasflow.estimators' has no attribute '{name}'")

@@ -151,7 +151,7 @@ def call_model_fn(model_fn, features, labels, mode, params, config):
     with train_lib.global_step_scope() as scope:
         gs = train_lib.get_or_create_global_step()
         spec = model_fn(features=features, **kwargs)
-        gs = scope["step"] or gs
+        gs = gs if scope["step"] is None else scope["step"]
     if not isinstance(spec, EstimatorSpec):
         raise TypeError(f"model_fn must return an EstimatorSpec. Received: "
                         f"{type(spec).__name__}.")

@@ -185,6 +185,7 @@ def _select(built, predict_keys):
     if keys is None:
         raise ValueError(f"predict_keys={predict_keys} given, but model_fn returns "
                          f"a single predictions tensor, not a dict.")
+    keys = keys + (["classes"] if "class_ids" in keys else [])
     unknown = [k for k in predict_keys if k not in keys]
     if unknown:
         raise ValueError(f"predict_keys {unknown} are not among the predictions. "
@@ -213,6 +214,8 @@ def predict_loop(est, input_fn, predict_keys, hooks, checkpoint_path,
                 yield outs[0]
         else:
             d = dict(zip(built.predict_keys, outs))
+            if est._prediction_transform is not None:
+                d = est._prediction_transform(d)
             if wanted is not None:
                 d = {k: d[k] for k in wanted}
             if yield_single_examples:

@@ -88,6 +88,9 @@ class _HashingWriter:
     def seek(self, *a):
         raise io.UnsupportedOperation("seek")
 
+    def read(self, *a):  # numpy only checks that it exists
+        raise io.UnsupportedOperation("read")
+
     def flush(self):
         self.f.flush()
 

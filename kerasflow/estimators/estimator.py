@@ -95,6 +95,7 @@ class Estimator:
         # Canned estimators: raw features/labels -> the numeric arrays fed.
         self._feature_transform = None
         self._label_transform = None
+        self._prediction_transform = None
 
     # -- properties ---------------------------------------------------------------
     @property

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import collections
 
 from kerasflow import backend as K
 
@@ -21,7 +21,11 @@ class ModeKeys:
         return (cls.TRAIN, cls.EVAL, cls.PREDICT)
 
 
-class EstimatorSpec(NamedTuple):
+_SPEC_FIELDS = ["mode", "predictions", "loss", "train_op", "eval_metric_ops",
+                "export_outputs", "training_hooks", "evaluation_hooks"]
+
+
+class EstimatorSpec(collections.namedtuple("EstimatorSpec", _SPEC_FIELDS)):
     """The graph a ``model_fn`` built for one mode (``tf.estimator.EstimatorSpec``).
 
     Attributes:
@@ -45,14 +49,7 @@ class EstimatorSpec(NamedTuple):
         TypeError: a loss that is not a scalar tensor.
     """
 
-    mode: str
-    predictions: Any = None
-    loss: Any = None
-    train_op: Any = None
-    eval_metric_ops: Any = None
-    export_outputs: Any = None
-    training_hooks: Any = ()
-    evaluation_hooks: Any = ()
+    __slots__ = ()
 
     def __new__(cls, mode, predictions=None, loss=None, train_op=None,
                 eval_metric_ops=None, export_outputs=None, training_hooks=(),

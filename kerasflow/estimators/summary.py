@@ -10,6 +10,7 @@ framing: length, CRC, payload, CRC) for tests and tools.
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import struct
 import warnings
@@ -17,6 +18,7 @@ import warnings
 __all__ = ["EventWriter", "graph_def", "read_events", "read_scalars"]
 
 _warned = []
+_suffix = itertools.count()
 
 
 def _tbx():
@@ -62,8 +64,11 @@ class EventWriter:
 
     def __init__(self, logdir):
         tbx = _tbx()
-        self._w = None if tbx is None else tbx.SummaryWriter(logdir,
-                                                             flush_secs=30)
+        # A unique suffix: two writers opened in the same second never share a
+        # file name (tensorboardX names files by time and host only).
+        suffix = f".{os.getpid()}.{next(_suffix)}"
+        self._w = None if tbx is None else tbx.SummaryWriter(
+            logdir, flush_secs=30, filename_suffix=suffix)
 
     def scalar(self, tag, value, step):
         if self._w is not None:

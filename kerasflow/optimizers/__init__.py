@@ -21,6 +21,8 @@ from kerasflow.optimizers.base import (
     train_op_info,
     trainable_variables_of,
 )
+from kerasflow.optimizers.ftrl import Ftrl
+from kerasflow.optimizers.proximal import ProximalAdagrad, ProximalGradientDescent
 from kerasflow.optimizers.rmsprop import RMSprop
 from kerasflow.optimizers.sgd import SGD, GradientDescentOptimizer
 
@@ -29,6 +31,9 @@ __all__ = [
     "Adagrad",
     "Adam",
     "AdamW",
+    "Ftrl",
+    "ProximalAdagrad",
+    "ProximalGradientDescent",
     "GradientDescentOptimizer",
     "Optimizer",
     "RMSprop",
@@ -44,6 +49,8 @@ __all__ = [
 _BY_NAME = {
     "sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop,
     "adagrad": Adagrad, "gradientdescentoptimizer": GradientDescentOptimizer,
+    "ftrl": Ftrl, "proximalgradientdescent": ProximalGradientDescent,
+    "proximaladagrad": ProximalAdagrad,
 }
 
 
