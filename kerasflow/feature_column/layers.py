@@ -11,7 +11,12 @@ from kerasflow.feature_column.base import (
 )
 from kerasflow.feature_column.dense import combine
 
-__all__ = ["transform_features", "input_layer", "linear_model"]
+__all__ = ["transform_features", "input_layer", "linear_model",
+           "TransformedFeatures"]
+
+
+class TransformedFeatures(dict):
+    """The output of ``transform_features``: already-transformed arrays."""
 
 
 def _check_columns(columns, what, kinds):
@@ -43,7 +48,7 @@ def transform_features(features, feature_columns) -> dict:
     """
     features = {k: np.asarray(v) for k, v in dict(features).items()}
     cache: dict = {}
-    out: dict = {}
+    out = TransformedFeatures()
     for c in _check_columns(feature_columns, "transform_features", FeatureColumn):
         out.update(c._cached(features, cache))
     return out
@@ -65,9 +70,11 @@ def _keys(column):
 
 
 def _inputs(features, columns):
-    if _is_transformed(features, columns):
+    if isinstance(features, TransformedFeatures):
         return features
     if any(K.is_symbolic(v) for v in features.values()):
+        if _is_transformed(features, columns):  # placeholders of transformed arrays
+            return features
         raise TypeError(
             "Feature columns transform raw features on the host (numpy); received "
             "symbolic raw features. Use a canned estimator (which feeds "
@@ -87,8 +94,9 @@ def input_layer(features, feature_columns, state=None):
             dict to reuse them.
 
     Returns:
-        float tensor (batch, sum of dimensions); a numpy array when the inputs
-        are arrays.
+        float tensor (batch, sum of dimensions): symbolic when a Variable
+        (embedding) is involved, else computed at once for array inputs; run a
+        symbolic one with ``K.Function([], [t])()``.
 
     Raises:
         TypeError: a categorical column given directly (wrap it in
