@@ -177,12 +177,16 @@ def save_checkpoint(model_dir, variables, global_step: int, keep_max: int | None
         digest["sha256"] = w.h.hexdigest()
 
     _atomic_write(path, write)
-    kept = [e for e in list_checkpoints(model_dir)
-            if os.path.basename(e["path"]) != base and os.path.exists(e["path"])]
+    # Entries at or after this step are from an abandoned run (training resumed
+    # from an older checkpoint because they were unreadable): drop them.
+    previous = list_checkpoints(model_dir)
+    stale = [e for e in previous if e["step"] > int(global_step)]
+    kept = [e for e in previous if e["step"] < int(global_step)
+            and os.path.exists(e["path"])]
     kept.append({"path": path, "step": int(global_step), "sha256": digest["sha256"]})
-    dropped = []
+    dropped = list(stale)
     if keep_max:
-        dropped, kept = kept[:-keep_max], kept[-keep_max:]
+        dropped, kept = dropped + kept[:-keep_max], kept[-keep_max:]
     index = {"model_checkpoint_path": base,
              "all_model_checkpoint_paths": [
                  {"path": os.path.basename(e["path"]), "step": e["step"],
