@@ -26,7 +26,7 @@ def load_iris(path, seed=0):
     return x[train], y[train], x[test], y[test]
 
 
-def main(steps=2000, data=None, model_dir=None, seed=0):
+def main(steps=2000, data=None, model_dir=None, seed=2):
     data = data or os.path.join(os.environ.get("KERASFLOW_DATA_DIR",
                                                "../shared/data"), "iris")
     x_train, y_train, x_test, y_test = load_iris(os.path.join(data, "iris.csv"), seed)
