@@ -8,6 +8,7 @@ Called on numpy arrays it runs at once through a compiled ``Function``.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 import threading
@@ -25,6 +26,26 @@ _name_counts: dict[str, int] = defaultdict(int)
 # tensor -> (layer, call record, output index); weak so graphs are freed.
 _HISTORY: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _ctx = threading.local()
+_update_ctx = threading.local()
+
+
+@contextlib.contextmanager
+def collect_updates():
+    """Collects the state updates layers add (``Layer.add_update``) while tracing.
+
+    Yields:
+        The list that receives each stateful tensor added inside the block
+        (e.g. BatchNormalization's moving-statistics assignments); the train
+        step runs them with every forward pass.
+    """
+    stack = _update_ctx.__dict__.setdefault("stack", [])
+    found: list = []
+    stack.append(found)
+    try:
+        with K.tracing():
+            yield found
+    finally:
+        stack.pop()
 
 
 def _snake(name):
@@ -246,6 +267,18 @@ class Layer:
         for layer in self._flatten_layers():
             out.extend(reg(var) for reg, var in layer._regularizers)
         return out
+
+    def add_update(self, updates):
+        """Adds state updates (stateful tensors such as ``var.assign(...)``).
+
+        Inside a traced step (``collect_updates``) they run with every training
+        step; in an eager call or outside a trace they are dropped (Keras 2's
+        ``add_update`` on inference calls).
+        """
+        stack = getattr(_update_ctx, "stack", None)
+        ups = updates if isinstance(updates, (list, tuple)) else [updates]
+        if stack:
+            stack[-1].extend(u for u in ups if K.is_symbolic(u))
 
     def get_weights(self):
         """The weights' values as a list of numpy arrays (copies)."""

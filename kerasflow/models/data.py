@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kerasflow.distribute_lib import BatchRef
+
 __all__ = ["to_list", "check_arrays", "split_validation", "ArrayBatches",
-           "class_weights_to_sample_weights", "is_generator"]
+           "GeneratorBatches", "class_weights_to_sample_weights", "is_generator",
+           "chunks"]
 
 
 def is_generator(x):
@@ -133,15 +136,18 @@ def class_weights_to_sample_weights(y, class_weight):
 
 
 class ArrayBatches:
-    """Yields (x list, y list, sample weights) batches of in-memory arrays.
+    """``BatchRef``s over in-memory arrays (xs + ys + [sample weights]).
 
-    Shuffling draws a permutation from numpy's global RNG each epoch, so
-    ``np.random.seed`` makes training reproducible (as in Keras).
+    Every batch refers to the same ``arrays`` list, so a strategy can move the
+    data to its replicas once and send only row indices. Shuffling draws a
+    permutation from numpy's global RNG each epoch, so ``np.random.seed`` makes
+    training reproducible (as in Keras).
     """
 
-    def __init__(self, xs, ys, sw, batch_size, shuffle=False, steps=None):
-        self.xs, self.ys, self.sw = xs, ys or [], sw
-        self.n = len(xs[0])
+    def __init__(self, arrays, batch_size, shuffle=False, steps=None, n_inputs=None):
+        self.arrays = arrays
+        self.n_inputs = n_inputs  # how many of ``arrays`` are model inputs
+        self.n = len(arrays[0])
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.num_batches = -(-self.n // batch_size)
@@ -153,8 +159,58 @@ class ArrayBatches:
         perm = np.random.permutation(self.n) if self.shuffle else None
         for i in range(self.steps):
             if perm is None:
-                sl = slice(i * bs, min((i + 1) * bs, self.n))
+                idx = np.arange(i * bs, min((i + 1) * bs, self.n))
             else:
-                sl = np.sort(perm[i * bs:(i + 1) * bs])  # sorted: cache-friendly
-            yield ([a[sl] for a in self.xs], [a[sl] for a in self.ys],
-                   None if self.sw is None else self.sw[sl])
+                idx = np.sort(perm[i * bs:(i + 1) * bs])  # sorted: cache-friendly
+            yield BatchRef(self.arrays, idx)
+
+
+class GeneratorBatches:
+    """``BatchRef``s from a Python generator of (x, y[, sample_weight]) tuples.
+
+    Args:
+        gen: the generator (or iterator).
+        steps: batches per epoch; None runs until the generator is exhausted.
+        ones: callable n -> (n,) float array of unit sample weights.
+    """
+
+    def __init__(self, gen, steps, ones):
+        self.gen, self.steps, self.ones = gen, steps, ones
+        self.n_inputs = None  # inputs in the latest batch (the rest: y, weights)
+
+    def __iter__(self):
+        count = 0
+        while self.steps is None or count < self.steps:
+            try:
+                item = next(self.gen)
+            except StopIteration:
+                if self.steps is not None and count < self.steps:
+                    raise ValueError(
+                        f"The generator ran out after {count} batches; "
+                        f"steps_per_epoch={self.steps} were expected."
+                    ) from None
+                return
+            if not isinstance(item, tuple) or len(item) not in (2, 3):
+                raise ValueError(f"A generator must yield (x, y) or (x, y, "
+                                 f"sample_weight). Received: {type(item).__name__}.")
+            bx = [np.asarray(v) for v in (item[0] if isinstance(item[0], list)
+                                          else [item[0]])]
+            by = [np.asarray(v) for v in (item[1] if isinstance(item[1], list)
+                                          else [item[1]])]
+            sw = None if len(item) == 2 else np.asarray(item[2])
+            n = check_arrays(bx, by, sw, None)
+            count += 1
+            self.n_inputs = len(bx)
+            yield BatchRef(bx + by + [self.ones(n) if sw is None else sw], None)
+
+
+def chunks(batches, k):
+    """Groups an iterable of batches into lists of up to ``k`` (steps_per_execution)."""
+    chunk = []
+    for b in batches:
+        chunk.append(b)
+        if len(chunk) == k:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

@@ -47,6 +47,7 @@ class Model(Trainer, Layer):
         Layer.__init__(self, **kwargs)
         Trainer.__init__(self)
         self._is_functional = inputs is not None and outputs is not None
+        self._inputs_struct = self._outputs_struct = None
         if self._is_functional:
             self._init_graph(inputs, outputs)
 
@@ -166,7 +167,7 @@ class Model(Trainer, Layer):
 
     def call(self, inputs, training=None):
         """Replays the functional graph; subclassed models override this."""
-        if not getattr(self, "_is_functional", False):
+        if not self._is_functional:
             raise NotImplementedError(
                 f"Model '{self.name}' has no call(): pass inputs and outputs to "
                 f"Model(...) or override call() in a subclass."
@@ -188,7 +189,7 @@ class Model(Trainer, Layer):
         Raises:
             NotImplementedError: for subclassed models (save their weights instead).
         """
-        if not getattr(self, "_is_functional", False):
+        if not self._is_functional:
             raise NotImplementedError(
                 f"Subclassed model '{self.name}' has no config: use save_weights() "
                 f"and rebuild it in code, or build it with the functional API."
@@ -262,11 +263,11 @@ class Model(Trainer, Layer):
 
     def _default_input_specs(self):
         """(shape, dtype) per model input, or None when unknown before data."""
-        if getattr(self, "_is_functional", False):
+        if self._is_functional:
             return [(t.shape, t.dtype) for t in self.inputs]
         return None
 
     def _output_names(self, n):
-        if getattr(self, "_is_functional", False):
+        if self._is_functional:
             return [layer_base.get_history(t)[0].name for t in self.outputs]
         return [f"output_{i + 1}" for i in range(n)]
