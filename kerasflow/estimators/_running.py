@@ -74,8 +74,15 @@ def build(model_fn, mode, features, labels, params, config):
             raise TypeError(f"EstimatorSpec.train_op must be a graph op (e.g. "
                             f"optimizer.minimize(loss)). Received: "
                             f"{type(spec.train_op).__name__}.")
-        built.train_fn = K.Function(phs, [spec.loss], updates=[spec.train_op],
-                                    name="estimator_train")
+        from kerasflow.optimizers import train_op_info  # noqa: PLC0415
+
+        if train_op_info(spec.train_op) is not None:
+            from kerasflow.models.train_step import TrainStep  # noqa: PLC0415
+
+            built.train_step = TrainStep.from_train_op(spec.train_op, phs)
+        else:
+            built.train_fn = K.Function(phs, [spec.loss], updates=[spec.train_op],
+                                        name="estimator_train")
     elif mode == ModeKeys.EVAL:
         updates, tensors = [], {}
         for name, pair in spec.eval_metric_ops.items():
@@ -252,11 +259,26 @@ def check_signature(built, features, labels, est, mode):
 def run_train_step(est, built, arrays):
     """One training step on ``arrays``; returns the loss (the one swap point).
 
-    Runs the compiled train Function through ``config.train_distribute``
-    (in process when None).
+    A ``minimize`` train op runs as a ``TrainStep`` through the strategy of
+    ``config.train_distribute`` (``DefaultStrategy`` when None), the path
+    ``fit`` takes; a grouped train op (several optimizers, e.g. wide & deep)
+    runs its compiled Function in process.
+
+    Raises:
+        ValueError: a grouped train op under a non-default strategy.
     """
     strategy = est.config.train_distribute
-    if strategy is None:
-        return built.train_fn(*arrays)[0]
-    return strategy.run_train_step(built.train_fn, arrays)[0]
+    if built.train_step is not None:
+        from kerasflow.distribute_lib import BatchRef  # noqa: PLC0415
 
+        if strategy is None:
+            from kerasflow.distribute_lib import get_strategy  # noqa: PLC0415
+
+            strategy = get_strategy()
+        return strategy.run_steps(built.train_step, [BatchRef(arrays, None)])[0].loss
+    if strategy is not None and type(strategy).__name__ != "DefaultStrategy":
+        raise ValueError(
+            f"{type(strategy).__name__} runs train ops that one optimizer's "
+            f"minimize() returned; this model_fn returned a grouped op (several "
+            f"optimizers). Train it without train_distribute.")
+    return built.train_fn(*arrays)[0]

@@ -22,18 +22,20 @@ def _model_fn_for(model):
         predictions = {model._output_names(1)[0]: outputs}
         if mode == ModeKeys.PREDICT:
             return EstimatorSpec(mode, predictions=predictions)
-        names, loss_fns, _, metric_objs = model._build_losses_metrics([outputs])
-        from kerasflow.models.training import _apply_loss  # noqa: PLC0415
         from kerasflow import backend as K  # noqa: PLC0415
+        from kerasflow.models import compile_utils as cu  # noqa: PLC0415
 
-        if labels.ndim == 1 and outputs.ndim == 2 and "Sparse" not in type(
-                loss_fns[0]).__name__ and "sparse" not in getattr(
-                loss_fns[0], "__name__", ""):
+        names = model._output_names(1)
+        loss_fns, _ = model._compiled_losses.resolve(names, model.name)
+        if labels.ndim == 1 and not cu.is_sparse_target(labels.shape,
+                                                        outputs.shape):
             labels = K.reshape(labels, (-1, 1))
         ones = K.ones_like(K.sum(outputs, axis=tuple(range(1, outputs.ndim))))
-        loss = _apply_loss(loss_fns[0], labels, outputs, ones)
+        loss = cu.weighted_loss(loss_fns[0], labels, outputs, ones)
         for penalty in model.losses:
             loss = loss + penalty
+        metric_objs = cu.resolve_metrics(model._metrics_spec, names, [outputs],
+                                         [labels.shape])
         if mode == ModeKeys.EVAL:
             ops = {name: metric_pairs.from_keras_metric(m, labels, outputs)
                    for _, name, m in metric_objs}

@@ -46,8 +46,14 @@ def get_optimizer(opt, default_name, default_lr):
 def minimize_all(loss, pairs):
     """One train op: each (optimizer, var_list) applies its part of one backprop.
 
-    Also increments the global step.
+    Also increments the global step. One optimizer gives ``minimize``'s
+    ``TrainOp`` (which every strategy can split into compute / apply); several
+    give a ``group`` run in process.
     """
+    gs = train_lib.get_or_create_global_step()
+    if len(pairs) == 1:
+        opt, var_list = pairs[0]
+        return opt.minimize(loss, global_step=gs, var_list=var_list)
     all_vars = [v for _, vs in pairs for v in vs]
     grads = K.gradients(loss, all_vars)
     updates, i = [], 0
@@ -55,13 +61,8 @@ def minimize_all(loss, pairs):
         g = grads[i:i + len(vs)]
         i += len(vs)
         updates += opt.apply_gradients(zip(g, vs))
-    updates.append(K.assign_add(train_lib.get_or_create_global_step(), 1))
-    op = K.group(*updates, name="train_op")
-    if len(pairs) == 1:  # a single optimizer: strategies can split it
-        from kerasflow.optimizers.base import _TRAIN_OPS, TrainOp  # noqa: PLC0415
-
-        _TRAIN_OPS[op] = TrainOp(loss, pairs[0][1], pairs[0][0])
-    return op
+    updates.append(K.assign_add(gs, 1))
+    return K.group(*updates, name="train_op")
 
 
 def dnn_logits(inputs, hidden_units, units, activation_fn, dropout, training,
