@@ -65,8 +65,8 @@ def build_columns():
     age = fc.numeric_column("age")
     age_buckets = fc.bucketized_column(age, [18, 25, 30, 35, 40, 45, 50, 55, 60, 65])
 
-    wide = [gender, native_country, education, occupation, workclass,
-            relationship, age_buckets,
+    wide = [gender, native_country, education, marital_status, occupation,
+            workclass, relationship, age_buckets,
             fc.crossed_column(["education", "occupation"], 1000),
             fc.crossed_column([age_buckets, "education", "occupation"], 1000),
             fc.crossed_column(["native_country", "occupation"], 1000)]

@@ -12,8 +12,12 @@ import threading
 
 from kerasflow import backend as K
 
-__all__ = ["get_or_create_global_step", "get_global_step", "global_step_scope",
-           "create_global_step"]
+__all__ = [
+    "create_global_step",
+    "get_global_step",
+    "get_or_create_global_step",
+    "global_step_scope",
+]
 
 _local = threading.local()
 GLOBAL_STEP_NAME = "global_step"

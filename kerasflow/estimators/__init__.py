@@ -16,11 +16,25 @@ from kerasflow.estimators.run_config import RunConfig
 from kerasflow.estimators.training import EvalSpec, TrainSpec, train_and_evaluate
 
 __all__ = [
-    "Estimator", "EstimatorSpec", "ModeKeys", "RunConfig", "WarmStartSettings",
-    "TrainSpec", "EvalSpec", "train_and_evaluate", "inputs", "metrics",
-    "model_to_estimator", "LinearClassifier", "LinearRegressor", "DNNClassifier",
-    "DNNRegressor", "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor",
-    "BaselineClassifier", "BaselineRegressor",
+    "BaselineClassifier",
+    "BaselineRegressor",
+    "DNNClassifier",
+    "DNNLinearCombinedClassifier",
+    "DNNLinearCombinedRegressor",
+    "DNNRegressor",
+    "Estimator",
+    "EstimatorSpec",
+    "EvalSpec",
+    "LinearClassifier",
+    "LinearRegressor",
+    "ModeKeys",
+    "RunConfig",
+    "TrainSpec",
+    "WarmStartSettings",
+    "inputs",
+    "metrics",
+    "model_to_estimator",
+    "train_and_evaluate",
 ]
 
 _CANNED = {"LinearClassifier", "LinearRegressor", "DNNClassifier", "DNNRegressor",
@@ -30,11 +44,11 @@ _CANNED = {"LinearClassifier", "LinearRegressor", "DNNClassifier", "DNNRegressor
 
 def __getattr__(name):  # canned estimators and Keras conversion load on first use
     if name in _CANNED:
-        from kerasflow.estimators import canned  # noqa: PLC0415
+        from kerasflow.estimators import canned
 
         return getattr(canned, name)
     if name == "model_to_estimator":
-        from kerasflow.estimators.keras import model_to_estimator  # noqa: PLC0415
+        from kerasflow.estimators.keras import model_to_estimator
 
         return model_to_estimator
     raise AttributeError(f"module 'kerasflow.estimators' has no attribute '{name}'")

@@ -21,9 +21,16 @@ from kerasflow import train as train_lib
 from kerasflow.backend import graph as graph_mod
 from kerasflow.estimators.model_fn import EstimatorSpec
 
-__all__ = ["fresh_names", "local_variable", "local_variable_scope",
-           "make_placeholders", "call_model_fn", "collect_variables",
-           "flatten_batch", "signature_of"]
+__all__ = [
+    "call_model_fn",
+    "collect_variables",
+    "flatten_batch",
+    "fresh_names",
+    "local_variable",
+    "local_variable_scope",
+    "make_placeholders",
+    "signature_of",
+]
 
 _local = threading.local()
 _lock = threading.RLock()
@@ -32,7 +39,7 @@ _lock = threading.RLock()
 @contextlib.contextmanager
 def fresh_names(seed=None):
     """Empty node- and layer-name counters (and an optional seed) inside."""
-    from kerasflow.layers import base as layer_base  # noqa: PLC0415
+    from kerasflow.layers import base as layer_base
 
     with _lock:
         saved = (graph_mod._name_counts, layer_base._name_counts)

@@ -13,7 +13,7 @@ from kerasflow.estimators import _running as R
 from kerasflow.estimators.model_fn import ModeKeys
 from kerasflow.estimators.summary import EventWriter
 
-__all__ = ["train_loop", "evaluate_loop", "predict_loop", "SessionRunValues"]
+__all__ = ["SessionRunValues", "evaluate_loop", "predict_loop", "train_loop"]
 
 
 class SessionRunValues(NamedTuple):
@@ -40,7 +40,7 @@ def _call_hooks(hooks, method, *args):
 
 
 def _progress(total, initial, desc):
-    from tqdm.auto import tqdm  # noqa: PLC0415
+    from tqdm.auto import tqdm
 
     return tqdm(total=total, initial=initial, desc=desc, unit="step",
                 dynamic_ncols=True, leave=False, disable=None)

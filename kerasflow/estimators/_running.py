@@ -14,8 +14,17 @@ from kerasflow import backend as K
 from kerasflow.estimators import _graph, checkpoints
 from kerasflow.estimators.model_fn import ModeKeys
 
-__all__ = ["Built", "build", "as_arrays", "check_writable", "batches",
-           "reset_variables", "assign_from", "warm_start", "run_train_step"]
+__all__ = [
+    "Built",
+    "as_arrays",
+    "assign_from",
+    "batches",
+    "build",
+    "check_writable",
+    "reset_variables",
+    "run_train_step",
+    "warm_start",
+]
 
 
 class Built:
@@ -54,7 +63,7 @@ class Built:
 
 def build(model_fn, mode, features, labels, params, config):
     """Builds and compiles ``model_fn``'s graph for one mode and input signature."""
-    from kerasflow.layers.base import training_context  # noqa: PLC0415
+    from kerasflow.layers.base import training_context
 
     with _graph.fresh_names(config.tf_random_seed), \
             _graph.local_variable_scope() as local_vars, \
@@ -74,10 +83,10 @@ def build(model_fn, mode, features, labels, params, config):
             raise TypeError(f"EstimatorSpec.train_op must be a graph op (e.g. "
                             f"optimizer.minimize(loss)). Received: "
                             f"{type(spec.train_op).__name__}.")
-        from kerasflow.optimizers import train_op_info  # noqa: PLC0415
+        from kerasflow.optimizers import train_op_info
 
         if train_op_info(spec.train_op) is not None:
-            from kerasflow.models.train_step import TrainStep  # noqa: PLC0415
+            from kerasflow.models.train_step import TrainStep
 
             built.train_step = TrainStep.from_train_op(spec.train_op, phs)
         else:
@@ -197,7 +206,7 @@ def check_writable(model_dir):
 
 
 def _call_input_fn(input_fn, mode, est):
-    from kerasflow.estimators.inputs import InputContext  # noqa: PLC0415
+    from kerasflow.estimators.inputs import InputContext
 
     if not callable(input_fn):
         raise TypeError(f"input_fn must be callable. Received: {input_fn!r}.")
@@ -269,10 +278,10 @@ def run_train_step(est, built, arrays):
     """
     strategy = est.config.train_distribute
     if built.train_step is not None:
-        from kerasflow.distribute_lib import BatchRef  # noqa: PLC0415
+        from kerasflow.distribute_lib import BatchRef
 
         if strategy is None:
-            from kerasflow.distribute_lib import get_strategy  # noqa: PLC0415
+            from kerasflow.distribute_lib import get_strategy
 
             strategy = get_strategy()
         return strategy.run_steps(built.train_step, [BatchRef(arrays, None)])[0].loss

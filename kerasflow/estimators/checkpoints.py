@@ -31,8 +31,13 @@ import zipfile
 
 import numpy as np
 
-__all__ = ["save_checkpoint", "load_checkpoint", "latest_checkpoint",
-           "list_checkpoints", "CheckpointError"]
+__all__ = [
+    "CheckpointError",
+    "latest_checkpoint",
+    "list_checkpoints",
+    "load_checkpoint",
+    "save_checkpoint",
+]
 
 INDEX = "checkpoint"
 _PATTERN = re.compile(r"^model\.ckpt-(\d+)\.npz$")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 import warnings
 
 import numpy as np
@@ -301,7 +300,7 @@ class Estimator:
         Raises:
             ValueError: no checkpoint to export.
         """
-        from kerasflow.estimators import _export  # noqa: PLC0415
+        from kerasflow.estimators import _export
 
         return _export.export(self, export_dir_base, checkpoint_path)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["numpy_input_fn", "pandas_input_fn", "InputContext"]
+__all__ = ["InputContext", "numpy_input_fn", "pandas_input_fn"]
 
 
 class InputContext:
@@ -137,7 +137,7 @@ def pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
         TypeError: x is not a DataFrame.
     """
     try:
-        import pandas as pd  # noqa: PLC0415
+        import pandas as pd
     except ImportError as e:
         raise ImportError("pandas_input_fn needs pandas (pip install pandas).") from e
     if not isinstance(x, pd.DataFrame):

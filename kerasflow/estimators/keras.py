@@ -11,19 +11,20 @@ __all__ = ["model_to_estimator"]
 
 def _model_fn_for(model):
     def model_fn(features, labels, mode):
-        from kerasflow.layers.base import training_context  # noqa: PLC0415
+        from kerasflow.layers.base import training_context
 
         training = mode == ModeKeys.TRAIN
         with training_context(training):
             outputs = model(features, training=training)
         if isinstance(outputs, (list, tuple)):
-            raise ValueError("model_to_estimator supports single-output models. "
+            raise ValueError(  # noqa: TRY004  (a model, not an argument, type)
+                "model_to_estimator supports single-output models. "
                              f"Received: a model with {len(outputs)} outputs.")
         predictions = {model._output_names(1)[0]: outputs}
         if mode == ModeKeys.PREDICT:
             return EstimatorSpec(mode, predictions=predictions)
-        from kerasflow import backend as K  # noqa: PLC0415
-        from kerasflow.models import compile_utils as cu  # noqa: PLC0415
+        from kerasflow import backend as K
+        from kerasflow.models import compile_utils as cu
 
         names = model._output_names(1)
         loss_fns, _ = model._compiled_losses.resolve(names, model.name)
@@ -41,7 +42,7 @@ def _model_fn_for(model):
                    for _, name, m in metric_objs}
             return EstimatorSpec(mode, predictions=predictions, loss=loss,
                                  eval_metric_ops=ops)
-        from kerasflow import train as train_lib  # noqa: PLC0415
+        from kerasflow import train as train_lib
 
         op = model.optimizer.minimize(
             loss, global_step=train_lib.get_or_create_global_step(),
@@ -73,7 +74,7 @@ def model_to_estimator(keras_model=None, keras_model_path=None, custom_objects=N
         raise ValueError("model_to_estimator expects exactly one of keras_model and "
                          "keras_model_path.")
     if keras_model is None:
-        from kerasflow.models import load_model  # noqa: PLC0415
+        from kerasflow.models import load_model
 
         keras_model = load_model(keras_model_path, custom_objects=custom_objects)
     if not getattr(keras_model, "compiled", False):

@@ -16,8 +16,16 @@ from kerasflow import backend as K
 from kerasflow import metrics as keras_metrics
 from kerasflow.estimators import _graph
 
-__all__ = ["accuracy", "mean", "mean_squared_error", "root_mean_squared_error",
-           "auc", "precision", "recall", "from_keras_metric"]
+__all__ = [
+    "accuracy",
+    "auc",
+    "from_keras_metric",
+    "mean",
+    "mean_squared_error",
+    "precision",
+    "recall",
+    "root_mean_squared_error",
+]
 
 
 class _Value:

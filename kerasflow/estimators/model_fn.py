@@ -6,7 +6,7 @@ import collections
 
 from kerasflow import backend as K
 
-__all__ = ["ModeKeys", "EstimatorSpec"]
+__all__ = ["EstimatorSpec", "ModeKeys"]
 
 
 class ModeKeys:

@@ -86,9 +86,9 @@ class RunConfig:
                             f"known: {list(_FIELDS)}.")
         values = {f: getattr(self, f) for f in _FIELDS}
         values.update(kwargs)
-        if "save_checkpoints_steps" in kwargs and kwargs["save_checkpoints_steps"]:
+        if kwargs.get("save_checkpoints_steps"):
             values["save_checkpoints_secs"] = None
-        if "save_checkpoints_secs" in kwargs and kwargs["save_checkpoints_secs"]:
+        if kwargs.get("save_checkpoints_secs"):
             values["save_checkpoints_steps"] = None
         return RunConfig(**values)
 
@@ -100,14 +100,14 @@ class RunConfig:
         (``config.replace(train_distribute=...)``).
 
         Raises:
-            ValueError: the file is not a mapping. TypeError: an unknown field.
+            TypeError: the file is not a mapping, or holds an unknown field.
         """
-        import yaml  # noqa: PLC0415
+        import yaml
 
         with open(path, encoding="utf-8") as f:
             data = yaml.safe_load(f) or {}
         if not isinstance(data, dict):
-            raise ValueError(f"RunConfig.from_yaml expects a mapping of fields. "
+            raise TypeError(f"RunConfig.from_yaml expects a mapping of fields. "
                              f"Received: {type(data).__name__} in '{path}'.")
         allowed = set(_FIELDS) - {"train_distribute", "eval_distribute"}
         unknown = sorted(set(data) - allowed)

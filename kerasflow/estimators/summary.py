@@ -23,7 +23,7 @@ _suffix = itertools.count()
 
 def _tbx():
     try:
-        import tensorboardX  # noqa: PLC0415
+        import tensorboardX
     except ImportError:
         if not _warned:
             warnings.warn("tensorboardX is not installed: no TensorBoard event "
@@ -36,8 +36,11 @@ def _tbx():
 
 def graph_def(nodes):
     """A ``GraphDef`` protobuf of kerasflow ``Node`` s (name, op, inputs, shape)."""
-    from tensorboardX.proto import attr_value_pb2, graph_pb2  # noqa: PLC0415
-    from tensorboardX.proto import node_def_pb2  # noqa: PLC0415
+    from tensorboardX.proto import (
+        attr_value_pb2,
+        graph_pb2,
+        node_def_pb2,
+    )
 
     gd = graph_pb2.GraphDef()
     for node in nodes:
@@ -78,7 +81,7 @@ class EventWriter:
         """Writes the GraphDef of ``nodes`` (TF's ``FileWriter(logdir, graph)``)."""
         if self._w is None:
             return
-        from tensorboardX.proto import event_pb2  # noqa: PLC0415
+        from tensorboardX.proto import event_pb2
 
         gd = graph_def(nodes)
         self._w._get_file_writer().add_event(
@@ -109,7 +112,7 @@ def _records(path):
 
 def read_events(logdir):
     """Every ``Event`` protobuf in ``logdir``'s event files, in file order."""
-    from tensorboardX.proto import event_pb2  # noqa: PLC0415
+    from tensorboardX.proto import event_pb2
 
     out = []
     pattern = os.path.join(glob.escape(os.fspath(logdir)), "events.out.tfevents.*")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any, NamedTuple
 
-__all__ = ["TrainSpec", "EvalSpec", "train_and_evaluate"]
+__all__ = ["EvalSpec", "TrainSpec", "train_and_evaluate"]
 
 
 class TrainSpec(NamedTuple):

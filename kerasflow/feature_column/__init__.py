@@ -9,23 +9,47 @@ stable across processes), never Python's salted ``hash``.
 from __future__ import annotations
 
 from kerasflow.feature_column.base import (
-    CategoricalColumn, DenseColumn, FeatureColumn, fingerprint64,
+    CategoricalColumn,
+    DenseColumn,
+    FeatureColumn,
+    fingerprint64,
 )
 from kerasflow.feature_column.categorical import (
-    categorical_column_with_hash_bucket, categorical_column_with_identity,
-    categorical_column_with_vocabulary_file, categorical_column_with_vocabulary_list,
-    crossed_column, weighted_categorical_column,
+    categorical_column_with_hash_bucket,
+    categorical_column_with_identity,
+    categorical_column_with_vocabulary_file,
+    categorical_column_with_vocabulary_list,
+    crossed_column,
+    weighted_categorical_column,
 )
 from kerasflow.feature_column.dense import (
-    bucketized_column, embedding_column, indicator_column, numeric_column,
+    bucketized_column,
+    embedding_column,
+    indicator_column,
+    numeric_column,
 )
-from kerasflow.feature_column.layers import input_layer, linear_model, transform_features
+from kerasflow.feature_column.layers import (
+    input_layer,
+    linear_model,
+    transform_features,
+)
 
 __all__ = [
-    "FeatureColumn", "DenseColumn", "CategoricalColumn", "fingerprint64",
-    "numeric_column", "bucketized_column", "categorical_column_with_vocabulary_list",
-    "categorical_column_with_vocabulary_file", "categorical_column_with_hash_bucket",
-    "categorical_column_with_identity", "crossed_column", "indicator_column",
-    "embedding_column", "weighted_categorical_column", "input_layer", "linear_model",
+    "CategoricalColumn",
+    "DenseColumn",
+    "FeatureColumn",
+    "bucketized_column",
+    "categorical_column_with_hash_bucket",
+    "categorical_column_with_identity",
+    "categorical_column_with_vocabulary_file",
+    "categorical_column_with_vocabulary_list",
+    "crossed_column",
+    "embedding_column",
+    "fingerprint64",
+    "indicator_column",
+    "input_layer",
+    "linear_model",
+    "numeric_column",
     "transform_features",
+    "weighted_categorical_column",
 ]

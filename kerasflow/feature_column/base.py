@@ -19,8 +19,16 @@ import hashlib
 
 import numpy as np
 
-__all__ = ["FeatureColumn", "DenseColumn", "CategoricalColumn", "fingerprint64",
-           "raw_feature", "as_2d", "IDS", "WEIGHTS"]
+__all__ = [
+    "IDS",
+    "WEIGHTS",
+    "CategoricalColumn",
+    "DenseColumn",
+    "FeatureColumn",
+    "as_2d",
+    "fingerprint64",
+    "raw_feature",
+]
 
 IDS, WEIGHTS = "/ids", "/weights"
 

@@ -7,14 +7,23 @@ import itertools
 import numpy as np
 
 from kerasflow.feature_column.base import (
-    CategoricalColumn, FeatureColumn, as_2d, fingerprint64, hash_strings,
-    missing_mask, raw_feature,
+    CategoricalColumn,
+    FeatureColumn,
+    as_2d,
+    fingerprint64,
+    hash_strings,
+    missing_mask,
+    raw_feature,
 )
 
-__all__ = ["categorical_column_with_vocabulary_list",
-           "categorical_column_with_vocabulary_file",
-           "categorical_column_with_hash_bucket", "categorical_column_with_identity",
-           "crossed_column", "weighted_categorical_column"]
+__all__ = [
+    "categorical_column_with_hash_bucket",
+    "categorical_column_with_identity",
+    "categorical_column_with_vocabulary_file",
+    "categorical_column_with_vocabulary_list",
+    "crossed_column",
+    "weighted_categorical_column",
+]
 
 
 def _check_key(key, what):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -9,11 +10,20 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow import initializers
 from kerasflow.feature_column.base import (
-    IDS, WEIGHTS, CategoricalColumn, DenseColumn, as_2d, raw_feature,
+    IDS,
+    WEIGHTS,
+    CategoricalColumn,
+    DenseColumn,
+    raw_feature,
 )
 
-__all__ = ["numeric_column", "bucketized_column", "indicator_column",
-           "embedding_column", "combine"]
+__all__ = [
+    "bucketized_column",
+    "combine",
+    "embedding_column",
+    "indicator_column",
+    "numeric_column",
+]
 
 
 def _tensor(inputs, key, column):
@@ -102,7 +112,7 @@ class BucketizedColumn(DenseColumn, CategoricalColumn):
             raise TypeError(f"bucketized_column expects a numeric_column. Received: "
                             f"{source_column!r}.")
         boundaries = [float(b) for b in boundaries]
-        if not boundaries or any(b >= c for b, c in zip(boundaries, boundaries[1:])):
+        if not boundaries or any(b >= c for b, c in itertools.pairwise(boundaries)):
             raise ValueError(f"boundaries must be a non-empty sorted list without "
                              f"duplicates. Received: boundaries={boundaries!r}.")
         self.source_column = source_column

@@ -7,12 +7,20 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.feature_column.base import (
-    IDS, WEIGHTS, CategoricalColumn, DenseColumn, FeatureColumn,
+    IDS,
+    WEIGHTS,
+    CategoricalColumn,
+    DenseColumn,
+    FeatureColumn,
 )
 from kerasflow.feature_column.dense import combine
 
-__all__ = ["transform_features", "input_layer", "linear_model",
-           "TransformedFeatures"]
+__all__ = [
+    "TransformedFeatures",
+    "input_layer",
+    "linear_model",
+    "transform_features",
+]
 
 
 class TransformedFeatures(dict):

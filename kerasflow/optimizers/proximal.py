@@ -7,7 +7,7 @@ from __future__ import annotations
 from kerasflow import backend as K
 from kerasflow.optimizers.base import Optimizer
 
-__all__ = ["ProximalGradientDescent", "ProximalAdagrad"]
+__all__ = ["ProximalAdagrad", "ProximalGradientDescent"]
 
 
 def _check(name, v):

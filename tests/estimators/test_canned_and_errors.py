@@ -10,9 +10,8 @@ import pytest
 
 import kerasflow as kf
 from kerasflow import backend as K
-from kerasflow.estimators import Estimator, EstimatorSpec, ModeKeys
+from kerasflow.estimators import Estimator, EstimatorSpec
 from kerasflow.estimators.inputs import numpy_input_fn
-
 from tests.estimators._models import data, model_fn, train_input
 
 fc = kf.feature_column

@@ -11,7 +11,6 @@ import pytest
 import kerasflow as kf
 from kerasflow.estimators import Estimator, RunConfig, checkpoints
 from kerasflow.estimators.summary import read_events, read_scalars
-
 from tests.estimators._models import data, eval_input, model_fn, train_input
 
 

@@ -96,8 +96,8 @@ def test_crossed_column_hashes_documented_join():
     cross = fc.crossed_column([b, "edu"], 50)
     t = fc.transform_features({"age": np.array([20.0, 40.0]),
                                "edu": np.array(["BS", "MS"])}, [cross])
-    want = [fingerprint64("age_bucketized=0\x1fBS".encode()) % 50,
-            fingerprint64("age_bucketized=1\x1fMS".encode()) % 50]
+    want = [fingerprint64(b"age_bucketized=0\x1fBS") % 50,
+            fingerprint64(b"age_bucketized=1\x1fMS") % 50]
     np.testing.assert_array_equal(t["age_bucketized_X_edu/ids"][:, 0], want)
     # Multi-valued: the cartesian product of present values.
     multi = fc.crossed_column(["a", "b"], 1000)

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 
 from kerasflow.estimators import Estimator, RunConfig, checkpoints
-
 from tests.estimators._models import data, model_fn, train_input
 
 ROOT = Path(__file__).resolve().parents[2]

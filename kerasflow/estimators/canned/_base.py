@@ -8,14 +8,21 @@ from kerasflow import backend as K
 from kerasflow import optimizers
 from kerasflow import train as train_lib
 from kerasflow.estimators.canned.heads import (
-    WEIGHT_KEY, ClassificationHead, RegressionHead,
+    WEIGHT_KEY,
+    ClassificationHead,
+    RegressionHead,
 )
 from kerasflow.estimators.estimator import Estimator
 from kerasflow.feature_column import base as fc_base
 from kerasflow.feature_column import input_layer, transform_features
 
-__all__ = ["CannedEstimator", "get_optimizer", "dnn_logits", "make_head",
-           "minimize_all"]
+__all__ = [
+    "CannedEstimator",
+    "dnn_logits",
+    "get_optimizer",
+    "make_head",
+    "minimize_all",
+]
 
 
 def make_head(n_classes=None, label_vocabulary=None, label_dimension=None):
@@ -68,7 +75,7 @@ def minimize_all(loss, pairs):
 def dnn_logits(inputs, hidden_units, units, activation_fn, dropout, training,
                prefix="dnn"):
     """Hidden Dense layers (+ dropout when training) and a linear logits layer."""
-    from kerasflow import layers  # noqa: PLC0415
+    from kerasflow import layers
 
     h = inputs
     for i, n in enumerate(hidden_units):
@@ -100,7 +107,7 @@ class CannedEstimator(Estimator):
         if not self._columns:
             raise ValueError("A canned estimator needs at least one feature column.")
         if isinstance(weight_column, str):
-            from kerasflow.feature_column import numeric_column  # noqa: PLC0415
+            from kerasflow.feature_column import numeric_column
 
             weight_column = numeric_column(weight_column)
         self._weight_column = weight_column

@@ -51,7 +51,7 @@ class _Baseline(Estimator):
                 n = len(np.asarray(next(iter(features.values()))))
                 feats["__rows__"] = np.zeros((n, 1), np.float32)
             if self._weight_key is not None:
-                from kerasflow.estimators.canned.heads import WEIGHT_KEY  # noqa
+                from kerasflow.estimators.canned.heads import WEIGHT_KEY
 
                 feats[WEIGHT_KEY] = np.asarray(features[self._weight_key],
                                                np.float32).reshape(-1)

@@ -18,7 +18,7 @@ def _dnn_model_fn(head, hidden_units, columns, optimizer, activation_fn, dropout
 
         def train_op_fn(loss):
             opt = _base.get_optimizer(optimizer, "Adagrad", _LEARNING_RATE)
-            from kerasflow.optimizers import trainable_variables_of  # noqa: PLC0415
+            from kerasflow.optimizers import trainable_variables_of
 
             return _base.minimize_all(loss, [(opt, trainable_variables_of(loss))])
 

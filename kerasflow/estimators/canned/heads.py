@@ -12,7 +12,7 @@ from kerasflow import backend as K
 from kerasflow.estimators import metrics as M
 from kerasflow.estimators.model_fn import EstimatorSpec, ModeKeys
 
-__all__ = ["ClassificationHead", "RegressionHead", "WEIGHT_KEY"]
+__all__ = ["WEIGHT_KEY", "ClassificationHead", "RegressionHead"]
 
 WEIGHT_KEY = "__example_weight__"
 

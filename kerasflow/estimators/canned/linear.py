@@ -23,7 +23,7 @@ def _linear_model_fn(head, columns, optimizer, sparse_combiner):
         def train_op_fn(loss):
             opt = _base.get_optimizer(optimizer, "Ftrl",
                                       linear_learning_rate(len(columns)))
-            from kerasflow.optimizers import trainable_variables_of  # noqa: PLC0415
+            from kerasflow.optimizers import trainable_variables_of
 
             return _base.minimize_all(loss, [(opt, trainable_variables_of(loss))])
 
