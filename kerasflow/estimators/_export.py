@@ -34,12 +34,9 @@ def export(est, export_dir_base, checkpoint_path=None):
                 "variables": sorted(values), "model_dir": est.model_dir}
         keras_model = getattr(est, "_keras_model", None)
         if keras_model is not None:
-            from kerasflow.estimators.checkpoints import load_checkpoint  # noqa
-
-            by_name = values
-            for w in keras_model.weights:
-                if w.name in by_name:
-                    w.assign(by_name[w.name])
+            for w in keras_model.weights:  # the exported checkpoint's values
+                if w.name in values:
+                    w.assign(values[w.name])
             keras_model.save(os.path.join(tmp, "model.kerasflow"))
             meta["keras_model"] = "model.kerasflow"
         with open(os.path.join(tmp, "estimator.json"), "w", encoding="utf-8") as f:

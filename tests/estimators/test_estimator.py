@@ -213,3 +213,37 @@ def test_ftrl_matches_hand_computed_update():
     q = np.sqrt(n1) / 0.1 + 2 * 0.1
     want = np.where(np.abs(z) > 0.01, (np.sign(z) * 0.01 - z) / q, 0.0)
     np.testing.assert_allclose(w.numpy(), want, rtol=1e-5)
+
+
+def test_input_fn_receives_input_context_and_params(tmp_path, xy):
+    x, y = xy
+    seen = {}
+
+    def input_fn(input_context, params):
+        seen["ctx"], seen["params"] = input_context, params
+        return {"x": x[:32]}, y[:32]   # one batch, used at every step
+
+    est = _est(tmp_path)
+    est.train(input_fn, steps=3)
+    assert seen["ctx"].num_replicas_in_sync == 1
+    assert seen["ctx"].get_per_replica_batch_size(64) == 64
+    assert seen["params"] == {"lr": 0.02}
+    assert est.get_variable_value("global_step") == 3
+
+
+def test_numpy_input_fn_contract():
+    with pytest.raises(ValueError, match="shuffle=True or False"):
+        kf.estimators.inputs.numpy_input_fn({"x": np.zeros(3)})
+    with pytest.raises(ValueError, match="same length"):
+        kf.estimators.inputs.numpy_input_fn({"x": np.zeros(3)}, np.zeros(4),
+                                            shuffle=False)
+    fn = kf.estimators.inputs.numpy_input_fn({"x": np.arange(5)}, np.arange(5),
+                                             batch_size=2, num_epochs=2,
+                                             shuffle=False)
+    sizes = [len(f["x"]) for f, _ in fn()]
+    assert sizes == [2, 2, 1, 2, 2, 1]
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pandas"):
+            kf.estimators.inputs.pandas_input_fn(None, shuffle=False)

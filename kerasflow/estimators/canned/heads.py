@@ -22,6 +22,13 @@ def _weights(features):
     return None if w is None else K.reshape(w, (-1,))
 
 
+def _need_labels(labels, mode):
+    if labels is None:
+        raise ValueError(f"A canned estimator needs labels in mode '{mode}': "
+                         f"input_fn returned features only. Return (features, "
+                         f"labels).")
+
+
 class ClassificationHead:
     """Softmax (n_classes > 2) or sigmoid (n_classes == 2) classification.
 
@@ -102,6 +109,7 @@ class ClassificationHead:
                      "class_ids": class_ids}
         if mode == ModeKeys.PREDICT:
             return EstimatorSpec(mode, predictions=preds)
+        _need_labels(labels, mode)
         w = _weights(features)
         if self.n_classes == 2:
             y = K.cast(K.reshape(labels, (-1, 1)), K.floatx())
@@ -154,6 +162,7 @@ class RegressionHead:
         preds = {"predictions": logits}
         if mode == ModeKeys.PREDICT:
             return EstimatorSpec(mode, predictions=preds)
+        _need_labels(labels, mode)
         w = _weights(features)
         per = K.mean(K.square(logits - labels), axis=-1)
         loss = K.mean(per if w is None else per * w)
