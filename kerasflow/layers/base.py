@@ -196,18 +196,49 @@ class Layer:
         return out
 
     # -- weights --------------------------------------------------------------------
-    def add_weight(self, name, shape, initializer="glorot_uniform", regularizer=None,
-                   trainable=True, dtype=None, constraint=None):
+    def add_weight(self, name=None, shape=None, initializer=None, regularizer=None,
+                   trainable=True, dtype=None, constraint=None, **kwargs):
         """Creates a weight Variable named "<layer>/<name>".
 
+        Takes Keras 2's order (``add_weight("kernel", shape, ...)``) and Keras
+        3's keywords (``add_weight(shape=..., initializer=..., name=None)``; a
+        tuple as first argument is the shape).
+
         Args:
-            shape: tuple of ints.
-            initializer: name, instance or callable ``f(shape, dtype)``.
+            name: optional; defaults to "weight", made unique per layer.
+            shape: tuple of ints (() for a scalar).
+            initializer: name, instance or callable ``f(shape, dtype)``;
+                default "glorot_uniform" for floats, "zeros" otherwise (Keras).
             regularizer: name or instance; its penalty joins ``layer.losses``.
             trainable: False for statistics such as batch-norm moving means.
+            dtype: defaults to the layer's dtype.
+            constraint: applied after each update.
+
+        Raises:
+            TypeError: no shape, or an unknown keyword (autocast and aggregation
+                are accepted and ignored).
         """
-        init = initializers.get(initializer)
+        if isinstance(name, (tuple, list)) and shape is None:
+            name, shape = None, name
+        unknown = set(kwargs) - {"autocast", "aggregation", "synchronization"}
+        if unknown:
+            raise TypeError(f"add_weight() got unexpected keyword argument(s) "
+                            f"{sorted(unknown)}.")
+        if shape is None:
+            raise TypeError(f"add_weight() of layer '{self.name}' needs shape=. "
+                            f"Received: shape=None.")
         dtype = np.dtype(dtype or self.dtype).name
+        if initializer is None:
+            initializer = "glorot_uniform" if np.dtype(dtype).kind == "f" \
+                else "zeros"
+        if name is None:
+            taken = {w.name for w in self._trainable_weights
+                     + self._non_trainable_weights}
+            name = "weight"
+            k = 1
+            while f"{self.name}/{name}" in taken:
+                name, k = f"weight_{k}", k + 1
+        init = initializers.get(initializer)
         value = np.asarray(init(tuple(shape), dtype=dtype), dtype=dtype)
         var = K.Variable(value, trainable=trainable, name=f"{self.name}/{name}",
                          dtype=dtype, constraint=constraint)

@@ -263,14 +263,29 @@ class Reshape(Layer):
 
 
 class Lambda(Layer):
-    """Wraps a function of backend ops as a layer (not serializable to JSON)."""
+    """Wraps a function of backend ops as a layer (Keras' ``Lambda``).
 
-    def __init__(self, function, **kwargs):
+    Args:
+        function: ``f(inputs, **arguments)`` built from backend ops.
+        output_shape: accepted for Keras compatibility; shapes are inferred
+            by tracing ``function``.
+        arguments: dict of extra keyword arguments passed to ``function``.
+
+    Not serializable to JSON (it holds Python code).
+    """
+
+    def __init__(self, function, output_shape=None, mask=None, arguments=None,
+                 **kwargs):
         super().__init__(**kwargs)
+        if not callable(function):
+            raise TypeError(f"Lambda expects a callable. Received: "
+                            f"function={function!r}.")
         self.function = function
+        self.output_shape_arg = output_shape
+        self.arguments = dict(arguments or {})
 
     def call(self, inputs):
-        return self.function(inputs)
+        return self.function(inputs, **self.arguments)
 
     def get_config(self):
         raise NotImplementedError(

@@ -182,6 +182,44 @@ class Model(Trainer, Layer):
         with training_context(training):
             return Layer.__call__(self, inputs, *args, **kwargs)
 
+    # -- inspection and saving ------------------------------------------------------------------
+    def summary(self, print_fn=None, line_length=80):
+        """Prints a table of layers, output shapes and parameter counts."""
+        from kerasflow.models.summary import summary_text  # noqa: PLC0415
+
+        text = summary_text(self, line_length)
+        (print_fn or print)(text)
+
+    def save(self, filepath, overwrite=True):
+        """Writes one zip file: architecture JSON + weights .npz (atomic)."""
+        from kerasflow.models import saving  # noqa: PLC0415
+
+        saving.save_model(self, filepath, overwrite=overwrite)
+
+    def save_weights(self, filepath, overwrite=True):
+        """Writes the weights as a .npz file (atomic)."""
+        from kerasflow.models import saving  # noqa: PLC0415
+
+        saving.save_weights(self, filepath, overwrite=overwrite)
+
+    def load_weights(self, filepath):
+        """Loads weights written by ``save_weights`` (or a model file)."""
+        from kerasflow.models import saving  # noqa: PLC0415
+
+        saving.load_weights(self, filepath)
+
+    def to_json(self, **kwargs):
+        """The architecture as a JSON string (``model_from_json`` rebuilds it)."""
+        from kerasflow.models import saving  # noqa: PLC0415
+
+        return saving.to_json(self, **kwargs)
+
+    def to_yaml(self, **kwargs):
+        """The architecture as YAML (``model_from_yaml`` rebuilds it)."""
+        from kerasflow.models import saving  # noqa: PLC0415
+
+        return saving.to_yaml(self, **kwargs)
+
     # -- config ----------------------------------------------------------------------------
     def get_config(self):
         """Functional models: layers with the calls connecting them.

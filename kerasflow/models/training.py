@@ -178,32 +178,8 @@ class Trainer:
     def _standardize(self, x, y=None, sample_weight=None, class_weight=None,
                      batch_size=None):
         """(xs, ys, sample weights) as lists of checked arrays in model order."""
-        in_names = None
-        if self._is_functional:
-            from kerasflow.layers.base import get_history  # noqa: PLC0415
-
-            in_names = [get_history(t)[0].name for t in self.inputs]
-            if isinstance(self._inputs_struct, dict):
-                in_names = list(self._inputs_struct)
-        xs = data_mod.to_list(x, in_names, "x")
-        n_out = len(self.outputs) if self._is_functional else 1
-        out_names = self._output_names(n_out)
-        ys = data_mod.to_list(y, out_names if n_out > 1 else None, "y")
-        if ys is not None and n_out > 1 and len(ys) == 1 and not isinstance(y, dict):
-            ys = [np.asarray(v) for v in y]
-        # 1-D features become one column, as Keras 2 did.
-        xs = [a.reshape(-1, 1) if a.ndim == 1 else a for a in xs]
-        sw = None if sample_weight is None else np.asarray(sample_weight, np.float64)
-        n = data_mod.check_arrays(xs, ys, sw, batch_size)
-        if ys is not None:
-            ys = self._prepare_targets(xs, ys)
-        if class_weight is not None:
-            if ys is None or len(ys) != 1:
-                raise ValueError("class_weight needs exactly one target array.")
-            cw = data_mod.class_weights_to_sample_weights(ys[0], class_weight)
-            sw = cw if sw is None else sw * cw
-        sw = self._ones(n) if sw is None else sw.astype(K.floatx())
-        return xs, ys, sw
+        return data_mod.standardize(self, x, y, sample_weight, class_weight,
+                                    batch_size)
 
     def _ones(self, n):
         ones = self.__dict__.get("_ones_cache")
@@ -265,11 +241,16 @@ class Trainer:
         verbose = 1 if verbose == "auto" else int(verbose)
         gen = data_mod.is_generator(x)
         if gen:
+            if y is not None:
+                raise ValueError(
+                    f"When x is a generator, iterable or dataset it yields the "
+                    f"targets itself; y must be None. Received: y of type "
+                    f"{type(y).__name__}.")
             if validation_split:
                 raise ValueError("validation_split is not supported with "
                                  "generators; pass validation_data.")
             batches = data_mod.GeneratorBatches(x, steps_per_epoch, self._ones)
-            steps, samples = steps_per_epoch, None
+            steps, samples = batches.steps, None
         else:
             batch_size = 32 if batch_size is None else batch_size
             if y is None:
@@ -287,6 +268,15 @@ class Trainer:
             steps, samples = batches.steps, len(xs[0])
         val = None
         if validation_data is not None:
+            if not isinstance(validation_data, (tuple, list)) or len(
+                    validation_data) not in (2, 3):
+                got = (f"a {type(validation_data).__name__} of length "
+                       f"{len(validation_data)}" if isinstance(
+                           validation_data, (tuple, list))
+                       else type(validation_data).__name__)
+                raise ValueError(
+                    f"validation_data must be (x_val, y_val) or (x_val, y_val, "
+                    f"val_sample_weight). Received: {got}.")
             vx, vy = validation_data[0], validation_data[1]
             vsw = validation_data[2] if len(validation_data) > 2 else None
             if isinstance(vx, list) and len(vx) == 1 and not self._is_functional:
@@ -411,6 +401,7 @@ class Trainer:
         return results[0] if len(results) == 1 else results
 
     def _input_names(self):
+        """Names keying dict inputs (functional models), else None."""
         if not self._is_functional:
             return None
         if isinstance(self._inputs_struct, dict):
@@ -448,41 +439,3 @@ class Trainer:
             return logs
         values = list(logs.values())
         return values[0] if len(values) == 1 else values
-
-    # -- inspection and saving ------------------------------------------------------------------
-    def summary(self, print_fn=None, line_length=80):
-        """Prints a table of layers, output shapes and parameter counts."""
-        from kerasflow.models.summary import summary_text  # noqa: PLC0415
-
-        text = summary_text(self, line_length)
-        (print_fn or print)(text)
-
-    def save(self, filepath, overwrite=True):
-        """Writes one zip file: architecture JSON + weights .npz (atomic)."""
-        from kerasflow.models import saving  # noqa: PLC0415
-
-        saving.save_model(self, filepath, overwrite=overwrite)
-
-    def save_weights(self, filepath, overwrite=True):
-        """Writes the weights as a .npz file (atomic)."""
-        from kerasflow.models import saving  # noqa: PLC0415
-
-        saving.save_weights(self, filepath, overwrite=overwrite)
-
-    def load_weights(self, filepath):
-        """Loads weights written by ``save_weights`` (or a model file)."""
-        from kerasflow.models import saving  # noqa: PLC0415
-
-        saving.load_weights(self, filepath)
-
-    def to_json(self, **kwargs):
-        """The architecture as a JSON string (``model_from_json`` rebuilds it)."""
-        from kerasflow.models import saving  # noqa: PLC0415
-
-        return saving.to_json(self, **kwargs)
-
-    def to_yaml(self, **kwargs):
-        """The architecture as YAML (``model_from_yaml`` rebuilds it)."""
-        from kerasflow.models import saving  # noqa: PLC0415
-
-        return saving.to_yaml(self, **kwargs)
