@@ -72,9 +72,11 @@ def build(model_fn, mode, features, labels, params, config):
         l_ph = _graph.make_placeholders(labels, "labels")
         spec, gs = _graph.call_model_fn(model_fn, f_ph, l_ph, mode, params, config)
         if mode == ModeKeys.EVAL:
-            for value, update in spec.eval_metric_ops.values():
+            known = {id(v) for v in local_vars}
+            for _, update in spec.eval_metric_ops.values():
                 for v in _graph.collect_variables(update):
-                    if v.trainable is False and v not in local_vars:
+                    if not v.trainable and id(v) not in known:
+                        known.add(id(v))
                         local_vars.append(v)
     built = Built(mode, f_ph, l_ph, spec, gs, local_vars)
     phs = built.placeholders
