@@ -7,12 +7,14 @@ Layout (TF Estimator's, with numpy files in place of TF's tensor bundles)::
                                        "__meta__": JSON (names, dtypes, shapes,
                                        global_step) stored as a uint8 array
         checkpoint                     JSON index: latest path, every kept path
-                                       and each file's SHA-256
+                                       and its step
 
 Every file is written to a temporary file in ``model_dir``, flushed, fsynced
 and renamed into place, and the index is replaced last: a process killed at
 any point leaves either the old or the new index, each naming only complete
-checkpoint files. Reading uses ``allow_pickle=False``. A newest checkpoint that
+checkpoint files. Reading uses ``allow_pickle=False`` and zip's per-member
+CRC-32 (a flipped bit or a truncated file fails to load; an index entry may
+also carry a SHA-256 that is then checked). A newest checkpoint that
 is truncated, corrupt or missing is reported with a warning and the previous
 valid one is used (TF's ``tf.train.latest_checkpoint`` trusts its index alone).
 """
@@ -30,6 +32,8 @@ import warnings
 import zipfile
 
 import numpy as np
+
+from kerasflow.backend import to_numpy
 
 __all__ = [
     "CheckpointError",
@@ -75,29 +79,6 @@ def _atomic_write(path, write_fn):
             os.remove(tmp)
         raise
     _fsync_dir(folder)
-
-
-class _HashingWriter:
-    """File wrapper computing the SHA-256 of what is written through it."""
-
-    def __init__(self, f):
-        self.f, self.h = f, hashlib.sha256()
-
-    def write(self, b):
-        self.h.update(b)
-        return self.f.write(b)
-
-    def tell(self):
-        return self.f.tell()
-
-    def seek(self, *a):
-        raise io.UnsupportedOperation("seek")
-
-    def read(self, *a):  # numpy only checks that it exists
-        raise io.UnsupportedOperation("read")
-
-    def flush(self):
-        self.f.flush()
 
 
 def _read_index(model_dir):
@@ -166,7 +147,9 @@ def save_checkpoint(model_dir, variables, global_step: int, keep_max: int | None
         dup = sorted({n for n in names if names.count(n) > 1})
         raise ValueError(f"Checkpoint variables need unique names. Received "
                          f"duplicates: {dup}.")
-    arrays = [v.numpy() for v in variables]
+    # No copy on the host: the file is written before any step runs again, and
+    # steps replace (or update in place) values only while they run.
+    arrays = [np.asarray(to_numpy(v.value)) for v in variables]
     meta = {"format": "kerasflow-ckpt-v1", "global_step": int(global_step),
             "names": names, "dtypes": [a.dtype.str for a in arrays],
             "shapes": [list(a.shape) for a in arrays]}
@@ -174,21 +157,14 @@ def save_checkpoint(model_dir, variables, global_step: int, keep_max: int | None
     payload["__meta__"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
     base = f"model.ckpt-{int(global_step)}.npz"
     path = os.path.join(model_dir, base)
-    digest = {}
-
-    def write(f):
-        w = _HashingWriter(f)
-        np.savez(w, **payload)
-        digest["sha256"] = w.h.hexdigest()
-
-    _atomic_write(path, write)
+    _atomic_write(path, lambda f: np.savez(f, **payload))
     # Entries at or after this step are from an abandoned run (training resumed
     # from an older checkpoint because they were unreadable): drop them.
     previous = list_checkpoints(model_dir)
     stale = [e for e in previous if e["step"] > int(global_step)]
     kept = [e for e in previous if e["step"] < int(global_step)
             and os.path.exists(e["path"])]
-    kept.append({"path": path, "step": int(global_step), "sha256": digest["sha256"]})
+    kept.append({"path": path, "step": int(global_step), "sha256": None})
     dropped = list(stale)
     if keep_max:
         dropped, kept = dropped + kept[:-keep_max], kept[-keep_max:]

@@ -247,3 +247,15 @@ def test_numpy_input_fn_contract():
     except ImportError:
         with pytest.raises(ImportError, match="pandas"):
             kf.estimators.inputs.pandas_input_fn(None, shuffle=False)
+
+
+def test_flipped_byte_is_detected(tmp_path):
+    from kerasflow import backend as K
+
+    v = K.Variable(np.arange(1000, dtype="float32"), name="w")
+    path = checkpoints.save_checkpoint(tmp_path, [v], 7)
+    raw = bytearray(open(path, "rb").read())
+    raw[len(raw) // 2] ^= 0xFF   # inside the array's data
+    open(path, "wb").write(bytes(raw))
+    with pytest.raises(checkpoints.CheckpointError):
+        checkpoints.load_checkpoint(path)
