@@ -25,3 +25,15 @@ __all__ = ["backend", "ops", "activations", "constraints", "initializers", "regu
            "losses", "metrics", "optimizers", "layers", "callbacks", "models",
            "datasets", "summary", "utils", "strategies", "distribute", "Input",
            "Model", "Sequential", "__version__"]
+
+
+_LAZY = {"estimators": "kerasflow.estimators", "estimator": "kerasflow.estimators",
+         "feature_column": "kerasflow.feature_column", "train": "kerasflow.train"}
+
+
+def __getattr__(name):  # estimators, feature columns, train load on first use
+    if name in _LAZY:
+        import importlib  # noqa: PLC0415
+
+        return importlib.import_module(_LAZY[name])
+    raise AttributeError(f"module 'kerasflow' has no attribute '{name}'")

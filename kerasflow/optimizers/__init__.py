@@ -22,6 +22,8 @@ from kerasflow.optimizers.base import (
     train_op_info,
     trainable_variables_of,
 )
+from kerasflow.optimizers.ftrl import Ftrl
+from kerasflow.optimizers.proximal import ProximalAdagrad, ProximalGradientDescent
 from kerasflow.optimizers.rmsprop import RMSprop
 from kerasflow.optimizers.sgd import SGD, GradientDescentOptimizer
 
@@ -31,6 +33,9 @@ __all__ = [
     "Adagrad",
     "Adam",
     "AdamW",
+    "Ftrl",
+    "ProximalAdagrad",
+    "ProximalGradientDescent",
     "GradientDescentOptimizer",
     "Optimizer",
     "RMSprop",
@@ -45,7 +50,10 @@ __all__ = [
 
 _BY_NAME = {
     "sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop,
-    "adagrad": Adagrad, "adadelta": Adadelta, "gradientdescentoptimizer": GradientDescentOptimizer,
+    "adagrad": Adagrad, "adadelta": Adadelta,
+    "gradientdescentoptimizer": GradientDescentOptimizer,
+    "ftrl": Ftrl, "proximalgradientdescent": ProximalGradientDescent,
+    "proximaladagrad": ProximalAdagrad,
 }
 
 

@@ -1,0 +1,295 @@
+"""One mode's compiled graph (``Built``), variable restore and input batches."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import tempfile
+import warnings
+
+import numpy as np
+
+from kerasflow import backend as K
+from kerasflow.estimators import _graph, checkpoints
+from kerasflow.estimators.model_fn import ModeKeys
+
+__all__ = [
+    "Built",
+    "as_arrays",
+    "assign_from",
+    "batches",
+    "build",
+    "check_writable",
+    "reset_variables",
+    "run_train_step",
+    "warm_start",
+]
+
+
+class Built:
+    """A mode's graph: placeholders, spec, variables and compiled Functions."""
+
+    def __init__(self, mode, features, labels, spec, global_step, local_vars):
+        self.mode = mode
+        self.features, self.labels = features, labels
+        self.spec = spec
+        self.global_step = global_step
+        self.placeholders = (_graph.flatten_batch(features)
+                             + _graph.flatten_batch(labels))
+        local_ids = {id(v) for v in local_vars}
+        roots = [spec.loss, spec.train_op, spec.predictions]
+        model_vars = _graph.collect_variables(*[r for r in roots if r is not None])
+        if all(v is not global_step for v in model_vars):
+            model_vars.append(global_step)
+        # Saved and restored: everything but metric state.
+        self.variables = [v for v in model_vars if id(v) not in local_ids]
+        names = [v.name for v in self.variables]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"model_fn created several variables named {dup}; "
+                             f"checkpoints need unique names.")
+        self.initial = [v.numpy() for v in self.variables]
+        self.metric_vars, self.metric_initial = [], []
+        self.metric_values = {}
+        self.train_fn = self.eval_fn = self.predict_fn = None
+        self.predict_keys = None
+        self.train_step = None
+
+    def reset_metrics(self):
+        for v, value in zip(self.metric_vars, self.metric_initial):
+            v.assign(value)
+
+
+def build(model_fn, mode, features, labels, params, config):
+    """Builds and compiles ``model_fn``'s graph for one mode and input signature."""
+    from kerasflow.layers.base import training_context
+
+    with _graph.fresh_names(config.tf_random_seed), \
+            _graph.local_variable_scope() as local_vars, \
+            training_context(mode == ModeKeys.TRAIN):
+        f_ph = _graph.make_placeholders(features, "features")
+        l_ph = _graph.make_placeholders(labels, "labels")
+        spec, gs = _graph.call_model_fn(model_fn, f_ph, l_ph, mode, params, config)
+        if mode == ModeKeys.EVAL:
+            known = {id(v) for v in local_vars}
+            for _, update in spec.eval_metric_ops.values():
+                for v in _graph.collect_variables(update):
+                    if not v.trainable and id(v) not in known:
+                        known.add(id(v))
+                        local_vars.append(v)
+    built = Built(mode, f_ph, l_ph, spec, gs, local_vars)
+    phs = built.placeholders
+    if mode == ModeKeys.TRAIN:
+        if not K.is_symbolic(spec.train_op):
+            raise TypeError(f"EstimatorSpec.train_op must be a graph op (e.g. "
+                            f"optimizer.minimize(loss)). Received: "
+                            f"{type(spec.train_op).__name__}.")
+        from kerasflow.optimizers import train_op_info
+
+        if train_op_info(spec.train_op) is not None:
+            from kerasflow.models.train_step import TrainStep
+
+            built.train_step = TrainStep.from_train_op(spec.train_op, phs)
+        else:
+            built.train_fn = K.Function(phs, [spec.loss], updates=[spec.train_op],
+                                        name="estimator_train")
+    elif mode == ModeKeys.EVAL:
+        updates, tensors = [], {}
+        for name, pair in spec.eval_metric_ops.items():
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                raise TypeError(f"eval_metric_ops['{name}'] must be a (value, "
+                                f"update_op) pair. Received: {pair!r}.")
+            value, update = pair
+            if update is not None:
+                updates.append(update)
+            if K.is_symbolic(value):
+                tensors[name] = value
+            elif callable(value):
+                built.metric_values[name] = value
+            else:
+                raise TypeError(f"The value of eval_metric_ops['{name}'] must be a "
+                                f"tensor or a callable. Received: {value!r}.")
+        model_ids = {id(v) for v in built.variables}
+        built.metric_vars = [v for v in local_vars if id(v) not in model_ids]
+        built.metric_initial = [v.numpy() for v in built.metric_vars]
+        if tensors:
+            fn = K.Function([], tensors, name="estimator_metric_values")
+            for name in tensors:
+                built.metric_values[name] = (lambda fn=fn, n=name:
+                                             np.asarray(fn()[n]))
+        built.eval_fn = K.Function(phs, [spec.loss], updates=updates,
+                                   name="estimator_eval")
+    else:
+        preds = spec.predictions
+        fph = _graph.flatten_batch(f_ph)
+        if isinstance(preds, dict):
+            built.predict_keys = list(preds)
+            built.predict_fn = K.Function(fph, [preds[k] for k in preds],
+                                          name="estimator_predict")
+        else:
+            built.predict_fn = K.Function(fph, [preds], name="estimator_predict")
+    return built
+
+
+# -- variables -------------------------------------------------------------------
+def reset_variables(built):
+    """Back to the values model_fn initialized them with (a fresh model)."""
+    K.assign_all(built.variables, built.initial, "Estimator graph")
+
+
+def assign_from(built, values, source):
+    """Sets built's variables from checkpoint ``values`` {name: array}, all or none.
+
+    Raises:
+        ValueError: a trainable variable missing from the checkpoint, or a
+            shape that differs, naming both.
+    """
+    targets, arrays = [], []
+    for v, init in zip(built.variables, built.initial):
+        if v.name in values:
+            targets.append(v)
+            arrays.append(values[v.name])
+        elif v.trainable:
+            raise ValueError(
+                f"Checkpoint '{source}' has no variable '{v.name}' that model_fn "
+                f"creates; it holds {sorted(values)}. Use a new model_dir for a "
+                f"different model.")
+        else:  # e.g. slots of a new optimizer: start fresh
+            targets.append(v)
+            arrays.append(init)
+    K.assign_all(targets, arrays, f"Checkpoint '{source}'")
+
+
+def warm_start(built, settings):
+    """Copies matching trainable variables from settings' checkpoint."""
+    src = settings.ckpt_to_initialize_from
+    if os.path.isdir(src):
+        path, values, _ = checkpoints.latest_checkpoint(src, load=True)
+        if path is None:
+            raise ValueError(f"warm_start_from '{src}' holds no readable "
+                             f"checkpoint.")
+    else:
+        values, _ = checkpoints.load_checkpoint(src)
+    pattern = re.compile(settings.vars_to_warm_start)
+    targets, arrays = [], []
+    for v in built.variables:
+        if v.trainable and pattern.search(v.name) and v.name in values:
+            targets.append(v)
+            arrays.append(values[v.name])
+    if not targets:
+        warnings.warn(f"warm_start_from '{src}': no trainable variable matching "
+                      f"'{settings.vars_to_warm_start}' was found there.",
+                      stacklevel=4)
+    K.assign_all(targets, arrays, f"Warm-start checkpoint '{src}'")
+
+
+# -- inputs ----------------------------------------------------------------------
+def as_arrays(struct, what):
+    """A batch struct (array or dict of arrays) as numpy arrays."""
+    if isinstance(struct, dict):
+        return {k: np.asarray(v) for k, v in struct.items()}
+    if isinstance(struct, (list, tuple)):
+        raise TypeError(f"{what} must be an array or a dict of arrays. Received: "
+                        f"a {type(struct).__name__} of {len(struct)} items.")
+    return np.asarray(struct)
+
+
+def check_writable(model_dir):
+    """Raises OSError naming model_dir unless a file can be created in it."""
+    try:
+        os.makedirs(model_dir, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=model_dir, prefix=".tmp-", suffix=".part")
+        os.close(fd)
+        os.remove(probe)
+    except OSError as e:
+        raise type(e)(e.errno, f"Estimator cannot write checkpoints to model_dir "
+                               f"'{model_dir}': {e.strerror or e}") from None
+
+
+def _call_input_fn(input_fn, mode, est):
+    from kerasflow.estimators.inputs import InputContext
+
+    if not callable(input_fn):
+        raise TypeError(f"input_fn must be callable. Received: {input_fn!r}.")
+    try:
+        names = set(inspect.signature(input_fn).parameters)
+    except (TypeError, ValueError):
+        names = set()
+    kwargs = {}
+    if "input_context" in names:
+        kwargs["input_context"] = InputContext(
+            num_replicas_in_sync=est.config.num_replicas_in_sync)
+    for key, value in (("mode", mode), ("params", est.params),
+                       ("config", est.config)):
+        if key in names:
+            kwargs[key] = value
+    return input_fn(**kwargs)
+
+
+def _split(item):
+    if isinstance(item, tuple) and len(item) == 2:
+        return item
+    if isinstance(item, tuple) and len(item) == 1:
+        return item[0], None
+    return item, None
+
+
+def batches(est, input_fn, mode, repeat_single):
+    """(features, labels) batches of input_fn, prepared for feeding."""
+    result = _call_input_fn(input_fn, mode, est)
+    if isinstance(result, (tuple, dict, np.ndarray)):
+        first = est._prepare(*_split(result), mode)
+        while True:
+            yield first
+            if not repeat_single:
+                return
+    if not hasattr(result, "__iter__"):
+        raise TypeError(f"input_fn must return (features, labels), features, or an "
+                        f"iterable of batches. Received: {type(result).__name__}.")
+    for item in result:
+        yield est._prepare(*_split(item), mode)
+
+
+def first_batch(it, input_fn):
+    try:
+        return next(it)
+    except StopIteration:
+        raise ValueError(f"input_fn {getattr(input_fn, '__name__', input_fn)} "
+                         f"yielded no batch.") from None
+
+
+def check_signature(built, features, labels, est, mode):
+    key = (mode, _graph.signature_of(features), _graph.signature_of(labels))
+    if est._built.get(key) is not built:
+        raise ValueError(
+            f"input_fn changed its batch structure mid-run: expected features/"
+            f"labels {key[1:]} like the first batch; received a different one.")
+
+
+def run_train_step(est, built, arrays):
+    """One training step on ``arrays``; returns the loss (the one swap point).
+
+    A ``minimize`` train op runs as a ``TrainStep`` through the strategy of
+    ``config.train_distribute`` (``DefaultStrategy`` when None), the path
+    ``fit`` takes; a grouped train op (several optimizers, e.g. wide & deep)
+    runs its compiled Function in process.
+
+    Raises:
+        ValueError: a grouped train op under a non-default strategy.
+    """
+    strategy = est.config.train_distribute
+    if built.train_step is not None:
+        from kerasflow.distribute_lib import BatchRef
+
+        if strategy is None:
+            from kerasflow.distribute_lib import get_strategy
+
+            strategy = get_strategy()
+        return strategy.run_steps(built.train_step, [BatchRef(arrays, None)])[0].loss
+    if strategy is not None and type(strategy).__name__ != "DefaultStrategy":
+        raise ValueError(
+            f"{type(strategy).__name__} runs train ops that one optimizer's "
+            f"minimize() returned; this model_fn returned a grouped op (several "
+            f"optimizers). Train it without train_distribute.")
+    return built.train_fn(*arrays)[0]
