@@ -1,0 +1,116 @@
+"""The numba JIT, loaded lazily: thread count, parallel compilation, code caching.
+
+``import kerasflow`` never imports numba; the first compiled step that has a
+fusable kernel calls ``numba_module()``, which imports it once, sets its thread
+count and returns it (None when numba cannot be imported: callers then keep the
+numpy kernels, which compute the same results).
+
+Threads follow the machine as numba sees it (``NUMBA_NUM_THREADS``, default the
+core count), capped by ``OMP_NUM_THREADS`` when set (Ray sets it to 1 in actors
+unless told otherwise, so replicas of a strategy do not oversubscribe cores).
+
+Kernels are compiled with ``parallel=True`` (``prange`` loops; every output
+element is written by exactly one iteration and no loop reduces across
+iterations, so results do not depend on the thread count or schedule),
+``cache=True`` (compiled machine code persists across processes) and without
+``fastmath`` (IEEE semantics: no reassociation, no flush-to-zero), so a fused
+kernel rounds each operation as numpy does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import threading
+
+__all__ = ["cache_dir", "jit_parallel", "load_source", "numba_module",
+           "num_threads"]
+
+_LOCK = threading.RLock()
+_STATE: dict = {}
+
+
+def num_threads(numba) -> int:
+    """Threads for parallel kernels: numba's count, capped by OMP_NUM_THREADS."""
+    n = int(numba.config.NUMBA_NUM_THREADS)
+    omp = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if omp.isdigit() and int(omp) > 0:
+        n = min(n, int(omp))
+    return max(1, n)
+
+
+def numba_module():
+    """The numba module with its thread count set, or None if not importable."""
+    with _LOCK:
+        if "numba" not in _STATE:
+            try:
+                import numba  # noqa: PLC0415  (heavy: only when a step compiles)
+            except Exception:  # ImportError, or a broken llvmlite install
+                numba = None
+            if numba is not None:
+                numba.set_num_threads(num_threads(numba))
+            _STATE["numba"] = numba
+        return _STATE["numba"]
+
+
+def jit_parallel(pyfunc):
+    """``numba.njit(parallel=True, cache=True)`` applied to a module-level function.
+
+    ``error_model="numpy"``: a division by zero gives inf/nan as in numpy
+    instead of raising ZeroDivisionError.
+
+    The function's module must define ``prange``; it is pointed at
+    ``numba.prange`` here (it is plain ``range`` until then, so the function
+    also runs, slowly, as Python).
+    """
+    numba = numba_module()
+    with _LOCK:
+        key = ("jit", pyfunc.__module__, pyfunc.__qualname__)
+        fn = _STATE.get(key)
+        if fn is None:
+            pyfunc.__globals__["prange"] = numba.prange
+            fn = _STATE[key] = numba.njit(
+                parallel=True, cache=True, error_model="numpy")(pyfunc)
+        return fn
+
+
+def cache_dir() -> str:
+    """Where generated kernel sources live (numba caches next to them).
+
+    ``KERASFLOW_CACHE_DIR``, else ``$XDG_CACHE_HOME/kerasflow`` or
+    ``~/.cache/kerasflow``; the ``fusion`` subfolder is created on demand.
+    """
+    root = os.environ.get("KERASFLOW_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+        "kerasflow")
+    path = os.path.join(root, "fusion")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def load_source(source: str):
+    """Imports generated Python ``source`` as a module kept in a file.
+
+    The file is named by the hash of its text and written only if absent, so
+    its path and timestamp stay stable and numba's on-disk cache (``cache=True``)
+    finds the kernels compiled by an earlier process.
+    """
+    digest = hashlib.sha1(source.encode()).hexdigest()[:20]
+    name = f"kerasflow_fused_{digest}"
+    with _LOCK:
+        mod = sys.modules.get(name)
+        if mod is not None:
+            return mod
+        path = os.path.join(cache_dir(), name + ".py")
+        if not os.path.exists(path):
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                f.write(source)
+            os.replace(tmp, path)  # atomic: concurrent processes agree
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[name] = mod
+        return mod
