@@ -3,7 +3,7 @@
 Two rewrites, applied when a ``Function`` is compiled with fusion on:
 
 * **Elementwise chains** (``Add``/``Sub``/``Mul``/``Div``/``Maximum``/
-  ``Minimum``/``Neg``/``Square``/``Sqrt``/``Exp``/``Log``/``Tanh``/``Sigmoid``/
+  ``Minimum``/``Neg``/``Abs``/``Square``/``Sqrt``/``Exp``/``Log``/``Tanh``/``Sigmoid``/
   ``Relu``/``ReluGrad``/``ClipByValue`` over one float dtype) become one node
   whose kernel is generated Python compiled by numba: one parallel pass over
   memory instead of one numpy pass (and one temporary) per op. A chain may take
@@ -53,7 +53,7 @@ _EXPR = {
     "Add": "{0} + {1}", "Sub": "{0} - {1}", "Mul": "{0} * {1}",
     "Div": "{0} / {1}", "Neg": "-{0}", "Square": "{0} * {0}",
     "Sqrt": "np.sqrt({0})", "Exp": "np.exp({0})", "Log": "np.log({0})",
-    "Tanh": "np.tanh({0})",
+    "Tanh": "np.tanh({0})", "Abs": "np.abs({0})",
     # np.maximum/np.minimum: NaN if either is NaN.
     "Maximum": "{0} if ({0} >= {1} or {0} != {0}) else {1}",
     "Minimum": "{0} if ({0} <= {1} or {0} != {0}) else {1}",
