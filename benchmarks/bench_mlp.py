@@ -149,6 +149,7 @@ def main():
             r = fn(x, y)
             if r is not None:
                 results[k].append(r)
+                print(f"  run: {k:12s} {r:10,.0f} samples/s", flush=True)
     med = {k: statistics.median(v) for k, v in results.items() if v}
     print(f"MLP 784-512-512-10, batch {BATCH}, Adam, float32, {args.samples} samples"
           f" ({FLOPS_PER_SAMPLE / 1e6:.2f} MFLOP per sample, fwd+bwd), median of "

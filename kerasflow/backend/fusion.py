@@ -110,10 +110,10 @@ class FusedNode:
     """
 
     op = "FusedElementwise"
-    attrs: dict = {}
 
     def __init__(self, members, aliases):
         self.members = members
+        self.attrs = {}
         final = members[-1]
         self.id, self.uid = final.id, final.uid
         self.name = f"{final.name} (fused: {'+'.join(m.op for m in members)})"
@@ -247,12 +247,23 @@ def _generate(members, inputs, kinds, dtype):
 
 
 def _cupy_kernel(xp, fallback, n_out):
-    """GPU: the same op sequence as one ``cupy.fuse`` kernel (untested: no GPU)."""
-    fused = xp.fuse()(lambda *a: fallback(*a) if n_out == 1 else fallback(*a)[0])
+    """GPU: the same op sequence as one ``cupy.fuse`` kernel (untested: no GPU).
+
+    If cupy cannot fuse it (an op it does not trace), the chain runs op by op.
+    """
+    first = fallback if n_out == 1 else (lambda *a: fallback(*a)[0])
+    state = {"fused": xp.fuse()(first)}
 
     def run(*arrays):
-        out = fused(*arrays)
-        return out if n_out == 1 else (out,) * n_out
+        fused = state["fused"]
+        if fused is not None:
+            try:
+                out = fused(*arrays)
+            except Exception:  # noqa: BLE001  (cupy could not fuse: go op by op)
+                state["fused"] = None
+            else:
+                return out if n_out == 1 else (out,) * n_out
+        return fallback(*arrays)
 
     return run
 

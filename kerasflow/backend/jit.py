@@ -25,8 +25,8 @@ import os
 import sys
 import threading
 
-__all__ = ["cache_dir", "jit_parallel", "load_source", "numba_module",
-           "num_threads"]
+__all__ = ["cache_dir", "jit_parallel", "load_source", "num_threads",
+           "numba_module"]
 
 _LOCK = threading.RLock()
 _STATE: dict = {}
@@ -46,8 +46,8 @@ def numba_module():
     with _LOCK:
         if "numba" not in _STATE:
             try:
-                import numba  # noqa: PLC0415  (heavy: only when a step compiles)
-            except Exception:  # ImportError, or a broken llvmlite install
+                import numba  # heavy: imported only when a step compiles
+            except Exception:  # noqa: BLE001  (ImportError, or a broken llvmlite)
                 numba = None
             if numba is not None:
                 numba.set_num_threads(num_threads(numba))

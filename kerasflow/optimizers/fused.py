@@ -68,7 +68,7 @@ def adam_update(w, g, m, v, vhat, out, alpha, c1, c2, eps, amsgrad, wd, use_wd):
         v[i] = vi
         if amsgrad:
             h = vhat[i]
-            if vi > h or vi != vi:  # np.maximum: the larger, NaN if either is
+            if vi > h or vi != vi:  # noqa: PLR0124  (np.maximum's NaN rule)
                 h = vi
             vhat[i] = h
             vi = h

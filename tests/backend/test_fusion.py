@@ -20,7 +20,10 @@ from tests.backend.gradcheck import check_gradients
 
 numba = pytest.importorskip("numba")
 
-TOL = {"float32": dict(rtol=2e-6, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-12)}
+TOL = {
+    "float32": {"rtol": 2e-6, "atol": 1e-6},
+    "float64": {"rtol": 1e-12, "atol": 1e-12},
+}
 
 
 @pytest.fixture(autouse=True)

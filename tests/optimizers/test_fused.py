@@ -15,7 +15,10 @@ from kerasflow.backend import fusion
 
 pytest.importorskip("numba")
 
-TOL = {"float32": dict(rtol=1e-6, atol=1e-7), "float64": dict(rtol=1e-12, atol=1e-12)}
+TOL = {
+    "float32": {"rtol": 1e-6, "atol": 1e-7},
+    "float64": {"rtol": 1e-12, "atol": 1e-12},
+}
 CONFIGS = {
     "sgd": lambda: O.SGD(0.1),
     "sgd_wd_clipvalue": lambda: O.SGD(0.1, weight_decay=0.01, clipvalue=0.5),
