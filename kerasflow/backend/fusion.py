@@ -199,7 +199,8 @@ def _numpy_runner(kernel, fallback, kinds, dtype, n_out):
                 args.append(a.reshape(rows, cols) if two_d else a.reshape(-1))
             else:
                 args.append(a.reshape(-1))
-        kernel(out.reshape(rows, cols) if two_d else out.reshape(-1), *args)
+        jit.launch(kernel, out.reshape(rows, cols) if two_d else out.reshape(-1),
+                   *args)
         return out if n_out == 1 else (out,) * n_out
 
     return run

@@ -9,6 +9,15 @@ Threads follow the machine as numba sees it (``NUMBA_NUM_THREADS``, default the
 core count), capped by ``OMP_NUM_THREADS`` when set (Ray sets it to 1 in actors
 unless told otherwise, so replicas of a strategy do not oversubscribe cores).
 
+Threading layer: numba's ``workqueue`` unless ``NUMBA_THREADING_LAYER`` says
+otherwise. Its idle threads sleep instead of spinning, and it brings no second
+OpenMP runtime into the process: with numba's ``omp`` layer loaded, PyTorch's
+CPU training in the same process ran 13x slower on our 2-core machine
+(``benchmarks/README.md``). workqueue is not safe for concurrent launches, so
+every launch goes through ``launch``, which serializes them with a lock (each
+kernel already uses all its threads) and applies the thread count in the
+calling thread (numba's setting is per thread).
+
 Kernels are compiled with ``parallel=True`` (``prange`` loops; every output
 element is written by exactly one iteration and no loop reduces across
 iterations, so results do not depend on the thread count or schedule),
@@ -25,10 +34,12 @@ import os
 import sys
 import threading
 
-__all__ = ["cache_dir", "jit_parallel", "load_source", "num_threads",
+__all__ = ["cache_dir", "jit_parallel", "launch", "load_source", "num_threads",
            "numba_module"]
 
 _LOCK = threading.RLock()
+_LAUNCH = threading.Lock()
+_TLS = threading.local()
 _STATE: dict = {}
 
 
@@ -50,9 +61,20 @@ def numba_module():
             except Exception:  # noqa: BLE001  (ImportError, or a broken llvmlite)
                 numba = None
             if numba is not None:
-                numba.set_num_threads(num_threads(numba))
+                if not os.environ.get("NUMBA_THREADING_LAYER"):
+                    numba.config.THREADING_LAYER = "workqueue"
+                _STATE["threads"] = num_threads(numba)
             _STATE["numba"] = numba
         return _STATE["numba"]
+
+
+def launch(kernel, *args):
+    """Runs compiled ``kernel(*args)``: one launch at a time, our thread count."""
+    with _LAUNCH:
+        if getattr(_TLS, "threads", None) != _STATE["threads"]:
+            _STATE["numba"].set_num_threads(_STATE["threads"])
+            _TLS.threads = _STATE["threads"]
+        return kernel(*args)
 
 
 def jit_parallel(pyfunc):

@@ -141,7 +141,8 @@ def _run(fn, var, grad, slots, wd, body):
     new = K._output_buffer(np, var)
     dt = w.dtype.type
     use_wd = wd is not None
-    body(fn, w, g, flat, new.reshape(-1), dt, dt(wd if use_wd else 0.0), use_wd)
+    body(functools.partial(jit.launch, fn), w, g, flat, new.reshape(-1), dt,
+         dt(wd if use_wd else 0.0), use_wd)
     return K._publish(var, new)
 
 
