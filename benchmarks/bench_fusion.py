@@ -99,9 +99,11 @@ def main():
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--iters", type=int, default=200)
     args = parser.parse_args()
-    import numba
+    from kerasflow.backend import jit
 
-    print(f"numba threads: {numba.get_num_threads()}")
+    numba = jit.numba_module()
+    print(f"numba {numba.__version__}, threads {jit.num_threads(numba)}, layer "
+          f"{numba.config.THREADING_LAYER}")
     report("Adam update, 784x512 float32 (median per update)", adam_cases(),
            args.repeats, args.iters)
     report("bias-add + ReLU, 128x512 float32 (median per call)", relu_cases(),

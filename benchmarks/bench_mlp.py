@@ -163,6 +163,10 @@ def main():
     if "torch" in med:
         print(f"  kerasflow / torch  = {med['kerasflow'] / med['torch']:.3f}"
               "  (target >= 1.15)")
+    import os
+
+    print(f"  threads: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '-')}, "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '-')}")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"  peak RSS of this process: {rss:.0f} MiB")
 
