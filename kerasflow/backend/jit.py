@@ -18,12 +18,14 @@ every launch goes through ``launch``, which serializes them with a lock (each
 kernel already uses all its threads) and applies the thread count in the
 calling thread (numba's setting is per thread).
 
-Kernels are compiled with ``parallel=True`` (``prange`` loops; every output
-element is written by exactly one iteration and no loop reduces across
-iterations, so results do not depend on the thread count or schedule),
+Each kernel is compiled twice: serial, for arrays below ``PARALLEL_MIN``
+elements, and with ``parallel=True`` (``prange`` loops; every output element is
+written by exactly one iteration and no loop reduces across iterations, so
+results do not depend on the thread count, schedule or variant),
 ``cache=True`` (compiled machine code persists across processes) and without
-``fastmath`` (IEEE semantics: no reassociation, no flush-to-zero), so a fused
-kernel rounds each operation as numpy does.
+``fastmath`` (IEEE semantics: no reassociation, no flush-to-zero), and with
+``error_model="numpy"`` (x / 0 gives inf or nan, no ZeroDivisionError), so a
+fused kernel rounds each operation as numpy does.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ import os
 import sys
 import threading
 
-__all__ = ["cache_dir", "jit_parallel", "launch", "load_source", "num_threads",
-           "numba_module"]
+__all__ = ["PARALLEL_MIN", "cache_dir", "kernels", "launch", "load_source",
+           "num_threads", "numba_module"]
 
 _LOCK = threading.RLock()
 _LAUNCH = threading.Lock()
@@ -68,34 +70,51 @@ def numba_module():
         return _STATE["numba"]
 
 
-def launch(kernel, *args):
-    """Runs compiled ``kernel(*args)``: one launch at a time, our thread count."""
-    with _LAUNCH:
-        if getattr(_TLS, "threads", None) != _STATE["threads"]:
-            _STATE["numba"].set_num_threads(_STATE["threads"])
-            _TLS.threads = _STATE["threads"]
-        return kernel(*args)
+# Below this many elements a kernel runs in the calling thread: waking the
+# pool costs more than the work (tens of microseconds on a loaded machine).
+PARALLEL_MIN = 1 << 18
 
 
-def jit_parallel(pyfunc):
-    """``numba.njit(parallel=True, cache=True)`` applied to a module-level function.
+def launch(kernels, size, *args):
+    """Runs ``kernels`` (serial, parallel) on ``args``: parallel for big sizes.
 
-    ``error_model="numpy"``: a division by zero gives inf/nan as in numpy
-    instead of raising ZeroDivisionError.
-
-    The function's module must define ``prange``; it is pointed at
-    ``numba.prange`` here (it is plain ``range`` until then, so the function
-    also runs, slowly, as Python).
+    Parallel launches go one at a time, with our thread count in the calling
+    thread.
     """
-    numba = numba_module()
+    threads = _STATE["threads"]
+    if threads == 1 or size < PARALLEL_MIN:
+        return kernels[0](*args)
+    with _LAUNCH:
+        if getattr(_TLS, "threads", None) != threads:
+            _STATE["numba"].set_num_threads(threads)
+            _TLS.threads = threads
+        return kernels[1](*args)
+
+
+def kernels(source: str, name: str):
+    """``(serial, parallel)`` numba kernels of function ``name`` in ``source``.
+
+    ``source`` is the text of one module-level function using ``np`` and
+    ``prange``. It is written to the kernel cache folder with a copy named
+    ``name_serial`` (plain loop), so the serial and the ``parallel=True``
+    versions get distinct entries in numba's on-disk cache (``cache=True``).
+    Each compiles at its first call.
+    """
+    key = ("kernels", source, name)
     with _LOCK:
-        key = ("jit", pyfunc.__module__, pyfunc.__qualname__)
-        fn = _STATE.get(key)
-        if fn is None:
-            pyfunc.__globals__["prange"] = numba.prange
-            fn = _STATE[key] = numba.njit(
-                parallel=True, cache=True, error_model="numpy")(pyfunc)
-        return fn
+        pair = _STATE.get(key)
+        if pair is None:
+            numba = numba_module()
+            serial = source.replace(f"def {name}(", f"def {name}_serial(", 1)
+            serial = serial.replace("prange(", "range(")
+            mod = load_source("import numpy as np\n\nprange = range\n\n\n"
+                              + source + "\n\n" + serial)
+            mod.prange = numba.prange
+            opts = {"cache": True, "error_model": "numpy"}
+            pair = _STATE[key] = (
+                numba.njit(**opts)(getattr(mod, f"{name}_serial")),
+                numba.njit(parallel=True, **opts)(getattr(mod, name)))
+        return pair
 
 
 def cache_dir() -> str:

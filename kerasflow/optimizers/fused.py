@@ -24,6 +24,7 @@ shape) falls back to the numpy kernel.
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 
@@ -33,7 +34,7 @@ from kerasflow.optimizers import kernels as K
 __all__ = ["adagrad_update", "adam_update", "momentum_update", "rmsprop_update",
            "sgd_update"]
 
-prange = range  # jit.jit_parallel points this at numba.prange
+prange = range  # the loops run as plain Python until jit.kernels compiles them
 
 
 # -- element loops (compiled by numba; plain Python until then) --------------------
@@ -141,7 +142,7 @@ def _run(fn, var, grad, slots, wd, body):
     new = K._output_buffer(np, var)
     dt = w.dtype.type
     use_wd = wd is not None
-    body(functools.partial(jit.launch, fn), w, g, flat, new.reshape(-1), dt,
+    body(functools.partial(jit.launch, fn, w.size), w, g, flat, new.reshape(-1), dt,
          dt(wd if use_wd else 0.0), use_wd)
     return K._publish(var, new)
 
@@ -152,7 +153,7 @@ def _make(numpy_kernel, pyfunc, body):
     def factory(xp, attrs):
         if xp is not np or jit.numba_module() is None:
             return None
-        fn = jit.jit_parallel(pyfunc)
+        fn = jit.kernels(inspect.getsource(pyfunc), pyfunc.__name__)
         decay = attrs.get("decay", False)
 
         def kernel(var, grad, scalar, *rest):

@@ -184,3 +184,15 @@ def test_import_kerasflow_does_not_import_numba():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True,
                          text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("name", ["bias_add_relu", "sigmoid_affine"])
+def test_parallel_kernel_equals_serial_kernel(name, monkeypatch):
+    build, shapes, _ = PATTERNS[name]
+    fused, _plain = _plans(build, "float32", shapes)
+    vals = _values(shapes, "float32", 64, np.random.RandomState(5))
+    serial = fused(*vals)[0]
+    jit.numba_module()
+    monkeypatch.setattr(jit, "PARALLEL_MIN", 0)
+    monkeypatch.setitem(jit._STATE, "threads", 2)
+    np.testing.assert_array_equal(fused(*vals)[0], serial)

@@ -110,3 +110,16 @@ def test_double_buffering_and_constraints_kept():
     assert len(ids) == 2  # two buffers, swapped, never reallocated
     np.testing.assert_allclose(plain.numpy(), -0.4, rtol=1e-6)
     np.testing.assert_allclose(clipped.numpy(), -0.25)
+
+
+@pytest.mark.parametrize("name", ["adam_amsgrad_global_clipnorm",
+                                  "rmsprop_centered_momentum_wd"])
+def test_parallel_update_equals_serial_update(name, monkeypatch):
+    from kerasflow.backend import jit
+
+    serial = _train(CONFIGS[name], "float32", True)
+    monkeypatch.setattr(jit, "PARALLEL_MIN", 0)
+    monkeypatch.setitem(jit._STATE, "threads", 2)
+    parallel = _train(CONFIGS[name], "float32", True)
+    for a, b in zip(serial[1:3] + tuple(serial[3]), parallel[1:3] + tuple(parallel[3])):
+        np.testing.assert_array_equal(a, b)
