@@ -8,16 +8,20 @@ first needed.
 """
 
 from kerasflow import backend
+from kerasflow import ops
 from kerasflow import activations, constraints, initializers, regularizers
 from kerasflow import losses, metrics, optimizers
 from kerasflow import layers
 from kerasflow import callbacks
 from kerasflow import models
 from kerasflow import datasets, utils
+from kerasflow import strategies
+from kerasflow import strategies as distribute  # tf.distribute's name
 from kerasflow.layers import Input
 from kerasflow.models import Model, Sequential
 
 __version__ = "0.1.0"
-__all__ = ["backend", "activations", "constraints", "initializers", "regularizers",
+__all__ = ["backend", "ops", "activations", "constraints", "initializers", "regularizers",
            "losses", "metrics", "optimizers", "layers", "callbacks", "models",
-           "datasets", "utils", "Input", "Model", "Sequential", "__version__"]
+           "datasets", "utils", "strategies", "distribute", "Input", "Model",
+           "Sequential", "__version__"]

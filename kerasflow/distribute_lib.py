@@ -78,6 +78,7 @@ class Strategy:
 
     num_replicas_in_sync = 1
     default_steps_per_execution = 1
+    recoveries: tuple = ()  # strategies that recover from failures list them
 
     def run_steps(self, step, batches) -> list:
         """Runs ``step`` on each ``BatchRef`` in ``batches``, in order.

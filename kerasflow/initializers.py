@@ -108,6 +108,18 @@ class Ones(Initializer):
         return np.ones(tuple(shape), dtype=dtype or floatx())
 
 
+def _check_finite(owner, minimum=None, **values):
+    """Each value a finite real (>= minimum): NaN weights poison training."""
+    for name, v in values.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.number)):
+            raise TypeError(f"{owner} expects `{name}` as a float. Received: "
+                            f"{name}={v!r}.")
+        if not np.isfinite(v) or (minimum is not None and v < minimum):
+            bound = "" if minimum is None else f" >= {minimum}"
+            raise ValueError(f"{owner} expects `{name}` as a finite float{bound}. "
+                             f"Received: {name}={v}.")
+
+
 class Constant(Initializer):
     """Fills with ``value`` (a number, or an array broadcastable to the shape).
 
@@ -137,6 +149,8 @@ class RandomNormal(Initializer):
     """
 
     def __init__(self, mean=0.0, stddev=0.05, seed=None):
+        _check_finite(type(self).__name__, mean=mean)
+        _check_finite(type(self).__name__, minimum=0.0, stddev=stddev)
         self.mean, self.stddev, self.seed = mean, stddev, seed
 
     def __call__(self, shape, dtype=None):
@@ -169,6 +183,10 @@ class RandomUniform(Initializer):
     """
 
     def __init__(self, minval=-0.05, maxval=0.05, seed=None):
+        _check_finite(type(self).__name__, minval=minval, maxval=maxval)
+        if minval > maxval:
+            raise ValueError(f"{type(self).__name__} expects minval <= maxval. "
+                             f"Received: minval={minval}, maxval={maxval}.")
         self.minval, self.maxval, self.seed = minval, maxval, seed
 
     def __call__(self, shape, dtype=None):
@@ -203,6 +221,7 @@ class VarianceScaling(Initializer):
 
     def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal",
                  seed=None):
+        _check_finite(type(self).__name__, scale=scale)
         if scale <= 0.0:
             raise ValueError(
                 f"Argument `scale` must be positive. Received: scale={scale}."

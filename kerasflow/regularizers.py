@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from kerasflow.backend import ops
@@ -28,10 +29,11 @@ __all__ = [
 
 def _check(name, value):
     value = float(value)
-    if value < 0.0:
+    # NaN passes `value < 0`; it would turn every loss NaN.
+    if not math.isfinite(value) or value < 0.0:
         raise ValueError(
-            f"Regularization factor `{name}` must be non-negative. Received: "
-            f"{name}={value}."
+            f"Regularization factor `{name}` must be finite and "
+            f"non-negative. Received: {name}={value}."
         )
     return value
 

@@ -49,6 +49,46 @@ def _unbroadcast(g, x):
     return sum_to_like(g, x)
 
 
+@register_op("EnsureShapeLike", lambda g, y, **_: (y.shape, g.dtype))
+def _ensure_shape_like(xp, g, y, index=0):
+    if g.shape != y.shape:
+        raise ValueError(
+            f"gradients() expects grad_ys[{index}] of the shape of ys[{index}], "
+            f"{y.shape}. Received: grad_ys[{index}] of shape {g.shape}."
+        )
+    return g
+
+
+@register_gradient("EnsureShapeLike")
+def _ensure_shape_like_grad(node, gg):
+    return gg, None
+
+
+def _check_grad_y(gy, y, i):
+    """``gy`` as a tensor of y's dtype and shape (static check, else at run time)."""
+    if not isinstance(gy, SymbolicTensor):
+        from kerasflow.backend.graph import constant  # noqa: PLC0415
+
+        gy = constant(gy, dtype=y.dtype)
+    if gy.dtype != y.dtype:
+        raise TypeError(
+            f"gradients() expects grad_ys[{i}] of the dtype of ys[{i}], "
+            f"{y.dtype.name}. Received: grad_ys[{i}] of dtype {gy.dtype.name}."
+        )
+    ys_, gs = y.shape, gy.shape
+    if ys_ is not None and gs is not None:
+        # TF1 raises here rather than let a (3, 1) grad_y broadcast against (3,).
+        if len(ys_) != len(gs) or any(
+                a is not None and b is not None and a != b for a, b in zip(ys_, gs)):
+            raise ValueError(
+                f"gradients() expects grad_ys[{i}] of the shape of ys[{i}], {ys_}. "
+                f"Received: grad_ys[{i}] of shape {gs}."
+            )
+        if None not in ys_ and None not in gs:
+            return gy
+    return apply("EnsureShapeLike", gy, y, index=i)
+
+
 def _as_list(v):
     return list(v) if isinstance(v, (list, tuple)) else [v]
 
@@ -68,7 +108,10 @@ def gradients(ys, xs, grad_ys=None):
 
     Raises:
         NotImplementedError: an op on the path has no gradient rule, naming it.
-        TypeError: a ``ys`` or ``xs`` entry that is not a symbolic tensor.
+        TypeError: a ``ys`` or ``xs`` entry that is not a symbolic tensor, or a
+            ``grad_ys`` entry of another dtype than its ``ys``.
+        ValueError: a ``grad_ys`` entry whose shape differs from its ``ys``
+            (at graph construction when both are known, else when run).
     """
     ys, xs = _as_list(ys), _as_list(xs)
     for t in ys + xs:
@@ -85,8 +128,9 @@ def gradients(ys, xs, grad_ys=None):
         )
     order, needed = _nodes_between(ys, xs)
     grads: dict[SymbolicTensor, list] = {}
-    for y, gy in zip(ys, grad_ys):
-        grads.setdefault(y, []).append(ones_like(y) if gy is None else gy)
+    for i, (y, gy) in enumerate(zip(ys, grad_ys)):
+        gy = ones_like(y) if gy is None else _check_grad_y(gy, y, i)
+        grads.setdefault(y, []).append(gy)
 
     for node in reversed(order):
         outs = [grads.get(t) for t in node.outputs]

@@ -17,6 +17,7 @@ import numpy as np
 
 from kerasflow.backend import array as _array
 from kerasflow.backend import fusion as _fusion
+from kerasflow.backend.feeding import cast_fed
 from kerasflow.backend.graph import SymbolicTensor, Variable
 from kerasflow.backend.registry import get_op
 
@@ -232,16 +233,7 @@ class Function:
         shape, dtype, name = self._specs[i]
         xp = self._xp
         if not (isinstance(value, xp.ndarray) and value.dtype == dtype):
-            src = getattr(value, "dtype", None)
-            if src is None:
-                value = np.asarray(value)
-                src = value.dtype
-            if not np.can_cast(src, dtype, "same_kind") or src.kind in "OSUV":
-                raise TypeError(
-                    f"Placeholder '{name}' expects dtype {dtype.name}. Received: a "
-                    f"value of dtype {np.dtype(src).name}."
-                )
-            value = _array.to_device(value, dtype=dtype)
+            value = cast_fed(value, dtype, name)
         if shape is not None:
             vs = value.shape
             if len(vs) != len(shape) or any(
@@ -271,8 +263,12 @@ class Function:
                    f"[{shapes}]: {e}")
             try:
                 err = type(e)(msg)
-            except Exception:  # an exception type whose constructor wants more
-                err = RuntimeError(msg)
+            except Exception:  # a constructor that wants more (numpy's
+                err = None  # _ArrayMemoryError takes a shape and a dtype)
+            if err is None:
+                # Keep the original, so `except MemoryError` still catches it.
+                e.add_note(msg)
+                raise
             raise err.with_traceback(None) from e
         if self._single:
             return flat[0]
@@ -298,6 +294,12 @@ class Function:
 def function(inputs, outputs, updates=(), name="function"):
     """Keras-style alias of ``Function(inputs, outputs, updates)``."""
     return Function(inputs, outputs, updates, name)
+
+
+def _is_value(x) -> bool:
+    """Arrays (numpy or cupy) and numbers: values a Session can hand back."""
+    return isinstance(x, (int, float, complex, np.number, np.bool_, np.ndarray)) \
+        or type(x).__module__.startswith("cupy")
 
 
 class Session:
@@ -342,9 +344,15 @@ class Session:
             if not isinstance(k, SymbolicTensor):
                 raise TypeError(f"feed_dict keys are tensors. Received key: {k!r}.")
         flat = _flatten(fetches, [])
-        for f in flat:
-            if not isinstance(f, SymbolicTensor):
-                raise TypeError(f"Fetches are tensors or ops. Received: {f!r}.")
+        # An op applied to arrays already ran (eagerly): TF1 would have made it a
+        # constant, so fetching its value returns it.
+        known = {i: _array.to_numpy(f) for i, f in enumerate(flat)
+                 if not isinstance(f, SymbolicTensor) and _is_value(f)}
+        for i, f in enumerate(flat):
+            if i not in known and not isinstance(f, SymbolicTensor):
+                raise TypeError(f"Fetches are tensors, ops or arrays. Received: "
+                                f"{f!r}.")
+        flat = [f for i, f in enumerate(flat) if i not in known]
         feeds = list(feed_dict)
         key = (tuple(id(t) for t in flat), tuple(id(t) for t in feeds))
         entry = self._cache.get(key)
@@ -353,8 +361,10 @@ class Session:
             self._cache[key] = entry
         fn = entry[0]
         values = fn(*[feed_dict[t] for t in feeds])
-        out = [None if t.node.op == "NoOp" else _array.to_numpy(v)
-               for t, v in zip(flat, values)]
+        computed = iter([None if t.node.op == "NoOp" else _array.to_numpy(v)
+                         for t, v in zip(flat, values)])
+        out = [known[i] if i in known else next(computed)
+               for i in range(len(known) + len(flat))]
         return _pack(fetches, iter(out))
 
     def close(self):

@@ -12,8 +12,8 @@ import numpy as np
 
 from kerasflow.backend import array as _array
 from kerasflow.backend.graph import (
-    Node, SymbolicTensor, _as_numpy, _normalize_shape, _ops, in_tracing,
-    is_symbolic,
+    Node, SymbolicTensor, _as_numpy, _normalize_shape, _ops, cast_checked,
+    in_tracing, is_symbolic, record_stateful,
 )
 
 __all__ = ["Variable", "assign_all"]
@@ -53,9 +53,10 @@ class Variable(SymbolicTensor):
             initial_value = initial_value(
                 _normalize_shape(shape), dtype or _array.floatx()
             )
-        host = _as_numpy(initial_value, dtype)
+        what = f"Variable '{name or 'Variable'}'"
+        host = _as_numpy(initial_value, dtype, what)
         if dtype is None and host.dtype.kind == "f":
-            host = host.astype(_array.floatx())
+            host = cast_checked(host, _array.floatx(), what)
         # Variable names are not prefixed by name scopes: layers name their
         # weights "<layer>/<weight>" themselves, wherever they are built.
         node = Node("Variable", (), {}, name or "Variable", scoped=False)
@@ -79,6 +80,9 @@ class Variable(SymbolicTensor):
         return self.value
 
     def _set(self, value):
+        if not isinstance(value, _array.get_xp().ndarray) or value.dtype != self.dtype:
+            value = cast_checked(_array.to_numpy(value), self.dtype,
+                                 f"Variable '{self.name}'")
         value = _array.to_device(value, dtype=self.dtype)
         if value.shape != self.value.shape:
             raise ValueError(
@@ -90,21 +94,27 @@ class Variable(SymbolicTensor):
     def assign(self, value):
         """Sets the value (eagerly for arrays, as a graph node for tensors)."""
         if is_symbolic(value) or in_tracing():
-            return _ops().assign(self, value)
+            op = _ops().assign(self, value)
+            record_stateful(op)
+            return op
         self._set(value)
         return self.value
 
     def assign_add(self, delta):
         """Adds ``delta`` (broadcastable to the variable's shape)."""
         if is_symbolic(delta) or in_tracing():
-            return _ops().assign_add(self, delta)
+            op = _ops().assign_add(self, delta)
+            record_stateful(op)
+            return op
         self._set(self.value + _array.to_device(delta, dtype=self.dtype))
         return self.value
 
     def assign_sub(self, delta):
         """Subtracts ``delta`` (broadcastable to the variable's shape)."""
         if is_symbolic(delta) or in_tracing():
-            return _ops().assign_sub(self, delta)
+            op = _ops().assign_sub(self, delta)
+            record_stateful(op)
+            return op
         self._set(self.value - _array.to_device(delta, dtype=self.dtype))
         return self.value
 
@@ -141,5 +151,9 @@ def assign_all(variables, values, owner: str) -> None:
                 f"Weight '{var.name}' of {owner} expects shape {tuple(var.shape)}. "
                 f"Received: shape {tuple(np.shape(value))}."
             )
-    for var, value in zip(variables, values):
-        var.assign(np.asarray(value, dtype=var.dtype))
+    # Cast (and check for overflow) all first: nothing is assigned on failure.
+    cast = [cast_checked(_array.to_numpy(value), var.dtype,
+                         f"Weight '{var.name}' of {owner}")
+            for var, value in zip(variables, values)]
+    for var, value in zip(variables, cast):
+        var.assign(value)

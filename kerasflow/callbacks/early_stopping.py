@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 
 from kerasflow.callbacks.monitor_callback import MonitorCallback
+from kerasflow.utils.arg_checks import check_count, check_real
 
 __all__ = ["EarlyStopping"]
 
@@ -60,11 +61,13 @@ class EarlyStopping(MonitorCallback):
         start_from_epoch: int = 0,
     ) -> None:
         super().__init__(monitor, mode, min_delta)
-        self.patience = patience
+        self.patience = check_count("EarlyStopping", "patience", patience)
         self.verbose = verbose
-        self.baseline = baseline
+        self.baseline = (None if baseline is None
+                         else check_real("EarlyStopping", "baseline", baseline))
         self.restore_best_weights = restore_best_weights
-        self.start_from_epoch = start_from_epoch
+        self.start_from_epoch = check_count("EarlyStopping", "start_from_epoch",
+                                            start_from_epoch)
         self._reset()
 
     def _reset(self) -> None:

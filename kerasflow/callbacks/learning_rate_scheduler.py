@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 from collections.abc import Callable
 
@@ -26,7 +27,10 @@ class LearningRateScheduler(Callback):
         verbose: 1 prints the new rate at each epoch start.
 
     Raises:
-        TypeError: on epoch begin, if ``schedule`` returns something other
+        ValueError: on epoch begin, if ``schedule`` returns NaN, an infinite
+            or a negative rate.
+        TypeError: ``schedule`` not callable; on epoch begin, if ``schedule``
+            returns something other
             than a real number, or if the optimizer's learning rate is a
             schedule (it cannot be set).
 
@@ -40,6 +44,11 @@ class LearningRateScheduler(Callback):
 
     def __init__(self, schedule: Callable[..., float], verbose: int = 0) -> None:
         super().__init__()
+        if not callable(schedule):
+            raise TypeError(
+                f"LearningRateScheduler expects `schedule` as a function (epoch, "
+                f"lr) -> float. Received: {schedule!r}."
+            )
         self.schedule = schedule
         self.verbose = verbose
         self._takes_lr = _takes_two_args(schedule)
@@ -56,6 +65,11 @@ class LearningRateScheduler(Callback):
                 f"Received: {new_lr!r} of type {type(new_lr).__name__}."
             )
         new_lr = float(new_lr)
+        if not math.isfinite(new_lr) or new_lr < 0:
+            raise ValueError(
+                f"LearningRateScheduler expects `schedule` to return a finite "
+                f"learning rate >= 0. Received: {new_lr} at epoch {epoch}."
+            )
         set_learning_rate(self.model, new_lr, "LearningRateScheduler")
         if self.verbose > 0:
             print(

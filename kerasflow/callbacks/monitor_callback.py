@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 
 from kerasflow.callbacks.callback import Callback
+from kerasflow.utils.arg_checks import check_real
 
 __all__ = ["MonitorCallback"]
 
@@ -49,7 +50,8 @@ class MonitorCallback(Callback):
             mode = "auto"
         self.monitor = monitor
         self.mode = mode
-        self.min_delta = abs(min_delta)
+        # NaN would make every comparison False: never an improvement.
+        self.min_delta = abs(check_real(type(self).__name__, "min_delta", min_delta))
         self.monitor_op = None
 
     def _direction(self) -> str:

@@ -8,6 +8,7 @@ import numpy as np
 
 from kerasflow.callbacks._learning_rate import get_learning_rate, set_learning_rate
 from kerasflow.callbacks.monitor_callback import MonitorCallback
+from kerasflow.utils.arg_checks import check_count, check_real
 
 __all__ = ["ReduceLROnPlateau"]
 
@@ -33,7 +34,9 @@ class ReduceLROnPlateau(MonitorCallback):
         min_lr: lower bound of the learning rate.
 
     Raises:
-        ValueError: if ``factor >= 1``.
+        ValueError: ``factor`` outside [0, 1), NaN or infinite; a negative
+            ``patience``, ``cooldown`` or ``min_lr``.
+        TypeError: a non-numeric argument.
         TypeError: on epoch end, if the optimizer's learning rate is a
             schedule (it cannot be set).
 
@@ -54,17 +57,19 @@ class ReduceLROnPlateau(MonitorCallback):
         cooldown: int = 0,
         min_lr: float = 0.0,
     ) -> None:
-        if factor >= 1.0:
+        if isinstance(factor, (int, float)) and factor >= 1.0:
             raise ValueError(
                 "ReduceLROnPlateau does not support a factor >= 1.0. "
                 f"Received: factor={factor}"
             )
+        owner = "ReduceLROnPlateau"
+        # factor < 0 would set the rate to min_lr (0) at the first plateau.
+        self.factor = check_real(owner, "factor", factor, 0.0, 1.0, high_open=True)
         super().__init__(monitor, mode, min_delta)
-        self.factor = factor
-        self.patience = patience
+        self.patience = check_count(owner, "patience", patience)
         self.verbose = verbose
-        self.cooldown = cooldown
-        self.min_lr = min_lr
+        self.cooldown = check_count(owner, "cooldown", cooldown)
+        self.min_lr = check_real(owner, "min_lr", min_lr, 0.0)
         self._reset()
 
     def _reset(self) -> None:

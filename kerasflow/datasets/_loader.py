@@ -1,8 +1,9 @@
 """Shared machinery for the IDX-format datasets (MNIST, Fashion-MNIST).
 
-Reads gzip-compressed IDX files, finds them on disk, and downloads them
-with SHA-256 verification. Every problem with a file is reported as a
-``ValueError`` naming the file, the expected value and the received value.
+Reads gzip-compressed IDX files, finds them on disk, and downloads them;
+local and downloaded files alike are verified against their SHA-256. Every
+problem with a file is reported as a ``ValueError`` naming the file, the
+expected value and the received value.
 """
 
 from __future__ import annotations
@@ -222,6 +223,35 @@ def download_file(url: str, dest: Path, sha256: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
+_VERIFIED: dict = {}  # (path, size, mtime_ns, inode) -> digest, per process
+
+
+def verify_local_files(directory: Path, sha256: Mapping[str, str]) -> None:
+    """Checks the SHA-256 of each file of :data:`FILES` found on disk.
+
+    A local copy is trusted no more than a download (as Keras'
+    ``get_file(file_hash=...)`` checks cached files): an edited file, even a
+    valid gzip with altered labels, is refused. Digests are remembered per
+    process for a file whose size, mtime and inode are unchanged.
+
+    Raises:
+        ValueError: a digest differs, naming the file and both digests.
+    """
+    for fname in FILES:
+        path = directory / fname
+        st = path.stat()
+        key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+        digest = _VERIFIED.get(key) or sha256_file(path)
+        if digest != sha256[fname]:
+            raise ValueError(
+                f"{path}: SHA-256 mismatch: expected {sha256[fname]}, received "
+                f"{digest}; the file was altered or is not the original "
+                f"distribution file. Delete it (it will be downloaded again) or "
+                f"replace it with the original."
+            )
+        _VERIFIED[key] = digest
+
+
 def _all_present(directory: Path) -> bool:
     return all((directory / f).is_file() for f in FILES)
 
@@ -242,7 +272,8 @@ def locate_or_download(
     directory (the last candidate).
 
     Raises:
-        ValueError: On a SHA-256 mismatch of a downloaded file or a bad origin.
+        ValueError: On a SHA-256 mismatch of a local or downloaded file, or a
+            bad origin.
         DownloadError: If the files are absent and cannot be downloaded.
     """
     dirs = candidate_dirs(name, path, cache_dir)
@@ -255,6 +286,7 @@ def locate_or_download(
         )
     for d in dirs:
         if _all_present(d):
+            verify_local_files(d, sha256)
             return d
     target = dirs[-1]
     base = resolve_origin(name, origin, base_url)

@@ -81,8 +81,9 @@ class Dense(Layer):
     Input shape: (batch, ..., input_dim), float. Output: (batch, ..., units).
 
     Raises:
-        ValueError: units not a positive int; an input whose last axis differs
-            from the one the layer was built for.
+        TypeError: units not an int (a string '3' included).
+        ValueError: units not positive; an input of rank < 2; an input whose
+            last axis differs from the one the layer was built for.
     """
 
     def __init__(self, units, activation=None, use_bias=True,
@@ -91,10 +92,15 @@ class Dense(Layer):
                  activity_regularizer=None, kernel_constraint=None,
                  bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(units, (int, np.integer)) or units <= 0:
+        if not isinstance(units, (int, np.integer)) or isinstance(units, bool):
+            raise TypeError(
+                f"Layer '{self.name}' expects `units` as a positive integer. "
+                f"Received: units={units!r} of type {type(units).__name__}."
+            )
+        if units <= 0:
             raise ValueError(
                 f"Received an invalid value for `units`, expected a positive "
-                f"integer. Received: units={units}"
+                f"integer. Received: units={units!r}"
             )
         self.units = int(units)
         self.activation = activations.get(activation)
@@ -109,6 +115,12 @@ class Dense(Layer):
         self.input_spec = InputSpec(min_ndim=2)
 
     def build(self, input_shape):
+        if input_shape is not None and len(input_shape) < 2:
+            raise ValueError(
+                f"Layer '{self.name}' expects inputs of rank >= 2 (batch, ..., "
+                f"input_dim). Received: inputs of rank {len(input_shape)}, "
+                f"shape {tuple(input_shape)}."
+            )
         in_dim = input_shape[-1]
         if in_dim is None:
             raise ValueError(
@@ -164,19 +176,13 @@ class Dense(Layer):
 
 
 def _get_constraint(identifier):
-    if isinstance(identifier, dict):
-        cls = getattr(constraints, identifier.get("class_name", ""), None)
-        if not (isinstance(cls, type) and issubclass(cls, constraints.Constraint)):
-            raise ValueError(f"Unknown constraint: {identifier!r}.")
-        return cls(**identifier.get("config", {}))
     return constraints.get(identifier)
 
 
 def _serialize_constraint(c):
-    if isinstance(c, constraints.Constraint) and isinstance(
-            getattr(constraints, type(c).__name__, None), type):
-        return {"class_name": type(c).__name__, "config": c.get_config()}
-    return None
+    # A plain function has no config: it is left out (rebuilt as None).
+    return constraints.serialize(c) if isinstance(c, constraints.Constraint) \
+        else None
 
 
 class Activation(Layer):
@@ -206,11 +212,17 @@ class Dropout(Layer):
         seed: op seed for reproducible masks.
 
     Raises:
-        ValueError: rate outside [0, 1).
+        TypeError: rate not a number. ValueError: rate outside [0, 1).
     """
 
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
+        if not isinstance(rate, (int, float, np.integer, np.floating)) or isinstance(
+                rate, bool):
+            raise TypeError(
+                f"Layer '{self.name}' expects `rate` as a float in [0, 1). "
+                f"Received: rate={rate!r} of type {type(rate).__name__}."
+            )
         if not 0 <= rate < 1:
             raise ValueError(
                 f"Invalid value received for argument `rate`. Expected a float "
@@ -245,32 +257,65 @@ class Flatten(Layer):
 class Reshape(Layer):
     """Reshapes to ``(batch,) + target_shape``; one entry may be -1.
 
+    Args:
+        target_shape: positive ints (one may be -1), without the batch axis.
+
     Raises:
-        ValueError: when the element counts cannot match.
+        ValueError: a target with entries other than positive ints and one -1;
+            a per-sample size that differs from the target's, naming the layer
+            and both sizes (when built for static shapes, else when run).
+        TypeError: ``target_shape`` is not a sequence of ints.
     """
 
     def __init__(self, target_shape, **kwargs):
         super().__init__(**kwargs)
+        if not isinstance(target_shape, (list, tuple)) or not all(
+                isinstance(d, (int, np.integer)) and not isinstance(d, bool)
+                for d in target_shape):
+            raise TypeError(
+                f"Reshape expects target_shape as a tuple of ints. Received: "
+                f"target_shape={target_shape!r}."
+            )
+        if list(target_shape).count(-1) > 1 or any(
+                d == 0 or d < -1 for d in target_shape):
+            raise ValueError(
+                f"Reshape expects target_shape of positive ints with at most one "
+                f"-1. Received: target_shape={tuple(target_shape)}."
+            )
         self.target_shape = tuple(int(d) for d in target_shape)
 
     def call(self, inputs):
-        return K.reshape(inputs, (-1,) + self.target_shape)
+        return K.reshape_batch(inputs, self.target_shape, who=f"Layer '{self.name}'")
 
     def get_config(self):
         config = super().get_config()
         config["target_shape"] = list(self.target_shape)
         return config
 
-
 class Lambda(Layer):
-    """Wraps a function of backend ops as a layer (not serializable to JSON)."""
+    """Wraps a function of backend ops as a layer (Keras' ``Lambda``).
 
-    def __init__(self, function, **kwargs):
+    Args:
+        function: ``f(inputs, **arguments)`` built from backend ops.
+        output_shape: accepted for Keras compatibility; shapes are inferred
+            by tracing ``function``.
+        arguments: dict of extra keyword arguments passed to ``function``.
+
+    Not serializable to JSON (it holds Python code).
+    """
+
+    def __init__(self, function, output_shape=None, mask=None, arguments=None,
+                 **kwargs):
         super().__init__(**kwargs)
+        if not callable(function):
+            raise TypeError(f"Lambda expects a callable. Received: "
+                            f"function={function!r}.")
         self.function = function
+        self.output_shape_arg = output_shape
+        self.arguments = dict(arguments or {})
 
     def call(self, inputs):
-        return self.function(inputs)
+        return self.function(inputs, **self.arguments)
 
     def get_config(self):
         raise NotImplementedError(

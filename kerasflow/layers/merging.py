@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from kerasflow import backend as K
 from kerasflow.layers.base import Layer
 
@@ -22,7 +24,10 @@ class Concatenate(_Merge):
 
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)
-        self.axis = axis
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise TypeError(f"Layer '{self.name}' expects `axis` as an int. "
+                            f"Received: axis={axis!r}.")
+        self.axis = int(axis)
 
     def call(self, inputs):
         self._check(inputs)

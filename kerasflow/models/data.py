@@ -9,16 +9,35 @@ from __future__ import annotations
 
 import numpy as np
 
+from kerasflow.backend import floatx
 from kerasflow.distribute_lib import BatchRef
+from kerasflow.models import input_checks
 
-__all__ = ["to_list", "check_arrays", "split_validation", "ArrayBatches",
+__all__ = ["standardize", "to_list", "check_arrays", "split_validation", "ArrayBatches",
            "GeneratorBatches", "class_weights_to_sample_weights", "is_generator",
            "chunks"]
 
 
 def is_generator(x):
-    return hasattr(x, "__next__") or (
-        hasattr(x, "__iter__") and not isinstance(x, (np.ndarray, list, tuple, dict)))
+    """True for batch sources: generators, iterators, other iterables that are
+    not arrays or containers of arrays, and ``PyDataset``-like objects
+    (``__len__`` + ``__getitem__`` returning batches)."""
+    if isinstance(x, (np.ndarray, list, tuple, dict, str, bytes)) or x is None:
+        return False
+    if hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
+        return False
+    return hasattr(x, "__next__") or hasattr(x, "__iter__") or (
+        hasattr(x, "__getitem__") and hasattr(x, "__len__"))
+
+
+def _is_indexed_dataset(x):
+    return hasattr(x, "__getitem__") and hasattr(x, "__len__") and not hasattr(
+        x, "__next__")
+
+
+def num_batches(x):
+    """Batches per epoch of a ``PyDataset``-like source, else None."""
+    return len(x) if _is_indexed_dataset(x) else None
 
 
 def to_list(x, names=None, what="x"):
@@ -42,8 +61,47 @@ def to_list(x, names=None, what="x"):
     if isinstance(x, (list, tuple)) and x and all(
         hasattr(v, "shape") or isinstance(v, (list, tuple)) for v in x
     ) and names is not None and len(names) > 1:
-        return [np.asarray(v) for v in x]
-    return [np.asarray(x)]
+        return [input_checks.as_array(v, what) for v in x]
+    return [input_checks.as_array(x, what)]
+
+
+def standardize(model, x, y=None, sample_weight=None, class_weight=None,
+                batch_size=None):
+    """A model's data as (xs, ys, sample weights): lists of checked arrays.
+
+    Inputs and targets are put in model order (dicts by input/output name);
+    1-D features become one column (Keras 2); targets are reshaped and checked
+    against the output shapes; sample weights (times class weights) are always
+    returned, as ones when none are given, in floatx.
+
+    Raises:
+        ValueError / TypeError: see ``check_arrays``, ``to_list`` and the class
+            weight and sparse label checks; each names expected and received.
+    """
+    xs = to_list(x, model._input_names(), "x")
+    n_out = len(model.outputs) if model._is_functional else 1
+    out_names = model._output_names(n_out)
+    if y is not None:
+        input_checks.check_targets_count(y, out_names, model.name)
+    ys = to_list(y, out_names if n_out > 1 else None, "y")
+    if ys is not None and n_out > 1 and len(ys) == 1 and not isinstance(y, dict):
+        ys = [np.asarray(v) for v in y]
+    xs = [a.reshape(-1, 1) if a.ndim == 1 else a for a in xs]
+    sw = None if sample_weight is None else np.asarray(sample_weight, np.float64)
+    n = check_arrays(xs, ys, sw, batch_size)
+    if ys is not None:
+        ys = model._prepare_targets(xs, ys)
+    ys = [] if ys is None else ys
+    if class_weight is not None:
+        if len(ys) != 1:
+            raise ValueError("class_weight needs exactly one target array.")
+        shape = model._get_step("predict", xs).outputs[0].shape
+        n_classes = shape[-1] if shape and shape[-1] and shape[-1] > 1 else None
+        class_weight = input_checks.check_class_weight(class_weight, n_classes)
+        cw = class_weights_to_sample_weights(ys[0], class_weight)
+        sw = cw if sw is None else sw * cw
+    sw = model._ones(n) if sw is None else sw.astype(floatx())
+    return xs, ys, sw
 
 
 def check_arrays(xs, ys, sample_weight, batch_size):
@@ -175,14 +233,24 @@ class GeneratorBatches:
     """
 
     def __init__(self, gen, steps, ones):
-        self.gen, self.steps, self.ones = gen, steps, ones
+        self.gen, self.ones = gen, ones
+        self.steps = steps if steps is not None else num_batches(gen)
         self.n_inputs = None  # inputs in the latest batch (the rest: y, weights)
+
+    def _items(self):
+        src = self.gen
+        if hasattr(src, "__next__"):  # an iterator continues across epochs
+            return src
+        if _is_indexed_dataset(src):  # keras.utils.PyDataset: index per batch
+            return (src[i] for i in range(len(src)))
+        return iter(src)  # an iterable starts over every epoch
 
     def __iter__(self):
         count = 0
+        items = self._items()
         while self.steps is None or count < self.steps:
             try:
-                item = next(self.gen)
+                item = next(items)
             except StopIteration:
                 if self.steps is not None and count < self.steps:
                     raise ValueError(
@@ -190,6 +258,8 @@ class GeneratorBatches:
                         f"steps_per_epoch={self.steps} were expected."
                     ) from None
                 return
+            if isinstance(item, list) and len(item) in (2, 3):
+                item = tuple(item)
             if not isinstance(item, tuple) or len(item) not in (2, 3):
                 raise ValueError(f"A generator must yield (x, y) or (x, y, "
                                  f"sample_weight). Received: {type(item).__name__}.")
@@ -202,6 +272,8 @@ class GeneratorBatches:
             count += 1
             self.n_inputs = len(bx)
             yield BatchRef(bx + by + [self.ones(n) if sw is None else sw], None)
+        if hasattr(self.gen, "on_epoch_end"):
+            self.gen.on_epoch_end()
 
 
 def chunks(batches, k):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 import warnings
 import zipfile
 
@@ -20,6 +19,8 @@ import numpy as np
 import yaml
 
 from kerasflow import backend as K
+from kerasflow.models import config_checks, weight_names
+from kerasflow.utils import file_io
 
 __all__ = ["save_model", "load_model", "save_weights", "load_weights", "to_json",
            "model_from_json", "to_yaml", "model_from_yaml", "model_from_config"]
@@ -30,30 +31,19 @@ _WEIGHTS_NAME = "model.weights.npz"
 
 
 def _atomic_write(path, data: bytes, overwrite=True):
-    path = os.fspath(path)
-    if not overwrite and os.path.exists(path):
-        raise FileExistsError(f"'{path}' exists and overwrite=False.")
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    # Follows symlinks, keeps the mode, leaves no temp file (utils/file_io.py).
+    file_io.atomic_write(path, data, overwrite)
 
 
 def _weights_bytes(model) -> bytes:
+    # Arrays in model.weights order under unique, stable names and layer-class
+    # paths (weight_names.py), which loading matches, not positions.
     buf = io.BytesIO()
     weights = model.weights
     arrays = {f"w{i:04d}": w.numpy() for i, w in enumerate(weights)}
-    names = np.array([w.name for w in weights], dtype=np.str_)
-    np.savez(buf, __names__=names, **arrays)
+    names, paths = weight_names.weight_keys(model)
+    np.savez(buf, __names__=np.array(names, dtype=np.str_),
+             __paths__=np.array(paths, dtype=np.str_), **arrays)
     return buf.getvalue()
 
 
@@ -107,7 +97,9 @@ def save_weights(model, filepath, overwrite=True):
 def _read_npz(data: bytes, source):
     try:
         npz = np.load(io.BytesIO(data), allow_pickle=False)
-        names = [str(n) for n in npz["__names__"]]
+        names = weight_names.SavedNames(str(n) for n in npz["__names__"])
+        if "__paths__" in npz.files:
+            names.paths = [str(p) for p in npz["__paths__"]]
         arrays = [npz[f"w{i:04d}"] for i in range(len(names))]
     except ValueError as e:
         if "allow_pickle" in str(e) or "Object arrays" in str(e):
@@ -133,15 +125,14 @@ def _open_model_file(filepath):
             if missing:
                 raise ValueError(f"'{path}' is not a kerasflow model file: it lacks "
                                  f"{sorted(missing)}.")
-            config_text = z.read(_CONFIG_NAME)
-            weights = z.read(_WEIGHTS_NAME)
+            config_text = file_io.read_zip_member(z, _CONFIG_NAME,
+                                                  file_io.config_cap(), path)
+            weights = file_io.read_zip_member(z, _WEIGHTS_NAME,
+                                              file_io.weights_cap(), path)
     except (zipfile.BadZipFile, EOFError, _zlib_error()) as e:
         raise ValueError(f"'{path}' is not a readable kerasflow model file "
                          f"(corrupt or truncated zip: {e}).") from None
-    try:
-        config = json.loads(config_text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"'{path}' has a corrupt model.json: {e}") from None
+    config = config_checks.parse_json(config_text, path)
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise ValueError(f"'{path}' is not a kerasflow model file (format "
                          f"{config.get('format') if isinstance(config, dict) else None!r},"
@@ -160,6 +151,7 @@ def _assign_all(model, names, arrays, source):
         if a.dtype.kind not in "biuf":
             raise ValueError(f"'{source}': weight {n!r} has non-numeric dtype "
                              f"{a.dtype}.")
+    arrays = weight_names.match_weights(model, names, arrays, source)
     K.assign_all(model.weights, arrays, f"model '{model.name}' (from '{source}')")
 
 
@@ -174,11 +166,14 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
     Raises:
         FileNotFoundError: no file. ValueError: a corrupt, truncated or foreign
         file, a pickle payload, or an unknown layer class (naming it and how to
-        pass it in ``custom_objects``).
+        pass it in ``custom_objects``); a member inflating past the caps of
+        ``kerasflow.utils.file_io`` (64 MiB config, 16 GiB weights; zip
+        bombs); a config past the caps of ``kerasflow.models.config_checks``
+        (layer count, nesting) or of broken structure.
     """
     config, weights = _open_model_file(filepath)
     names, arrays = _read_npz(weights, filepath)
-    model = model_from_config(config["model"], custom_objects)
+    model = _from_config(config.get("model"), custom_objects, filepath)
     _assign_all(model, names, arrays, filepath)
     cc = config.get("compile")
     if compile and cc and cc.get("loss") is not None:
@@ -194,11 +189,13 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
 
 
 def load_weights(model, filepath):
-    """Assigns weights from a ``save_weights`` .npz file or a model zip file.
+    """Assigns weights from a ``save_weights`` .npz file or a model zip file,
+    matched by weight name, else by layer structure (``weight_names.py``).
 
     Raises:
-        ValueError: unreadable file, pickle payload, or count/shape mismatch;
-            no weight changes then.
+        ValueError: unreadable file, pickle payload, weights that match neither
+            by name nor by structure (listing the unmatched names of both
+            sides), or a shape mismatch; no weight changes then.
     """
     path = os.fspath(filepath)
     if not os.path.exists(path):
@@ -208,15 +205,21 @@ def load_weights(model, filepath):
     if zipfile.is_zipfile(io.BytesIO(data)):
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             if _WEIGHTS_NAME in z.namelist():
-                data = z.read(_WEIGHTS_NAME)
+                data = file_io.read_zip_member(z, _WEIGHTS_NAME,
+                                               file_io.weights_cap(), path)
     names, arrays = _read_npz(data, path)
     _assign_all(model, names, arrays, path)
 
 
 def model_from_config(config, custom_objects=None):
     """Builds a model (with fresh weights) from ``{"class_name", "config"}``."""
+    return _from_config(config, custom_objects, "model_from_config input")
+
+
+def _from_config(config, custom_objects, source):
     from kerasflow import layers  # noqa: PLC0415
 
+    config_checks.check_model_config(config, source)
     return layers.deserialize(config, custom_objects)
 
 
@@ -233,11 +236,8 @@ def model_from_json(json_string, custom_objects=None):
     Raises:
         ValueError: invalid JSON or an unknown layer class.
     """
-    try:
-        config = json.loads(json_string)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"model_from_json received invalid JSON: {e}") from None
-    return model_from_config(config, custom_objects)
+    config = config_checks.parse_json(json_string, "model_from_json input")
+    return _from_config(config, custom_objects, "model_from_json input")
 
 
 def to_yaml(model, **kwargs):
@@ -254,9 +254,5 @@ def model_from_yaml(yaml_string, custom_objects=None):
     Raises:
         ValueError: invalid or unsafe YAML, or an unknown layer class.
     """
-    try:
-        config = yaml.safe_load(yaml_string)
-    except yaml.YAMLError as e:
-        raise ValueError(f"model_from_yaml received invalid or unsafe YAML: "
-                         f"{e}") from None
-    return model_from_config(config, custom_objects)
+    config = config_checks.parse_yaml(yaml_string, "model_from_yaml input")
+    return _from_config(config, custom_objects, "model_from_yaml input")

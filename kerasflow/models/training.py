@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow.distribute_lib import BatchRef, get_strategy
+from kerasflow.distribute_lib import BatchRef, DefaultStrategy, get_strategy
 from kerasflow.layers.base import collect_updates
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import data as data_mod
+from kerasflow.models import input_checks
 from kerasflow.models.train_step import EvalStep, PredictStep, TrainStep
 
 __all__ = ["Trainer"]
@@ -34,6 +35,7 @@ class Trainer:
         self._metric_objs = None
         self._compiled_losses = None
         self._loss_spec = self._metrics_spec = self._loss_weights = None
+        self._compiled_strategy = None
 
     def _reset_steps(self):
         self._steps = {}
@@ -73,9 +75,20 @@ class Trainer:
         self._loss_spec, self._metrics_spec = loss, metrics
         self._loss_weights = loss_weights
         self.steps_per_execution = steps_per_execution
+        strategy = get_strategy()
+        self._compiled_strategy = None if isinstance(
+            strategy, DefaultStrategy) else strategy
         self.compiled = True
         self._steps = {}
         self._metric_objs = None
+
+    def _strategy(self):
+        """The innermost ``scope()``'s strategy, else the one the model was
+        compiled under (tf.distribute: compile in scope, fit anywhere)."""
+        strategy = get_strategy()
+        if isinstance(strategy, DefaultStrategy) and self._compiled_strategy:
+            return self._compiled_strategy
+        return strategy
 
     def _require_compiled(self, what):
         if not self.compiled:
@@ -110,35 +123,60 @@ class Trainer:
             return dict(zip(self._inputs_struct, phs))
         return phs[0] if len(phs) == 1 else phs
 
-    def _get_step(self, kind, xs, ys=()):
+    def _get_step(self, kind, xs, ys=(), sw=None):
+        """The step for this signature; ``sw`` (the sample weights) tells
+        whether metrics are weighted: unit weights made by ``_ones`` are not."""
+        weighted = sw is not None and not self._unweighted(sw)
         key = (kind, tuple((a.shape[1:], a.dtype.kind) for a in xs),
-               tuple((a.shape[1:], a.dtype.kind) for a in ys))
+               tuple((a.shape[1:], a.dtype.kind) for a in ys), weighted)
         step = self._steps.get(key)
         if step is None:
-            step = self._steps[key] = self._build_step(kind, xs, ys)
+            step = self._steps[key] = self._build_step(kind, xs, ys, weighted)
         return step
 
+    def _unweighted(self, sw):
+        return any(sw is o or sw.base is o for o in self.__dict__.get(
+            "_ones_made", ()))
+
+    def _static_losses(self):
+        return [loss for layer in self._flatten_layers()
+                for loss in layer.__dict__.get("_added_losses", ())]
+
     def _trace(self, xs, training):
-        x_phs = self._input_placeholders(xs)
+        if self._is_functional and any(K.is_symbolic(l)
+                                       for l in self._static_losses()):
+            # add_loss(f(inputs)) on the functional graph: feed its own Inputs.
+            self._input_placeholders(xs)  # shape checks only
+            x_phs = list(self.inputs)
+        else:
+            x_phs = self._input_placeholders(xs)
         with collect_updates() as state_updates:
             outputs = self(self._structure_inputs(x_phs), training=training)
         outs = list(outputs.values()) if isinstance(outputs, dict) else \
             list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
         return x_phs, outs, state_updates
 
-    def _build_step(self, kind, xs, ys):
+    def _build_step(self, kind, xs, ys, weighted=False):
         x_phs, outs, state_updates = self._trace(xs, kind == "train")
         if kind == "predict":
             return PredictStep(x_phs, outs)
         names = self._output_names(len(outs))
-        if len(ys) != len(outs):
-            raise ValueError(f"Model '{self.name}' has {len(outs)} output(s) "
-                             f"{names} and expects one target array per output. "
-                             f"Received: {len(ys)} target array(s).")
-        loss_fns, weights = self._compiled_losses.resolve(names, self.name)
+        added = state_updates.losses + self.losses
+        if self._compiled_losses.empty and not ys:
+            loss_fns, weights = [None] * len(outs), [1.0] * len(outs)
+            if not added:
+                self._compiled_losses.resolve(names, self.name)  # raises
+        else:
+            if len(ys) != len(outs):
+                raise ValueError(
+                    f"Model '{self.name}' has {len(outs)} output(s) {names} and "
+                    f"expects one target array per output. Received: {len(ys)} "
+                    f"target array(s).")
+            loss_fns, weights = self._compiled_losses.resolve(names, self.name,
+                                                              bool(added))
         self._metric_objs = cu.resolve_metrics(
-            self._metrics_spec, names, outs, [a.shape for a in ys],
-            self._metric_objs)
+            self._metrics_spec if ys else None, names, outs,
+            [a.shape for a in ys], self._metric_objs)
         y_phs = [K.placeholder(np.int64 if a.dtype.kind in "iu" else K.floatx(),
                                (None,) + a.shape[1:], name=f"{names[i]}_target")
                  for i, a in enumerate(ys)]
@@ -151,12 +189,20 @@ class Trainer:
             per_output.append(value)
             term = value if w == 1.0 else value * w
             total = term if total is None else total + term
-        for penalty in self.losses:
-            total = total + penalty
+        for penalty in added:
+            total = penalty if total is None else total + penalty
         metric_updates = []
+        added_metrics = self.__dict__.setdefault("_added_metrics", {})
+        for name, value in state_updates.metrics:
+            from kerasflow.metrics import Mean  # noqa: PLC0415
+
+            metric = added_metrics.setdefault(name, Mean(name=name))
+            metric_updates += list(metric.update_state(value) or [])
         for i, _, metric in self._metric_objs:
             metric_updates += list(
-                metric.update_state(y_phs[i], outs[i], sample_weight=sw) or [])
+                # Keras passes no sample weights to metrics unless given some.
+                metric.update_state(y_phs[i], outs[i],
+                                    sample_weight=sw if weighted else None) or [])
         inputs = x_phs + y_phs + [sw]
         out_losses = per_output if len(per_output) > 1 else []
         if kind == "train":
@@ -178,50 +224,31 @@ class Trainer:
     def _standardize(self, x, y=None, sample_weight=None, class_weight=None,
                      batch_size=None):
         """(xs, ys, sample weights) as lists of checked arrays in model order."""
-        in_names = None
-        if self._is_functional:
-            from kerasflow.layers.base import get_history  # noqa: PLC0415
-
-            in_names = [get_history(t)[0].name for t in self.inputs]
-            if isinstance(self._inputs_struct, dict):
-                in_names = list(self._inputs_struct)
-        xs = data_mod.to_list(x, in_names, "x")
-        n_out = len(self.outputs) if self._is_functional else 1
-        out_names = self._output_names(n_out)
-        ys = data_mod.to_list(y, out_names if n_out > 1 else None, "y")
-        if ys is not None and n_out > 1 and len(ys) == 1 and not isinstance(y, dict):
-            ys = [np.asarray(v) for v in y]
-        # 1-D features become one column, as Keras 2 did.
-        xs = [a.reshape(-1, 1) if a.ndim == 1 else a for a in xs]
-        sw = None if sample_weight is None else np.asarray(sample_weight, np.float64)
-        n = data_mod.check_arrays(xs, ys, sw, batch_size)
-        if ys is not None:
-            ys = self._prepare_targets(xs, ys)
-        if class_weight is not None:
-            if ys is None or len(ys) != 1:
-                raise ValueError("class_weight needs exactly one target array.")
-            cw = data_mod.class_weights_to_sample_weights(ys[0], class_weight)
-            sw = cw if sw is None else sw * cw
-        sw = self._ones(n) if sw is None else sw.astype(K.floatx())
-        return xs, ys, sw
+        return data_mod.standardize(self, x, y, sample_weight, class_weight,
+                                    batch_size)
 
     def _ones(self, n):
         ones = self.__dict__.get("_ones_cache")
         if ones is None or len(ones) < n:
             ones = self._ones_cache = np.ones(max(n, 256), dtype=K.floatx())
+            self.__dict__.setdefault("_ones_made", []).append(ones)
         return ones[:n]
 
     def _spe(self, strategy):
         return self.steps_per_execution or strategy.default_steps_per_execution
 
     # -- logs ----------------------------------------------------------------------------
+    def _all_metrics(self):
+        return [(name, m) for _, name, m in self._metric_objs or []] + list(
+            self.__dict__.get("_added_metrics", {}).items())
+
     def reset_metrics(self):
-        """Zeroes every compiled metric's state."""
-        for _, _, m in self._metric_objs or []:
+        """Zeroes every compiled (and add_metric) metric's state."""
+        for _, m in self._all_metrics():
             m.reset_state()
 
     def _metric_logs(self, logs):
-        for _, name, m in self._metric_objs or []:
+        for name, m in self._all_metrics():
             r = m.result()
             logs[name] = float(r) if np.ndim(r) == 0 else r
         return logs
@@ -261,19 +288,29 @@ class Trainer:
         from kerasflow.callbacks import CallbackList  # noqa: PLC0415
 
         self._require_compiled("fit")
-        strategy = get_strategy()
+        epochs, initial_epoch = input_checks.check_epochs(epochs, initial_epoch)
+        steps_per_epoch = input_checks.check_steps(steps_per_epoch, "steps_per_epoch")
+        validation_steps = input_checks.check_steps(validation_steps,
+                                                    "validation_steps")
+        strategy = self._strategy()
         verbose = 1 if verbose == "auto" else int(verbose)
         gen = data_mod.is_generator(x)
         if gen:
+            if y is not None:
+                raise ValueError(
+                    f"When x is a generator, iterable or dataset it yields the "
+                    f"targets itself; y must be None. Received: y of type "
+                    f"{type(y).__name__}.")
             if validation_split:
                 raise ValueError("validation_split is not supported with "
                                  "generators; pass validation_data.")
             batches = data_mod.GeneratorBatches(x, steps_per_epoch, self._ones)
-            steps, samples = steps_per_epoch, None
+            steps, samples = batches.steps, None
         else:
             batch_size = 32 if batch_size is None else batch_size
-            if y is None:
-                raise ValueError("fit() needs targets y when x is an array.")
+            if y is None and not self._compiled_losses.empty:
+                raise ValueError("fit() needs targets y when x is an array "
+                                 "(unless the loss comes from add_loss()).")
             xs, ys, sw = self._standardize(x, y, sample_weight, class_weight,
                                            batch_size)
             if validation_split and validation_data is None:
@@ -287,6 +324,15 @@ class Trainer:
             steps, samples = batches.steps, len(xs[0])
         val = None
         if validation_data is not None:
+            if not isinstance(validation_data, (tuple, list)) or len(
+                    validation_data) not in (2, 3):
+                got = (f"a {type(validation_data).__name__} of length "
+                       f"{len(validation_data)}" if isinstance(
+                           validation_data, (tuple, list))
+                       else type(validation_data).__name__)
+                raise ValueError(
+                    f"validation_data must be (x_val, y_val) or (x_val, y_val, "
+                    f"val_sample_weight). Received: {got}.")
             vx, vy = validation_data[0], validation_data[1]
             vsw = validation_data[2] if len(validation_data) > 2 else None
             if isinstance(vx, list) and len(vx) == 1 and not self._is_functional:
@@ -309,7 +355,8 @@ class Trainer:
             for chunk in data_mod.chunks(batches, spe):
                 cbs.on_train_batch_begin(index)
                 arrays, n_in = chunk[0].arrays, batches.n_inputs
-                step = self._get_step("train", arrays[:n_in], arrays[n_in:-1])
+                step = self._get_step("train", arrays[:n_in], arrays[n_in:-1],
+                                      arrays[-1])
                 results = strategy.run_steps(step, chunk)
                 for j, r in enumerate(results):
                     if j:
@@ -332,14 +379,17 @@ class Trainer:
             logs = epoch_logs
             if self.stop_training:
                 break
+        recoveries = list(strategy.recoveries)
+        if recoveries and self.history is not None:  # lost steps, for the record
+            self.history.history["recoveries"] = recoveries
         cbs.on_train_end(logs)
         return self.history
 
     # -- evaluate / predict ---------------------------------------------------------------
     def _evaluate_arrays(self, xs, ys, sw, batch_size, steps=None, callbacks=None):
-        strategy = get_strategy()
+        strategy = self._strategy()
         self.reset_metrics()
-        step = self._get_step("eval", xs, ys)
+        step = self._get_step("eval", xs, ys, sw)
         total, seen, index, per_out = 0.0, 0, 0, None
         batches = data_mod.ArrayBatches(xs + ys + [sw], batch_size, False, steps)
         for chunk in data_mod.chunks(batches, self._spe(strategy)):
@@ -375,6 +425,7 @@ class Trainer:
         from kerasflow.callbacks import CallbackList  # noqa: PLC0415
 
         self._require_compiled("evaluate")
+        steps = input_checks.check_steps(steps)
         batch_size = batch_size or 32
         xs, ys, sw = self._standardize(x, y, sample_weight, None, batch_size)
         verbose = 1 if verbose == "auto" else int(verbose)
@@ -394,7 +445,7 @@ class Trainer:
         Returns:
             A numpy array (batch, ...) or a list of them for several outputs.
         """
-        strategy = get_strategy()
+        strategy = self._strategy()
         batch_size = batch_size or 32
         xs = data_mod.to_list(x, self._input_names(), "x")
         xs = [a.reshape(-1, 1) if a.ndim == 1 else a for a in xs]
@@ -411,6 +462,7 @@ class Trainer:
         return results[0] if len(results) == 1 else results
 
     def _input_names(self):
+        """Names keying dict inputs (functional models), else None."""
         if not self._is_functional:
             return None
         if isinstance(self._inputs_struct, dict):
@@ -422,8 +474,8 @@ class Trainer:
     def _on_batch(self, kind, x, y, sample_weight, class_weight=None):
         xs, ys, sw = self._standardize(x, y, sample_weight, class_weight)
         self.reset_metrics()
-        step = self._get_step(kind, xs, ys or [])
-        return get_strategy().run_step(step, BatchRef(xs + ys + [sw], None))
+        step = self._get_step(kind, xs, ys or [], sw)
+        return self._strategy().run_step(step, BatchRef(xs + ys + [sw], None))
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):
@@ -448,41 +500,3 @@ class Trainer:
             return logs
         values = list(logs.values())
         return values[0] if len(values) == 1 else values
-
-    # -- inspection and saving ------------------------------------------------------------------
-    def summary(self, print_fn=None, line_length=80):
-        """Prints a table of layers, output shapes and parameter counts."""
-        from kerasflow.models.summary import summary_text  # noqa: PLC0415
-
-        text = summary_text(self, line_length)
-        (print_fn or print)(text)
-
-    def save(self, filepath, overwrite=True):
-        """Writes one zip file: architecture JSON + weights .npz (atomic)."""
-        from kerasflow.models import saving  # noqa: PLC0415
-
-        saving.save_model(self, filepath, overwrite=overwrite)
-
-    def save_weights(self, filepath, overwrite=True):
-        """Writes the weights as a .npz file (atomic)."""
-        from kerasflow.models import saving  # noqa: PLC0415
-
-        saving.save_weights(self, filepath, overwrite=overwrite)
-
-    def load_weights(self, filepath):
-        """Loads weights written by ``save_weights`` (or a model file)."""
-        from kerasflow.models import saving  # noqa: PLC0415
-
-        saving.load_weights(self, filepath)
-
-    def to_json(self, **kwargs):
-        """The architecture as a JSON string (``model_from_json`` rebuilds it)."""
-        from kerasflow.models import saving  # noqa: PLC0415
-
-        return saving.to_json(self, **kwargs)
-
-    def to_yaml(self, **kwargs):
-        """The architecture as YAML (``model_from_yaml`` rebuilds it)."""
-        from kerasflow.models import saving  # noqa: PLC0415
-
-        return saving.to_yaml(self, **kwargs)

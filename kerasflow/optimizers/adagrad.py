@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kerasflow.optimizers import kernels
 from kerasflow.optimizers.base import Optimizer
+from kerasflow.utils.arg_checks import check_real
 
 __all__ = ["Adagrad"]
 
@@ -38,7 +39,8 @@ class Adagrad(Optimizer):
                 f"initial_accumulator_value={initial_accumulator_value!r}."
             )
         self.initial_accumulator_value = float(initial_accumulator_value)
-        self.epsilon = float(epsilon)
+        self.epsilon = check_real(f"Optimizer '{self.name}'", "epsilon", epsilon,
+                                  0.0)
 
     def _create_slots(self, var):
         self.add_slot(var, "accumulator", self.initial_accumulator_value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kerasflow import backend as K
 from kerasflow.optimizers import kernels
 from kerasflow.optimizers.base import Optimizer
+from kerasflow.utils.arg_checks import check_real
 
 __all__ = ["Adam"]
 
@@ -41,9 +42,10 @@ class Adam(Optimizer):
                  clipvalue=None, global_clipnorm=None, name="adam"):
         super().__init__(learning_rate, weight_decay, clipnorm, clipvalue,
                          global_clipnorm, name)
-        self.beta_1 = float(beta_1)
-        self.beta_2 = float(beta_2)
-        self.epsilon = float(epsilon)
+        owner = f"Optimizer '{self.name}'"
+        self.beta_1 = check_real(owner, "beta_1", beta_1, 0.0, 1.0, high_open=True)
+        self.beta_2 = check_real(owner, "beta_2", beta_2, 0.0, 1.0, high_open=True)
+        self.epsilon = check_real(owner, "epsilon", epsilon, 0.0)
         self.amsgrad = bool(amsgrad)
 
     def _create_slots(self, var):

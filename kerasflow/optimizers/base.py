@@ -10,6 +10,7 @@ learning rate or advancing a schedule never rebuilds a compiled function.
 
 from __future__ import annotations
 
+import math
 import numbers
 import re
 import warnings
@@ -63,15 +64,47 @@ def trainable_variables_of(*tensors) -> list:
     return [found[i] for i in sorted(found)]
 
 
+class LearningRateValue(float):
+    """The learning rate as Keras 3 code reads it: a float that also speaks the
+    variable API (``.assign(v)``, ``.value``, ``.numpy()``), so callbacks
+    written for Keras (``optimizer.learning_rate.assign(x)``) work."""
+
+    def __new__(cls, value, variable):
+        obj = float.__new__(cls, value)
+        obj._variable = variable
+        return obj
+
+    @property
+    def value(self) -> float:
+        """The current learning rate, as a float."""
+        return float(self._variable.numpy())
+
+    def numpy(self):
+        """The current learning rate as a numpy scalar array."""
+        return self._variable.numpy()
+
+    def assign(self, value):
+        """Sets the optimizer's learning rate (next step onwards)."""
+        self._variable.assign(float(value))
+        return value
+
+
 def _check_positive(name, value, allow_zero=False):
     if value is None:
         return None
     if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-            or value < 0 or (value == 0 and not allow_zero)):
+            or not math.isfinite(value) or value < 0
+            or (value == 0 and not allow_zero)):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"Argument `{name}` must be a float {bound} or None. "
                          f"Received: {name}={value!r}.")
     return float(value)
+
+
+def _check_learning_rate(owner, value):
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"Optimizer '{owner}' expects `learning_rate` as a finite "
+                         f"float >= 0. Received: learning_rate={value}.")
 
 
 class Optimizer:
@@ -103,6 +136,8 @@ class Optimizer:
         ValueError: more than one of clipnorm, clipvalue, global_clipnorm, or a
             non-positive one.
         TypeError: a learning rate that is neither a number nor a schedule.
+        ValueError: a NaN, infinite or negative learning rate (here, when set,
+            or, from a schedule, at the step that produces it).
 
     Example:
         >>> x = K.placeholder("float32", (None, 3))
@@ -139,6 +174,7 @@ class Optimizer:
             return learning_rate
         if isinstance(learning_rate, numbers.Real) and not isinstance(
                 learning_rate, bool):
+            _check_learning_rate(self.name, learning_rate)
             return K.Variable(float(learning_rate), trainable=False,
                               name="learning_rate", dtype=K.floatx())
         raise TypeError(
@@ -159,7 +195,10 @@ class Optimizer:
         """
         if isinstance(self._learning_rate, LearningRateSchedule):
             return float(K.to_numpy(self._learning_rate(self.iterations.value)))
-        return float(self._learning_rate.numpy())
+        return LearningRateValue(float(self._learning_rate.numpy()),
+                                 self._learning_rate)
+
+    lr = learning_rate  # Keras 2's name
 
     @learning_rate.setter
     def learning_rate(self, value):
@@ -182,12 +221,19 @@ class Optimizer:
             )
         if not isinstance(value, numbers.Real) or isinstance(value, bool):
             raise TypeError(f"learning_rate must be a float. Received: {value!r}.")
+        _check_learning_rate(self.name, value)
         self._learning_rate.assign(float(value))
 
     def _lr_tensor(self):
         """The learning rate of the current step as a scalar graph tensor."""
         if isinstance(self._learning_rate, LearningRateSchedule):
-            return self._learning_rate(self.iterations)
+            # Checked each step: a NaN or negative rate must stop training, not
+            # silently corrupt every weight.
+            return K.check_numerics(
+                self._learning_rate(self.iterations),
+                f"Optimizer '{self.name}': learning-rate schedule "
+                f"{type(self._learning_rate).__name__} expects to produce a "
+                f"finite rate >= 0.", minimum=0.0)
         return self._learning_rate
 
     # -- slots ------------------------------------------------------------------
@@ -328,6 +374,12 @@ class Optimizer:
         if len({id(v) for _, v in pairs}) != len(pairs):
             raise ValueError(f"A variable appears twice in grads_and_vars: "
                              f"{[v.name for _, v in pairs]}.")
+        if not pairs:
+            raise ValueError(
+                f"Optimizer '{self.name}' expects at least one (gradient, "
+                f"variable) pair to apply. Received: none; the model has no "
+                f"trainable weights (all layers frozen, or none with weights)."
+            )
         missing = [v.name for g, v in pairs if g is None]
         pairs = [(g, v) for g, v in pairs if g is not None]
         if not pairs:
@@ -431,7 +483,7 @@ class Optimizer:
         if isinstance(self._learning_rate, LearningRateSchedule):
             lr = _serialize_schedule(self._learning_rate)
         else:
-            lr = self.learning_rate
+            lr = float(self.learning_rate)
         return {
             "name": self.name,
             "learning_rate": lr,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kerasflow.optimizers import kernels
 from kerasflow.optimizers.base import Optimizer
+from kerasflow.utils.arg_checks import check_real
 
 __all__ = ["RMSprop"]
 
@@ -40,9 +41,10 @@ class RMSprop(Optimizer):
         if momentum < 0:
             raise ValueError(f"`momentum` must be >= 0. Received: "
                              f"momentum={momentum!r}.")
-        self.rho = float(rho)
-        self.momentum = float(momentum)
-        self.epsilon = float(epsilon)
+        owner = f"Optimizer '{self.name}'"
+        self.rho = check_real(owner, "rho", rho, 0.0, 1.0, high_open=True)
+        self.momentum = check_real(owner, "momentum", momentum, 0.0)
+        self.epsilon = check_real(owner, "epsilon", epsilon, 0.0)
         self.centered = bool(centered)
 
     def _create_slots(self, var):

@@ -19,6 +19,7 @@ __all__ = [
     "InverseTimeDecay",
     "LearningRateSchedule",
     "PiecewiseConstantDecay",
+    "PolynomialDecay",
     "deserialize",
     "serialize",
 ]
@@ -48,6 +49,18 @@ class _NoScope:
 def _check_positive(name, value):
     if not value > 0:
         raise ValueError(f"Argument `{name}` must be > 0. Received: {name}={value}.")
+
+
+def _check_finite(name, value, minimum=None):
+    """A finite real (>= ``minimum``): a NaN rate would poison every weight."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not (
+            hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0):
+        raise TypeError(f"Argument `{name}` must be a float. Received: "
+                        f"{name}={value!r}.")
+    if not math.isfinite(float(value)) or (minimum is not None and value < minimum):
+        bound = "" if minimum is None else f" >= {minimum}"
+        raise ValueError(f"Argument `{name}` must be a finite float{bound}. "
+                         f"Received: {name}={value}.")
 
 
 class LearningRateSchedule:
@@ -112,6 +125,9 @@ class ExponentialDecay(LearningRateSchedule):
     def __init__(self, initial_learning_rate, decay_steps, decay_rate,
                  staircase=False, name="ExponentialDecay"):
         _check_positive("decay_steps", decay_steps)
+        _check_finite("initial_learning_rate", initial_learning_rate, 0)
+        _check_finite("decay_steps", decay_steps)
+        _check_finite("decay_rate", decay_rate, 0)
         self.initial_learning_rate = initial_learning_rate
         self.decay_steps = decay_steps
         self.decay_rate = decay_rate
@@ -166,6 +182,13 @@ class PiecewiseConstantDecay(LearningRateSchedule):
                 f"Received: boundaries={boundaries} of length {len(boundaries)}, "
                 f"and values={values} of length {len(values)}."
             )
+        for i, v in enumerate(values):
+            _check_finite(f"values[{i}]", v, 0)
+        for i, b in enumerate(boundaries):
+            _check_finite(f"boundaries[{i}]", b)
+        if any(b >= c for b, c in zip(boundaries, boundaries[1:])):
+            raise ValueError(f"boundaries must be strictly increasing. Received: "
+                             f"boundaries={list(boundaries)}.")
         self.boundaries = list(boundaries)
         self.values = list(values)
         self.name = name
@@ -216,6 +239,12 @@ class CosineDecay(LearningRateSchedule):
     def __init__(self, initial_learning_rate, decay_steps, alpha=0.0,
                  name="CosineDecay", warmup_target=None, warmup_steps=0):
         _check_positive("decay_steps", decay_steps)
+        _check_finite("initial_learning_rate", initial_learning_rate, 0)
+        _check_finite("decay_steps", decay_steps)
+        _check_finite("alpha", alpha)
+        if warmup_target is not None:
+            _check_finite("warmup_target", warmup_target, 0)
+        _check_finite("warmup_steps", warmup_steps, 0)
         self.initial_learning_rate = initial_learning_rate
         self.decay_steps = decay_steps
         self.alpha = alpha
@@ -255,6 +284,67 @@ class CosineDecay(LearningRateSchedule):
         }
 
 
+class PolynomialDecay(LearningRateSchedule):
+    """Polynomial decay from ``initial_learning_rate`` to ``end_learning_rate``.
+
+    ``(initial - end) * (1 - s / decay_steps) ** power + end`` with
+    ``s = min(step, decay_steps)``; with ``cycle=True`` the horizon grows to
+    the next multiple of ``decay_steps`` instead (Keras' ``PolynomialDecay``).
+
+    Args:
+        initial_learning_rate: float, the rate at step 0.
+        decay_steps: positive int, steps to reach ``end_learning_rate``.
+        end_learning_rate: float, the final rate (default 1e-4).
+        power: float, the polynomial's power (1.0: linear).
+        cycle: bool, restart the decay every ``decay_steps``.
+        name: name scope of the graph nodes.
+
+    Raises:
+        ValueError: ``decay_steps <= 0``.
+
+    Example:
+        >>> s = PolynomialDecay(1.0, decay_steps=10, end_learning_rate=0.0)
+        >>> float(s(5))
+        0.5
+    """
+
+    def __init__(self, initial_learning_rate, decay_steps, end_learning_rate=1e-4,
+                 power=1.0, cycle=False, name="PolynomialDecay"):
+        _check_positive("decay_steps", decay_steps)
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = decay_steps
+        self.end_learning_rate = end_learning_rate
+        self.power = power
+        self.cycle = cycle
+        self.name = name
+
+    def __call__(self, step):
+        with _scope(self, step):
+            s = _float_step(step)
+            steps = float(self.decay_steps)
+            if self.cycle:
+                # ceil(s / steps), at least 1: the horizon of the current cycle.
+                n = K.maximum(-K.floor(K.divide(K.negative(s), steps)), 1.0)
+                horizon = K.multiply(n, steps)
+            else:
+                s = K.minimum(s, steps)
+                horizon = steps
+            frac = K.subtract(1.0, K.divide(s, horizon))
+            span = float(self.initial_learning_rate) - float(self.end_learning_rate)
+            return K.add(K.multiply(span, K.power(frac, float(self.power))),
+                         float(self.end_learning_rate))
+
+    def get_config(self):
+        return {
+            "initial_learning_rate": self.initial_learning_rate,
+            "decay_steps": self.decay_steps,
+            "end_learning_rate": self.end_learning_rate,
+            "power": self.power,
+            "cycle": self.cycle,
+            "name": self.name,
+        }
+
+
 class InverseTimeDecay(ExponentialDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)``.
 
@@ -288,6 +378,7 @@ class InverseTimeDecay(ExponentialDecay):
 
 
 _SCHEDULES = {c.__name__: c for c in (ExponentialDecay, PiecewiseConstantDecay,
+                                       PolynomialDecay,
                                       CosineDecay, InverseTimeDecay)}
 
 
@@ -321,11 +412,7 @@ def deserialize(config: dict, custom_objects: dict | None = None):
             f"deserialize expects a dict with 'class_name' and 'config'. "
             f"Received: {config!r}."
         )
-    known = {**_SCHEDULES, **(custom_objects or {})}
-    cls = known.get(config["class_name"])
-    if cls is None:
-        raise ValueError(
-            f"Unknown learning rate schedule '{config['class_name']}'; known: "
-            f"{sorted(known)}. Pass custom_objects for your own."
-        )
-    return cls.from_config(dict(config.get("config", {})))
+    from kerasflow.utils.serialization import deserialize_object  # noqa: PLC0415
+
+    return deserialize_object(config, _SCHEDULES, "learning rate schedule",
+                              custom_objects)

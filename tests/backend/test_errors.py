@@ -79,7 +79,7 @@ def test_session_rejects_non_tensor_keys_and_fetches():
     with pytest.raises(TypeError, match="feed_dict keys are tensors"):
         K.Session().run(x, {"x": 1.0})
     with pytest.raises(TypeError, match="Fetches are tensors"):
-        K.Session().run([x, 3.0], {x: 1.0})
+        K.Session().run([x, "y"], {x: 1.0})
     with pytest.raises(TypeError, match="takes symbolic tensors"):
         K.Function([x], [np.ones(2)])
 
@@ -201,8 +201,12 @@ def test_kernel_failure_names_the_op():
 def test_kernel_failure_with_an_unusual_exception_type():
     x = K.placeholder("float32", (2,), name="odd_input")
     y = K.apply("TestOddFailure", x)
-    with pytest.raises(RuntimeError, match=r"TestOddFailure.*odd_input.*invalid start"):
+    # The original type is kept (so `except UnicodeDecodeError` still works);
+    # the failing node is added as a note (issue 7).
+    with pytest.raises(UnicodeDecodeError, match="invalid start") as info:
         K.Function([x], y)(np.ones(2))
+    assert any("TestOddFailure" in n and "odd_input" in n
+               for n in info.value.__notes__)
 
 
 def test_missing_gradient_names_the_op():

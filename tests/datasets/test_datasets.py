@@ -312,6 +312,11 @@ def test_load_data_wrong_count_is_clear(isolated, tmp_path):
             _write_gz(d / f, _idx(2051, (5, 28, 28), b"\0" * 5 * 784))
         else:
             _write_gz(d / f, _idx(2049, (5,), b"\0" * 5))
+    # Files that are not the originals fail their SHA-256 first (issue 7)...
+    with pytest.raises(ValueError, match=r"SHA-256 mismatch: expected "
+                                         + mnist.SHA256[FILES[0]]):
+        mnist.load_data(path=d)
+    # ...and the shape check stays as a second line of defence.
     match = r"expected images of shape \(60000, 28, 28\)"
     with pytest.raises(ValueError, match=match):
-        mnist.load_data(path=d)
+        _loader.load_split(d, FILES[0], FILES[1], 60000)

@@ -1,0 +1,294 @@
+"""Allreduce of one flat buffer among replicas, behind one interface.
+
+Transports (chosen per group by :func:`make_plan`, swappable):
+
+* ``shm`` -- replicas on one node share a ``multiprocessing.shared_memory``
+  segment (:mod:`kerasflow.strategies.shm_collective`);
+* ``tcp`` -- a ring over TCP sockets between nodes, reduce-scatter then
+  allgather (:mod:`kerasflow.strategies.tcp_collective`);
+* ``hier`` -- both: shm inside each node, a tcp ring between the node
+  leaders, then a shm broadcast back (:class:`Hierarchical`);
+* ``nccl`` -- GPU buffers through ``cupy.cuda.nccl``
+  (:mod:`kerasflow.strategies.nccl_collective`).
+
+Every wait has a deadline; a timeout raises :class:`CollectiveTimeoutError`
+naming the rank(s) that did not arrive, the step and the stage awaited. The
+reduction order is fixed (rank order for shm, ring order for tcp), so results
+are bitwise reproducible for a given world size. This module does not import
+ray: the worker group hands every rank its plan and the peers' addresses.
+
+Design after ChainerMN's communicators and Horovod's hierarchical allreduce;
+ring allreduce as in Baidu's ``allreduce`` (reduce-scatter + allgather).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+
+__all__ = [
+    "REDUCE_OPS",
+    "TRANSPORTS",
+    "Collective",
+    "CollectiveEndpoint",
+    "CollectiveError",
+    "CollectivePeerError",
+    "CollectiveTimeoutError",
+    "Hierarchical",
+    "LocalCollective",
+    "make_plan",
+]
+
+REDUCE_OPS = ("SUM", "MEAN", "MAX", "MIN")
+TRANSPORTS = ("auto", "shm", "tcp", "hier", "nccl")
+
+
+class CollectiveError(RuntimeError):
+    """A collective operation failed (peer gone, protocol mismatch)."""
+
+
+class CollectiveTimeoutError(CollectiveError, TimeoutError):
+    """A collective wait passed its deadline; the message names the missing
+    rank(s), the step and the stage that was awaited."""
+
+
+class CollectivePeerError(CollectiveError, ConnectionError):
+    """A peer closed its connection or aborted the group."""
+
+
+def check_op(op) -> str:
+    """Normalizes a reduce op (``"SUM"``, ``ReduceOp.SUM``...) to its name."""
+    name = getattr(op, "value", op)
+    if not isinstance(name, str) or name.upper() not in REDUCE_OPS:
+        raise ValueError(f"allreduce expects op in {REDUCE_OPS}. Received: op={op!r}")
+    return name.upper()
+
+
+def check_buffer(buf, size, dtype, who):
+    """Raises unless ``buf`` is a contiguous 1-D array of ``size`` ``dtype``."""
+    if not isinstance(buf, np.ndarray):
+        raise TypeError(f"{who} expects a numpy.ndarray. Received: {type(buf).__name__}")
+    if buf.ndim != 1 or buf.size != size or buf.dtype != dtype:
+        raise ValueError(
+            f"{who} expects a 1-D buffer of {size} {np.dtype(dtype).name} values. "
+            f"Received: shape={buf.shape}, dtype={buf.dtype}")
+    if not buf.flags.c_contiguous or not buf.flags.writeable:
+        raise ValueError(f"{who} expects a contiguous writeable buffer.")
+
+
+def finish_op(buf, op, world_size):
+    """Turns a SUM into a MEAN in place (MAX/MIN were reduced directly)."""
+    if op == "MEAN":
+        np.divide(buf, world_size, out=buf, casting="unsafe")
+    return buf
+
+
+def reduce_into(out, parts, op):
+    """Reduces ``parts`` into ``out`` in list order (the fixed order that makes
+    results reproducible). SUM and MEAN both sum here."""
+    if len(parts) == 1:
+        np.copyto(out, parts[0])
+        return out
+    fn = {"MAX": np.maximum, "MIN": np.minimum}.get(op, np.add)
+    fn(parts[0], parts[1], out=out)
+    for p in parts[2:]:
+        fn(out, p, out=out)
+    return out
+
+
+class Collective:
+    """One rank's handle on a group that reduces flat buffers.
+
+    Attributes:
+        rank: this replica's rank, 0..world_size-1.
+        world_size: number of ranks in the group.
+    """
+
+    rank = 0
+    world_size = 1
+
+    def allreduce(self, buf, op="SUM", step=None):
+        """Reduces ``buf`` over all ranks, in place.
+
+        Args:
+            buf: contiguous 1-D array of the group's size and dtype.
+            op: ``"SUM"``, ``"MEAN"``, ``"MAX"`` or ``"MIN"`` (or a ``ReduceOp``).
+            step: the caller's training step, used in error messages only.
+
+        Returns:
+            ``buf``, holding the reduction (identical on every rank).
+
+        Raises:
+            CollectiveTimeoutError: a peer did not arrive within the deadline.
+            CollectivePeerError: a peer disconnected or aborted.
+        """
+        raise NotImplementedError
+
+    def broadcast(self, buf, root=0, step=None):
+        """Copies ``root``'s ``buf`` into every rank's ``buf``, in place."""
+        raise NotImplementedError
+
+    def close(self):
+        """Releases sockets and shared memory; idempotent."""
+
+
+class LocalCollective(Collective):
+    """World size 1: every operation is the identity."""
+
+    def __init__(self, size=None, dtype=None):
+        self.size, self.dtype = size, dtype
+
+    def allreduce(self, buf, op="SUM", step=None):
+        check_op(op)
+        return buf
+
+    def broadcast(self, buf, root=0, step=None):
+        return buf
+
+
+class Hierarchical(Collective):
+    """shm allreduce inside each node, a tcp ring among node leaders (local
+    rank 0), then a shm broadcast from each leader (Horovod's hierarchical
+    allreduce). Deterministic: each stage has a fixed order."""
+
+    def __init__(self, rank, world_size, local, ring=None):
+        self.rank, self.world_size = rank, world_size
+        self.local, self.ring = local, ring
+
+    def allreduce(self, buf, op="SUM", step=None):
+        op = check_op(op)
+        inner = "SUM" if op == "MEAN" else op
+        self.local.allreduce(buf, inner, step=step)
+        if self.ring is not None:
+            self.ring.allreduce(buf, inner, step=step)
+        self.local.broadcast(buf, 0, step=step)
+        return finish_op(buf, op, self.world_size)
+
+    def broadcast(self, buf, root=0, step=None):
+        if root != 0:
+            raise ValueError(f"Hierarchical.broadcast supports root=0. Received: {root}")
+        if self.ring is not None:
+            self.ring.broadcast(buf, 0, step=step)
+        return self.local.broadcast(buf, 0, step=step)
+
+    def close(self):
+        self.local.close()
+        if self.ring is not None:
+            self.ring.close()
+
+
+def make_plan(nodes, size, dtype="float32", transport="auto", hosts=None,
+              timeout=300.0, group_id=None):
+    """Builds each rank's collective plan from where the ranks run.
+
+    Args:
+        nodes: one hashable node key per rank (e.g. Ray node ids), rank order.
+        size: number of elements in the flat buffer (int >= 1).
+        dtype: the buffer's dtype (``float32`` or ``float64``).
+        transport: ``"auto"`` (shm on one node, tcp with one rank per node,
+            else hierarchical), ``"shm"``, ``"tcp"``, ``"hier"`` or ``"nccl"``.
+        hosts: one IP address per rank for tcp listeners (default loopback).
+        timeout: deadline of every collective wait, in seconds.
+        group_id: unique name stem for shared-memory segments.
+
+    Returns:
+        A list of plan dicts, one per rank, for :class:`CollectiveEndpoint`.
+
+    Raises:
+        ValueError: unknown transport, ``shm`` across nodes, bad size.
+    """
+    world = len(nodes)
+    if world < 1:
+        raise ValueError("make_plan expects at least one rank. Received: nodes=[]")
+    if transport not in TRANSPORTS:
+        raise ValueError(f"make_plan expects transport in {TRANSPORTS}. "
+                         f"Received: transport={transport!r}")
+    if not isinstance(size, (int, np.integer)) or size < 1:
+        raise ValueError(f"make_plan expects size >= 1. Received: size={size!r}")
+    order = list(dict.fromkeys(nodes))
+    by_node = {k: [r for r in range(world) if nodes[r] == k] for k in order}
+    if transport == "auto":
+        if len(order) == 1:
+            transport = "shm" if world > 1 else "local"
+        elif all(len(v) == 1 for v in by_node.values()):
+            transport = "tcp"
+        else:
+            transport = "hier"
+    if transport == "shm" and len(order) > 1:
+        raise ValueError(f"The shm transport needs every rank on one node. "
+                         f"Received: ranks on {len(order)} nodes")
+    hosts = list(hosts) if hosts is not None else ["127.0.0.1"] * world
+    gid = group_id or uuid.uuid4().hex[:12]
+    plans = []
+    for r in range(world):
+        local = by_node[nodes[r]]
+        node_index = order.index(nodes[r])
+        if transport == "tcp":
+            ring_index, ring_size = r, world
+        elif transport == "hier":
+            ring_index = node_index if local[0] == r else None
+            ring_size = len(order)
+        else:
+            ring_index, ring_size = None, 0
+        plans.append(dict(
+            rank=r, world=world, transport=transport, size=int(size),
+            dtype=np.dtype(dtype).name, timeout=float(timeout),
+            shm_name=f"kf-{gid}-{node_index}", local_rank=local.index(r),
+            local_world=len(local), host=hosts[r], ring_index=ring_index,
+            ring_size=ring_size, token=gid))
+    return plans
+
+
+class CollectiveEndpoint:
+    """One rank's side of a group, built in two phases because tcp listeners
+    must exchange addresses: ``ep = CollectiveEndpoint(plan)`` (creates or
+    attaches shared memory, opens a listener if this rank is on a ring), the
+    driver gathers every ``ep.address``, then ``ep.connect(addresses)``
+    returns the :class:`Collective`.
+
+    Attributes:
+        address: ``(host, port)`` of this rank's tcp listener, or ``None``.
+        ring_index: this rank's position in the tcp ring, or ``None``.
+    """
+
+    def __init__(self, plan):
+        from kerasflow.strategies.shm_collective import ShmAllreduce
+        from kerasflow.strategies.tcp_collective import TcpRing
+        self.plan = dict(plan)
+        p = self.plan
+        self.transport = p["transport"]
+        self.ring_index = p["ring_index"]
+        self._local = None
+        self._ring = None
+        if self.transport in ("shm", "hier") and p["local_world"] > 1:
+            self._local = ShmAllreduce(
+                p["shm_name"], p["local_rank"], p["local_world"], p["size"],
+                p["dtype"], timeout=p["timeout"], global_rank=p["rank"])
+        if self.ring_index is not None and p["ring_size"] > 1:
+            self._ring = TcpRing(self.ring_index, p["ring_size"], host=p["host"],
+                                 timeout=p["timeout"], token=p["token"])
+        self.address = self._ring.address if self._ring is not None else None
+
+    def connect(self, addresses=None):
+        """Connects the ring (``addresses`` in ring order) and returns the
+        rank's :class:`Collective`."""
+        p = self.plan
+        if self._ring is not None:
+            self._ring.connect(addresses)
+        if self.transport == "nccl":
+            raise ValueError("nccl groups are built with NcclAllreduce(rank, world, uid)")
+        if p["world"] == 1:
+            return LocalCollective(p["size"], p["dtype"])
+        if self.transport == "shm":
+            return self._local
+        if self.transport == "tcp":
+            return self._ring
+        local = self._local or LocalCollective(p["size"], p["dtype"])
+        return Hierarchical(p["rank"], p["world"], local, self._ring)
+
+    def close(self):
+        """Releases whatever was opened (used when a group fails to form)."""
+        for part in (self._local, self._ring):
+            if part is not None:
+                part.close()

@@ -1,0 +1,134 @@
+"""``MirroredStrategy``: synchronous data parallelism on the replicas of one
+node (``tf.distribute.MirroredStrategy``), as Ray actors.
+
+    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    with strategy.scope():
+        model = make_model()
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+        model.fit(x, y, batch_size=256, epochs=3)   # 256 = the global batch
+
+N replicas give the same weights as one process on the global batch (up to
+float rounding), for models without dropout and batch normalization: the
+global batch is split contiguously in rank order, every replica's loss is
+scaled by the global batch size, the gradients are summed by a deterministic
+allreduce (shared memory), and every replica applies the same sum. Batch
+normalization statistics are per replica (TF's ON_READ), so its moving
+averages differ from a single process's; dropout masks are drawn per replica.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from kerasflow.strategies.sync_strategy import CommunicationOptions, SyncReplicaStrategy
+
+__all__ = ["MirroredStrategy"]
+
+_TRANSPORTS = {"auto": "auto", "shm": "shm", "tcp": "tcp", "ring": "tcp",
+               "hier": "hier", "nccl": "nccl", "ncclallreduce": "nccl",
+               "hierarchicalcopyallreduce": "shm", "reductiontoonedevice": "shm"}
+
+
+def _transport(cross_device_ops):
+    if cross_device_ops is None:
+        return "auto"
+    name = cross_device_ops if isinstance(cross_device_ops, str) else getattr(
+        cross_device_ops, "transport", type(cross_device_ops).__name__)
+    key = str(name).lower()
+    if key not in _TRANSPORTS:
+        raise ValueError(f"MirroredStrategy expects cross_device_ops in "
+                         f"{sorted(_TRANSPORTS)} or None. Received: {cross_device_ops!r}")
+    return _TRANSPORTS[key]
+
+
+def _node_resources():
+    from kerasflow.strategies.worker_group import cluster_summary, init_ray
+    init_ray()
+    return [res for _, res in cluster_summary()]
+
+
+class MirroredStrategy(SyncReplicaStrategy):
+    """Synchronous training on the replicas of one node.
+
+    Args:
+        devices: device strings, e.g. ``["/gpu:0", "/gpu:1"]`` or
+            ``["/cpu:0", "/cpu:1"]``: one replica per entry.
+        num_gpus: number of GPU replicas (one GPU each, cupy backend).
+        num_replicas: number of CPU replicas.
+        cross_device_ops: the allreduce transport: None/"auto" (shared memory),
+            "shm", "tcp", or TF's ``NcclAllReduce`` / ``HierarchicalCopyAllReduce``
+            names.
+        communication_options: ``CommunicationOptions`` (deadline of every wait).
+        max_failures: replica failures to recover from before giving up.
+
+    With no argument: every GPU of the node, else one CPU replica per core.
+
+    Raises:
+        ValueError: conflicting or malformed arguments; ``num_gpus`` beyond the
+            node's GPUs; more CPU replicas than the largest node has CPUs
+            (``PlacementError``, a ValueError, names requested and available).
+        TypeError: a non-integer replica count.
+    """
+
+    def __init__(self, devices=None, num_gpus=None, num_replicas=None,
+                 cross_device_ops=None, communication_options=None, max_failures=3):
+        given = [a for a, v in (("devices", devices), ("num_gpus", num_gpus),
+                                ("num_replicas", num_replicas)) if v is not None]
+        if len(given) > 1:
+            raise ValueError(f"MirroredStrategy takes one of devices, num_gpus or "
+                             f"num_replicas. Received: {', '.join(given)}")
+        for name, value in (("num_gpus", num_gpus), ("num_replicas", num_replicas)):
+            if value is not None and (not isinstance(value, int) or isinstance(
+                    value, bool)):
+                raise TypeError(f"MirroredStrategy expects {name} to be an int. "
+                                f"Received: {name}={value!r}")
+            if value is not None and value < 1:
+                raise ValueError(f"MirroredStrategy expects {name} >= 1. "
+                                 f"Received: {name}={value}")
+        use_gpu = False
+        if devices is not None:
+            kinds = []
+            for d in devices:
+                m = re.fullmatch(r"/?(?:job:\w+/)?(?:device:)?(cpu|gpu):(\d+)",
+                                 str(d).strip().lower())
+                if m is None:
+                    raise ValueError(f"MirroredStrategy expects devices like '/gpu:0' "
+                                     f"or '/cpu:0'. Received: {d!r}")
+                kinds.append(m.group(1))
+            if not kinds or len(set(kinds)) != 1:
+                raise ValueError(f"MirroredStrategy expects a non-empty list of all-CPU "
+                                 f"or all-GPU devices. Received: devices={devices!r}")
+            use_gpu, count = kinds[0] == "gpu", len(kinds)
+        elif num_gpus is not None:
+            use_gpu, count = True, num_gpus
+        else:
+            count = num_replicas
+        nodes = _node_resources()
+        if use_gpu:
+            most = max((r.get("GPU", 0) for r in nodes), default=0)
+            if count > most:
+                raise ValueError(
+                    f"MirroredStrategy needs {count} GPUs on one node. Received: the "
+                    f"Ray cluster's largest node has {most:g} GPUs. Use num_replicas= "
+                    f"for CPU replicas.")
+        elif count is None:
+            gpus = max((r.get("GPU", 0) for r in nodes), default=0)
+            if gpus:
+                use_gpu, count = True, int(gpus)
+            else:
+                count = int(max((r.get("CPU", 0) for r in nodes),
+                                default=os.cpu_count() or 1)) or 1
+        opts = communication_options or CommunicationOptions()
+        if not isinstance(opts, CommunicationOptions):
+            raise TypeError(f"MirroredStrategy expects communication_options to be a "
+                            f"CommunicationOptions. Received: {opts!r}")
+        transport = _transport(cross_device_ops)
+        if transport == "auto" and opts.implementation != "auto":
+            transport = opts.implementation
+        if transport == "nccl":
+            transport = "shm"  # one GPU per node here: stage through host memory
+        self._setup(count, use_gpu=use_gpu, placement="STRICT_PACK",
+                    transport=transport, timeout=opts.timeout_seconds,
+                    max_failures=max_failures, num_cpus=1.0,
+                    name="MirroredStrategy")

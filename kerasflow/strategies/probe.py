@@ -1,0 +1,82 @@
+"""A diagnostic worker that validates and times the collective in place
+(the ``nccl-tests`` idea): one instance per rank inside a :class:`WorkerGroup`.
+
+Used by ``tests/strategies/test_collective.py`` and
+``benchmarks/bench_allreduce.py``; also handy to check a real cluster's
+transports before training.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from kerasflow.strategies.collective import CollectiveEndpoint
+
+__all__ = ["CollectiveProbe", "probe_data"]
+
+
+def probe_data(rank, size, dtype, seed=0):
+    """The buffer rank ``rank`` contributes: seeded normal values, shape
+    ``(size,)``, so the driver can recompute the expected sum."""
+    rng = np.random.default_rng([seed, rank])
+    return rng.standard_normal(size).astype(dtype)
+
+
+class CollectiveProbe:
+    """Worker object: ``open_collective`` / ``connect_collective`` build the
+    group (see ``WorkerGroup.setup_collective``), ``check`` returns one
+    allreduce result, ``time_allreduce`` times a loop of them."""
+
+    def __init__(self, rank, world):
+        self.rank, self.world = rank, world
+        self.progress = 0
+        self.endpoint = self.coll = None
+
+    def open_collective(self, plan):
+        self.plan = plan
+        self.endpoint = CollectiveEndpoint(plan)
+        return self.endpoint.address
+
+    def connect_collective(self, addresses):
+        self.coll = self.endpoint.connect(addresses)
+        return True
+
+    def check(self, op="SUM", seed=0, steps=1, skip_steps=()):
+        """Allreduces ``probe_data`` ``steps`` times (fresh copy each time) and
+        returns the last result. ``skip_steps``: steps at which this rank
+        sleeps past the deadline instead of joining (failure injection)."""
+        p = self.plan
+        out = None
+        for step in range(steps):
+            if step in skip_steps:
+                time.sleep(p["timeout"] * 3)
+            out = probe_data(self.rank, p["size"], p["dtype"], seed)
+            self.coll.allreduce(out, op, step=step)
+            self.progress += 1
+        return out
+
+    def time_allreduce(self, iters, warmup=2):
+        """Seconds per allreduce, one entry per timed iteration."""
+        p = self.plan
+        buf = probe_data(self.rank, p["size"], p["dtype"])
+        times = []
+        for i in range(warmup + iters):
+            t0 = time.perf_counter()
+            self.coll.allreduce(buf, "SUM", step=i)
+            if i >= warmup:
+                times.append(time.perf_counter() - t0)
+            buf *= 0.5  # keep values bounded across iterations
+            self.progress += 1
+        return times
+
+    def stall(self, seconds):
+        """Sleeps without progress (stuck-replica injection)."""
+        time.sleep(seconds)
+        return True
+
+    def close(self):
+        if self.coll is not None:
+            self.coll.close()
+        return True

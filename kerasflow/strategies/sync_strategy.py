@@ -1,0 +1,304 @@
+"""The driver side of synchronous data parallelism on Ray actors.
+
+``SyncReplicaStrategy`` is what ``MirroredStrategy`` and
+``MultiWorkerMirroredStrategy`` share: a :class:`WorkerGroup` of
+:class:`Replica` actors, the step and the training arrays shipped once, then
+per ``run_steps`` call one small message (the K global batches' row indices)
+and one answer (K losses and rank 0's variables). The driver's step is set to
+rank 0's variables after every call, so the driver's model is current for
+callbacks, evaluation and saving, and every call is a commit point: when a
+replica dies or a collective times out, the group is rebuilt, the driver's
+state (the last commit) is pushed, and the failed call is run again -- at most
+K = ``steps_per_execution`` steps are redone (Horovod elastic's commit/restore,
+Ray Train's full-group restart). ``max_failures`` caps recoveries.
+
+Evaluation and prediction run in the driver process (the weights there are
+current after every call).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+
+import numpy as np
+
+from kerasflow.distribute_lib import DefaultStrategy, ReduceOp, Strategy
+
+__all__ = ["CommunicationOptions", "SyncReplicaStrategy"]
+
+log = logging.getLogger("kerasflow.strategies")
+
+
+class CommunicationOptions:
+    """How replicas communicate (``tf.distribute.experimental.CommunicationOptions``).
+
+    Args:
+        timeout_seconds: deadline of every collective and every wait on a
+            replica, in seconds (default 300; None means the default).
+        implementation: collective transport: ``"auto"`` (shared memory on
+            one node, a tcp ring between nodes, both when mixed), ``"shm"``,
+            ``"tcp"``, ``"hier"``; TF's ``CommunicationImplementation`` names
+            ``"RING"`` (tcp) and ``"NCCL"`` are accepted.
+        bytes_per_pack: accepted for compatibility; one flat buffer is always
+            reduced per step.
+
+    Raises:
+        ValueError: a non-positive timeout or an unknown implementation.
+    """
+
+    def __init__(self, bytes_per_pack=0, timeout_seconds=300.0, implementation="auto"):
+        timeout_seconds = 300.0 if timeout_seconds is None else timeout_seconds
+        if not isinstance(timeout_seconds, (int, float)) or timeout_seconds <= 0:
+            raise ValueError(f"CommunicationOptions expects timeout_seconds > 0. "
+                             f"Received: timeout_seconds={timeout_seconds!r}")
+        impl = str(getattr(implementation, "value", implementation)).lower()
+        impl = {"ring": "tcp", "auto": "auto"}.get(impl, impl)
+        if impl not in ("auto", "shm", "tcp", "hier", "nccl"):
+            raise ValueError(f"CommunicationOptions expects implementation in "
+                             f"('auto', 'shm', 'tcp', 'hier', 'ring', 'nccl'). "
+                             f"Received: implementation={implementation!r}")
+        self.timeout_seconds = float(timeout_seconds)
+        self.implementation = impl
+        self.bytes_per_pack = bytes_per_pack
+
+
+class SyncReplicaStrategy(Strategy):
+    """N replica actors that run ``compute -> allreduce -> apply`` in lockstep.
+
+    Subclasses call ``_setup(...)`` from ``__init__``; see MirroredStrategy.
+
+    Attributes:
+        num_replicas_in_sync: number of replicas.
+        recoveries: one dict per recovery (``step``, ``error``, ``seconds``).
+        comm_seconds / compute_seconds: replica 0's totals so far.
+    """
+
+    default_steps_per_execution = 16
+
+    def _setup(self, num_replicas, *, use_gpu=False, placement="STRICT_PACK",
+               transport="auto", timeout=300.0, max_failures=3, num_cpus=1.0,
+               name="MirroredStrategy", placement_timeout=30.0, workers_per_bundle=1):
+        self.num_replicas_in_sync = int(num_replicas)
+        self._use_gpu, self._placement = use_gpu, placement
+        self._transport, self._timeout = transport, float(timeout)
+        self._max_failures, self._num_cpus = int(max_failures), num_cpus
+        self._name, self._placement_timeout = name, placement_timeout
+        self._per_bundle = workers_per_bundle
+        self._group, self._depth = None, 0
+        self._steps = {}   # id(step) -> (step, key, last synced state)
+        self._data = None  # (arrays list, key)
+        self._coll = None  # (size, dtype) of the current collective
+        self._global_step = 0
+        self.recoveries = []
+        self.comm_seconds = self.compute_seconds = 0.0
+        from kerasflow.strategies.worker_group import check_placement
+        # Placement errors surface here; actors start on the first step.
+        check_placement(self.num_replicas_in_sync, num_cpus, 1 if use_gpu else 0,
+                        placement, workers_per_bundle, "replica")
+
+    # -- group lifecycle -------------------------------------------------------------
+    def _start_group(self):
+        from kerasflow.strategies.replica import Replica
+        from kerasflow.strategies.worker_group import WorkerGroup
+        self._group = WorkerGroup(
+            Replica, self.num_replicas_in_sync, args=("gpu" if self._use_gpu else "cpu",),
+            num_cpus=self._num_cpus, num_gpus=1 if self._use_gpu else 0,
+            strategy=self._placement, placement_timeout=self._placement_timeout,
+            timeout=self._timeout, poll_interval=min(5.0, self._timeout),
+            stall_timeout=self._timeout, name="replica",
+            workers_per_bundle=self._per_bundle)
+        self._steps, self._data, self._coll = {}, None, None
+        return self._group
+
+    def close(self):
+        """Shuts the replica actors down (a later ``run_steps`` restarts them)."""
+        if self._group is not None:
+            self._group.shutdown()
+        self._group = None
+        self._steps, self._data, self._coll = {}, None, None
+
+    @contextlib.contextmanager
+    def scope(self):
+        """Models fit inside train on the replicas; leaving the outermost
+        scope shuts the actors down."""
+        self._depth += 1
+        try:
+            with super().scope():
+                yield self
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                self.close()
+
+    @property
+    def worker_group(self):
+        """The live :class:`WorkerGroup` (None after ``close``)."""
+        return self._group
+
+    # -- shipping ------------------------------------------------------------------------
+    def _ship(self, step, batches):
+        group = self._group or self._start_group()
+        entry = self._steps.get(id(step))
+        if entry is None or entry[0] is not step:
+            key = f"s{len(self._steps)}-{time.time_ns()}"
+            state = step.get_state()
+            group.execute("load_step", key, group.put(step))
+            entry = self._steps[id(step)] = [step, key, state]
+        else:
+            now = step.get_state()
+            if any(not np.array_equal(a, b) for a, b in zip(now, entry[2])):
+                # The driver changed a variable (callback, set_weights, a
+                # metric reset): replicas take the driver's values.
+                group.execute("set_state", entry[1], group.put(now))
+                entry[2] = now
+        size = (step.layout.size + step.num_outputs
+                + sum(int(np.prod(v.shape, dtype=np.int64)) for v in step.metric_variables))
+        want = (size, np.dtype(step.layout.dtype).name)
+        if self._coll != want:
+            group.setup_collective(want[0], want[1], self._transport, self._timeout)
+            self._coll = want
+        data_key = None
+        if batches[0].indices is not None:
+            arrays = batches[0].arrays
+            if self._data is None or self._data[0] is not arrays:
+                if self._data is not None:
+                    group.execute("drop_data", self._data[1])
+                data_key = f"d{time.time_ns()}"
+                group.execute("load_data", data_key, group.put(list(arrays)))
+                self._data = (arrays, data_key)
+            data_key = self._data[1]
+        return entry, data_key
+
+    def _check_batches(self, batches):
+        n = batches[0].size
+        if n < self.num_replicas_in_sync:
+            raise ValueError(
+                f"{self._name} splits each global batch over "
+                f"{self.num_replicas_in_sync} replicas, so batch_size must be at least "
+                f"{self.num_replicas_in_sync}. Received: a batch of {n} samples.")
+
+    # -- running -------------------------------------------------------------------------
+    def run_steps(self, step, batches) -> list:
+        """Runs K global batches on the replicas; see the module docstring.
+
+        Returns:
+            One ``StepResult`` per batch (global loss and count); the driver's
+            step variables (weights, optimizer, metrics) hold rank 0's values.
+
+        Raises:
+            ValueError: a global batch smaller than the number of replicas.
+            WorkerGroupError: a replica failed more than ``max_failures``
+                times, or raised an error that a restart cannot fix.
+        """
+        from kerasflow.models.train_step import StepResult
+        if not batches:
+            return []
+        if step.kind != "train":
+            return DefaultStrategy().run_steps(step, batches)
+        self._check_batches(batches)
+        while True:
+            try:
+                out = self._run_once(step, batches)
+                break
+            except Exception as err:  # noqa: BLE001 - sorted below
+                self._recover_or_raise(err)
+        self._global_step += len(batches)
+        return [StepResult(loss, count, None, [], outs)
+                for loss, count, outs in zip(out["loss"], out["count"],
+                                             out["output_losses"])]
+
+    def _run_once(self, step, batches):
+        entry, data_key = self._ship(step, batches)
+        group = self._group
+        if data_key is None:
+            payload = [[np.asarray(a) for a in b.arrays] for b in batches]
+        else:
+            payload = [np.asarray(b.indices, np.int64) for b in batches]
+        ref = group.put(payload)
+        per_rank = [(entry[1], data_key, ref, self._global_step, r == 0)
+                    for r in range(self.num_replicas_in_sync)]
+        # Each step's collective has its own deadline and stuck replicas are
+        # caught by progress pings; the call's deadline scales with K.
+        results = group.execute("run_steps", per_rank=per_rank,
+                                timeout=self._timeout * len(batches))
+        out = results[0]
+        state = [np.array(v) for v in out["state"]]  # writable copies
+        step.set_state(state)
+        entry[2] = state
+        self.compute_seconds += out["seconds"][0]
+        self.comm_seconds += out["seconds"][1]
+        return out
+
+    def _recover_or_raise(self, err):
+        from kerasflow.strategies.collective import CollectiveError
+        from kerasflow.strategies.worker_group import (
+            ReplicaDiedError,
+            ReplicaFailedError,
+            ReplicaTimeoutError,
+        )
+        recoverable = isinstance(err, (ReplicaDiedError, ReplicaTimeoutError)) or (
+            isinstance(err, ReplicaFailedError)
+            and isinstance(err.cause, CollectiveError))
+        if not recoverable or len(self.recoveries) >= self._max_failures:
+            self.close()
+            if recoverable:
+                raise type(err)(
+                    f"{self._name} gives up after {len(self.recoveries)} recoveries "
+                    f"(max_failures={self._max_failures}): {err}", err.ranks,
+                    err.cause) from err
+            raise err
+        t0 = time.monotonic()
+        log.warning("%s: %s; rebuilding the replica group from the last commit "
+                    "(step %d).", self._name, err, self._global_step)
+        self.close()
+        self._start_group()
+        self.recoveries.append(dict(step=self._global_step, error=str(err),
+                                    seconds=time.monotonic() - t0))
+
+    # -- tf.distribute conveniences ---------------------------------------------------
+    def reduce(self, reduce_op, value, axis=None):
+        """Reduces a per-replica value (a list with one entry per replica, or
+        one value for all) to one value, as ``Strategy.reduce``.
+
+        Args:
+            reduce_op: ``ReduceOp.SUM`` or ``ReduceOp.MEAN``.
+            value: list of arrays (one per replica) or one array.
+            axis: also reduce this axis of each value (e.g. the batch axis).
+        """
+        op = str(getattr(reduce_op, "value", reduce_op)).upper()
+        if op not in (ReduceOp.SUM, ReduceOp.MEAN):
+            raise ValueError(f"reduce expects ReduceOp.SUM or ReduceOp.MEAN. "
+                             f"Received: {reduce_op!r}")
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        arrays = [np.asarray(v) for v in values]
+        if axis is not None:
+            total = sum(np.sum(a, axis=axis) for a in arrays)
+            count = sum(a.shape[axis] for a in arrays)
+            return total / count if op == ReduceOp.MEAN else total
+        total = arrays[0].copy()
+        for a in arrays[1:]:
+            total = total + a
+        return total / len(arrays) if op == ReduceOp.MEAN else total
+
+    def run(self, fn, args=(), kwargs=None):
+        """Calls ``fn(*args, **kwargs)`` once per replica, in this process,
+        and returns the per-replica results as a list (``Strategy.run``;
+        training itself goes through ``fit``)."""
+        return [fn(*args, **(kwargs or {})) for _ in range(self.num_replicas_in_sync)]
+
+    def experimental_distribute_dataset(self, dataset, options=None):
+        """Returns ``dataset``: ``fit`` splits each global batch over the
+        replicas itself (contiguously, in rank order)."""
+        return dataset
+
+    def distribute_datasets_from_function(self, dataset_fn, options=None):
+        """Calls ``dataset_fn(InputContext)``: one input pipeline (the
+        driver's), feeding ``num_replicas_in_sync`` replicas."""
+        from kerasflow.strategies.multi_worker import InputContext
+        return dataset_fn(InputContext(1, 0, self.num_replicas_in_sync))
+
+    def __repr__(self):
+        return (f"{self._name}(num_replicas_in_sync={self.num_replicas_in_sync}, "
+                f"transport={self._transport!r})")

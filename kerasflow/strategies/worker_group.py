@@ -1,0 +1,475 @@
+"""Ray actors for replicas: start, place, call with deadlines, shut down.
+
+This is the only kerasflow module that imports ray, and it does so lazily.
+A :class:`WorkerGroup` owns N actors in one placement group (Ray Train's
+``WorkerGroup``): it creates them (fractional CPUs or one GPU each), waits
+for placement with a timeout and names what was requested against what
+exists, calls a method on every rank with a deadline, maps unfinished calls
+back to ranks, turns Ray's failures (``RayActorError`` incl.
+``ActorUnavailableError``, ``RayTaskError``-wrapped ones) into
+:class:`WorkerGroupError` subclasses naming the rank, and polls a separate
+``ctl`` concurrency group (``ping``) so a replica that answers but makes no
+progress is reported as stuck. Actors run with ``max_restarts=0``: a restarted
+actor has lost its state, so recovery rebuilds the group (as Ray Train and
+Horovod elastic do).
+
+With no cluster to join, :func:`init_ray` starts a quiet local Ray (no
+dashboard, logs under a temp folder, token auth off) and stops it at exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import tempfile
+import time
+import weakref
+
+from kerasflow.strategies.errors import (
+    PlacementError,
+    ReplicaDiedError,
+    ReplicaFailedError,
+    ReplicaTimeoutError,
+    WorkerGroupError,
+)
+
+__all__ = [
+    "PlacementError",
+    "ReplicaDiedError",
+    "ReplicaFailedError",
+    "ReplicaTimeoutError",
+    "WorkerGroup",
+    "WorkerGroupError",
+    "check_placement",
+    "cluster_summary",
+    "init_ray",
+    "shutdown_ray",
+]
+
+_STARTED = {"by_us": False, "job_env": False}
+_LIVE = weakref.WeakSet()  # groups to shut down at interpreter exit
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("Distributed strategies need Ray: "
+                          "pip install 'kerasflow[distributed]'.") from e
+    return ray
+
+
+def _package_root():
+    import kerasflow
+    return os.path.dirname(os.path.dirname(os.path.abspath(kerasflow.__file__)))
+
+
+def _runtime_env():
+    """Lets workers import this process's copy of kerasflow."""
+    paths = [_package_root()] + [p for p in os.environ.get("PYTHONPATH", "").split(
+        os.pathsep) if p]
+    return {"env_vars": {"PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}}
+
+
+def _actor_runtime_env():
+    """None when workers already import this kerasflow (PYTHONPATH or the job's
+    runtime env): an actor-level env would stop Ray reusing pooled workers."""
+    if _STARTED["job_env"] or _package_root() in os.environ.get(
+            "PYTHONPATH", "").split(os.pathsep):
+        return None
+    return _runtime_env()
+
+
+def init_ray(address=None, **kwargs):
+    """Connects to a Ray cluster, or starts a quiet local one.
+
+    Args:
+        address: cluster address; default ``$RAY_ADDRESS``, else a new local
+            Ray (no dashboard, logging at ERROR, logs under a fresh temp
+            folder, ``RAY_AUTH_MODE=disabled``), shut down at interpreter exit.
+        **kwargs: passed to ``ray.init`` (e.g. ``num_cpus``).
+
+    Returns:
+        True when this call started Ray, False when it was already running.
+    """
+    ray = _ray()
+    if ray.is_initialized():
+        return False
+    address = address or os.environ.get("RAY_ADDRESS")
+    opts = dict(logging_level=logging.ERROR, log_to_driver=False,
+                runtime_env=_runtime_env())
+    opts.update(kwargs)
+    _STARTED["job_env"] = "runtime_env" not in kwargs
+    if address:
+        ray.init(address=address, **opts)
+        return False
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    opts.setdefault("include_dashboard", False)
+    opts.setdefault("_temp_dir", tempfile.mkdtemp(prefix="kf-ray-"))
+    ray.init(**opts)
+    _STARTED["by_us"] = True
+    atexit.register(shutdown_ray)
+    return True
+
+
+def _shutdown_groups():
+    for group in list(_LIVE):
+        group.shutdown()
+
+
+atexit.register(_shutdown_groups)
+
+
+def shutdown_ray():
+    """Stops Ray if :func:`init_ray` started it (no-op otherwise)."""
+    _shutdown_groups()
+    if _STARTED["by_us"]:
+        _STARTED["by_us"] = False
+        ray = _ray()
+        if ray.is_initialized():
+            ray.shutdown()
+
+
+def cluster_summary():
+    """``[(node_id, {"CPU": .., "GPU": ..}), ...]`` of the alive nodes."""
+    ray = _ray()
+    return [(n["NodeID"], {k: v for k, v in n["Resources"].items()
+                           if k in ("CPU", "GPU")})
+            for n in ray.nodes() if n.get("Alive")]
+
+
+class _Host:
+    """Actor body: builds the worker object and runs its methods; ``ping``
+    runs in the ``ctl`` concurrency group, beside a possibly stuck call."""
+
+    def __init__(self, factory, rank, world, args):
+        self.rank, self.started = rank, time.time()
+        self.current = None
+        self.obj = factory(rank, world, *args)
+
+    def info(self):
+        ray = _ray()
+        return dict(rank=self.rank, pid=os.getpid(),
+                    node_id=ray.get_runtime_context().get_node_id(),
+                    ip=ray.util.get_node_ip_address(), gpu_ids=ray.get_gpu_ids())
+
+    def call(self, method, *args):
+        self.current = (method, time.time())
+        try:
+            return getattr(self.obj, method)(*args)
+        finally:
+            self.current = None
+
+    def ping(self):
+        return dict(progress=getattr(self.obj, "progress", None), current=self.current)
+
+
+_ACTOR = {}
+
+
+def _actor_class():
+    if "cls" not in _ACTOR:
+        ray = _ray()
+        cls = type("KerasflowReplica", (_Host,), {
+            "ping": ray.method(concurrency_group="ctl")(_Host.ping)})
+        _ACTOR["cls"] = ray.remote(concurrency_groups={"ctl": 1})(cls)
+    return _ACTOR["cls"]
+
+
+class WorkerGroup:
+    """N actors, one per placement-group bundle, each hosting
+    ``factory(rank, world, *args)``.
+
+    Args:
+        factory: a picklable callable (usually a class) building the worker
+            object in the actor; its methods are called with :meth:`execute`;
+            an integer ``progress`` attribute, if any, feeds stuck detection.
+        num_workers: number of actors (ranks 0..N-1).
+        args: extra constructor arguments (shipped once).
+        num_cpus: CPUs reserved per worker (fractions allowed).
+        num_gpus: GPUs per worker (0 or 1).
+        strategy: placement-group strategy: ``"PACK"``, ``"STRICT_PACK"``
+            (one node), ``"SPREAD"`` or ``"STRICT_SPREAD"`` (distinct nodes).
+        placement_timeout: seconds to wait for the placement.
+        timeout: default deadline of :meth:`execute`, in seconds.
+        poll_interval: seconds between liveness/progress pings while waiting.
+        stall_timeout: seconds without progress after which a pinging replica
+            counts as stuck (None: only the deadline applies).
+        bundle_resources: extra custom resources per bundle (e.g. node tags).
+        workers_per_bundle: actors sharing one bundle (and so one node); the
+            bundle reserves their resources together.
+
+    Raises:
+        PlacementError: the bundles could not be placed in time (the message
+            names what was requested and the cluster's nodes).
+        ReplicaTimeoutError / ReplicaDiedError: an actor failed to start.
+    """
+
+    def __init__(self, factory, num_workers, args=(), num_cpus=0.5, num_gpus=0,
+                 strategy="PACK", placement_timeout=30.0, timeout=300.0,
+                 poll_interval=5.0, stall_timeout=None, bundle_resources=None,
+                 name="replica", workers_per_bundle=1):
+        ray = _ray()
+        init_ray()
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+        if not isinstance(num_workers, int) or num_workers < 1:
+            raise ValueError(f"WorkerGroup expects num_workers >= 1. "
+                             f"Received: num_workers={num_workers!r}")
+        self.num_workers, self.name = num_workers, name
+        self.timeout, self.poll_interval = float(timeout), float(poll_interval)
+        self.stall_timeout = stall_timeout
+        self.actors, self.pg = [], None
+        _LIVE.add(self)
+        bundle = {"CPU": float(num_cpus)} if num_cpus else {}
+        if num_gpus:
+            bundle["GPU"] = float(num_gpus)
+        bundle.update(bundle_resources or {})
+        if not bundle:
+            bundle = {"CPU": 0.01}  # a bundle must reserve something
+        self.bundle = bundle
+        per = int(workers_per_bundle)
+        if per < 1 or num_workers % per:
+            raise ValueError(f"WorkerGroup expects num_workers to be a multiple of "
+                             f"workers_per_bundle. Received: {num_workers}, {per}")
+        big = {k: v * per for k, v in bundle.items()}
+        _check_fits(big, num_workers // per, strategy, num_workers, name)
+        self.pg = placement_group([dict(big)] * (num_workers // per), strategy=strategy)
+        try:
+            ray.get(self.pg.ready(), timeout=placement_timeout)
+        except ray.exceptions.GetTimeoutError:
+            self.shutdown()
+            raise PlacementError(
+                f"Cannot place {num_workers} {name}s with {bundle} each "
+                f"({num_workers // per} bundles of {big}, {strategy}) within "
+                f"{placement_timeout:g} s. The cluster has "
+                f"{_describe_nodes()}.") from None
+        cls = _actor_class()
+        for rank in range(num_workers):
+            opts = dict(num_cpus=bundle.get("CPU", 0), num_gpus=bundle.get("GPU", 0),
+                        max_restarts=0, max_task_retries=0,
+                        scheduling_strategy=PlacementGroupSchedulingStrategy(
+                            self.pg, placement_group_bundle_index=rank // per))
+            if bundle_resources:
+                opts["resources"] = dict(bundle_resources)
+            env = _actor_runtime_env()
+            if env is not None:
+                opts["runtime_env"] = env
+            self.actors.append(cls.options(**opts).remote(
+                factory, rank, num_workers, tuple(args)))
+        try:
+            self.infos = self.execute_raw("info", timeout=max(60.0, placement_timeout),
+                                          what="actor start")
+        except BaseException:
+            self.shutdown()
+            raise
+
+    # -- calls -----------------------------------------------------------------
+    def submit(self, method, *args, per_rank=None, ranks=None):
+        """Starts ``method`` on the given ranks (default all); returns refs.
+        ``per_rank``: a list of argument tuples, one per rank, instead of args."""
+        ranks = range(self.num_workers) if ranks is None else ranks
+        return [self.actors[r].call.remote(
+            method, *(per_rank[r] if per_rank is not None else args)) for r in ranks]
+
+    def put(self, obj):
+        """Puts ``obj`` in the object store once; pass the ref as a top-level
+        argument and every rank receives the object (zero-copy for arrays)."""
+        return _ray().put(obj)
+
+    def execute(self, method, *args, per_rank=None, timeout=None):
+        """Runs ``method`` on every rank and returns the results in rank order.
+
+        Raises:
+            ReplicaFailedError: a rank's method raised (first failure, fail fast).
+            ReplicaDiedError: a rank's actor died.
+            ReplicaTimeoutError: ranks unfinished at the deadline, or stuck.
+        """
+        refs = self.submit(method, *args, per_rank=per_rank)
+        return self.wait(refs, timeout=timeout, what=method)
+
+    def execute_raw(self, actor_method, timeout=None, what=None):
+        refs = [getattr(a, actor_method).remote() for a in self.actors]
+        return self.wait(refs, timeout=timeout, what=what or actor_method)
+
+    def wait(self, refs, timeout=None, what="call", ranks=None):
+        """Waits for one ref per rank with a deadline; see :meth:`execute`."""
+        ray = _ray()
+        ranks = list(range(len(refs))) if ranks is None else list(ranks)
+        timeout = self.timeout if timeout is None else float(timeout)
+        deadline = time.monotonic() + timeout
+        rank_of = {ref: r for ref, r in zip(refs, ranks)}
+        results, pending = {}, list(refs)
+        seen = {}  # rank -> (progress, since)
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                late = sorted(rank_of[p] for p in pending)
+                raise ReplicaTimeoutError(
+                    f"{self.name.capitalize()}(s) {late} did not finish '{what}' within "
+                    f"{timeout:g} s{self._describe(late)}.", late)
+            # One at a time: a failed rank is reported at once (fail fast).
+            ready, pending = ray.wait(pending, num_returns=1,
+                                      timeout=min(self.poll_interval, left))
+            for ref in ready:
+                results[rank_of[ref]] = self._get(ref, rank_of[ref], what)
+            if pending and self.stall_timeout is not None:
+                self._check_alive([rank_of[p] for p in pending], seen, what)
+        return [results[r] for r in ranks]
+
+    def _get(self, ref, rank, what):
+        ray = _ray()
+        exc = ray.exceptions
+        try:
+            return ray.get(ref)
+        except exc.RayActorError as e:
+            raise ReplicaDiedError(
+                f"{self.name.capitalize()} {rank} died during '{what}': "
+                f"{type(e).__name__}.", [rank], e) from e
+        except exc.RayTaskError as e:
+            cause = getattr(e, "cause", None)
+            if isinstance(cause, exc.RayActorError):
+                raise ReplicaDiedError(
+                    f"{self.name.capitalize()} {rank}: an input of '{what}' came from "
+                    f"a {self.name} that died.", [rank], cause) from e
+            msg = str(cause) if cause is not None else str(e)
+            raise ReplicaFailedError(
+                f"{self.name.capitalize()} {rank} raised {type(cause).__name__} in "
+                f"'{what}': {msg}", [rank], cause) from e
+
+    def _check_alive(self, ranks, seen, what):
+        ray = _ray()
+        now = time.monotonic()
+        refs = [self.actors[r].ping.remote() for r in ranks]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=self.poll_interval)
+        for r, ref in zip(ranks, refs):
+            if ref not in ready:
+                continue
+            try:
+                info = ray.get(ref)
+            except ray.exceptions.RayActorError as e:
+                raise ReplicaDiedError(f"{self.name.capitalize()} {r} died during "
+                                       f"'{what}'.", [r], e) from e
+            prog = info.get("progress")
+            old = seen.get(r)
+            if old is None or old[0] != prog:
+                seen[r] = (prog, now)
+            elif now - old[1] > self.stall_timeout:
+                raise ReplicaTimeoutError(
+                    f"{self.name.capitalize()} {r} is stuck: it answers pings but its "
+                    f"progress stayed at {prog} for {now - old[1]:.0f} s during "
+                    f"'{what}'.", [r])
+
+    def _describe(self, ranks):
+        try:
+            pings = [self.actors[r].ping.remote() for r in ranks]
+            ray = _ray()
+            ready, _ = ray.wait(pings, num_returns=len(pings), timeout=2.0)
+            parts = []
+            for r, p in zip(ranks, pings):
+                if p in ready:
+                    info = ray.get(p)
+                    parts.append(f"{r}: progress {info['progress']}, in "
+                                 f"{(info['current'] or ('idle',))[0]}")
+                else:
+                    parts.append(f"{r}: no answer to ping")
+            return " (" + "; ".join(parts) + ")"
+        except Exception:
+            return ""
+
+    # -- collectives -------------------------------------------------------------
+    def node_ids(self):
+        """The Ray node id of every rank, in rank order."""
+        return [i["node_id"] for i in self.infos]
+
+    def setup_collective(self, size, dtype="float32", transport="auto", timeout=300.0):
+        """Forms the replicas' collective group: plans it from where they run,
+        has each rank open its endpoint (``open_collective(plan)`` returns a
+        tcp address or None), then hands every rank the ring's addresses
+        (``connect_collective(addresses)``). Returns the plans."""
+        from kerasflow.strategies.collective import make_plan
+        plans = make_plan(self.node_ids(), size, dtype, transport,
+                          hosts=[i["ip"] for i in self.infos], timeout=timeout)
+        addrs = self.execute("open_collective", per_rank=[(p,) for p in plans],
+                             timeout=timeout)
+        ring = sorted((p["ring_index"], a) for p, a in zip(plans, addrs) if a is not None)
+        self.execute("connect_collective", [a for _, a in ring], timeout=timeout)
+        return plans
+
+    # -- lifecycle ---------------------------------------------------------------
+    def kill(self, rank):
+        """Kills one actor (failure injection in tests)."""
+        _ray().kill(self.actors[rank], no_restart=True)
+
+    def shutdown(self):
+        """Kills every actor and removes the placement group; idempotent."""
+        _LIVE.discard(self)
+        ray = _ray()
+        if not ray.is_initialized():
+            return
+        for a in self.actors:
+            try:
+                ray.kill(a, no_restart=True)
+            except Exception:
+                pass
+        self.actors = []
+        if self.pg is not None:
+            from ray.util.placement_group import remove_placement_group
+            try:
+                remove_placement_group(self.pg)
+            except Exception:
+                pass
+            self.pg = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+
+
+def check_placement(num_workers, num_cpus=0.5, num_gpus=0, strategy="PACK",
+                    workers_per_bundle=1, name="replica"):
+    """Raises :class:`PlacementError` at once when the cluster's total
+    resources cannot hold the group :class:`WorkerGroup` would ask for (no
+    actor is started; the placement timeout covers busy clusters)."""
+    init_ray()
+    bundle = {"CPU": float(num_cpus)} if num_cpus else {"CPU": 0.01}
+    if num_gpus:
+        bundle["GPU"] = float(num_gpus)
+    per = int(workers_per_bundle)
+    big = {k: v * per for k, v in bundle.items()}
+    _check_fits(big, num_workers // per, strategy, num_workers, name)
+
+
+def _check_fits(bundle, count, strategy, num_workers, name):
+    """Fails at once when the cluster's total resources (not just the free
+    ones) cannot hold the bundles; the placement timeout covers the rest."""
+    nodes = [res for _, res in cluster_summary()]
+
+    def holds(res, k):
+        return all(res.get(key, 0) + 1e-9 >= v * k for key, v in bundle.items()
+                   if key in ("CPU", "GPU"))
+    if strategy == "STRICT_SPREAD":
+        ok = sum(holds(r, 1) for r in nodes) >= count
+    elif strategy == "STRICT_PACK":
+        ok = any(holds(r, count) for r in nodes)
+    else:
+        ok = sum(int(min((r.get(k, 0) + 1e-9) // v for k, v in bundle.items()
+                         if k in ("CPU", "GPU") and v) if any(
+            k in ("CPU", "GPU") and v for k, v in bundle.items()) else count)
+                 for r in nodes) >= count
+    if not ok:
+        raise PlacementError(
+            f"Cannot place {num_workers} {name}s: requested {count} bundle(s) of "
+            f"{bundle} ({strategy}). The cluster has {_describe_nodes()}.")
+
+
+def _describe_nodes():
+    nodes = cluster_summary()
+    if not nodes:
+        return "no alive nodes"
+    parts = [", ".join(f"{k}={v:g}" for k, v in sorted(res.items())) or "no CPU/GPU"
+             for _, res in nodes]
+    return f"{len(nodes)} node(s): " + "; ".join(f"[{p}]" for p in parts)

@@ -1,0 +1,44 @@
+"""One Ray for every ``ray`` test: a simulated 3-node cluster
+(``ray.cluster_utils.Cluster``), started once per session and shut down at
+its end. Node 0 (the head) has 4 logical CPUs so 3-replica MirroredStrategy
+tests place on one node of this 2-core machine; nodes 1 and 2 have 2 CPUs each
+for MultiWorkerMirroredStrategy tests."""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = str(Path(__file__).resolve().parents[2])
+NODE_CPUS = (4, 2, 2)
+OBJECT_STORE = 256 * 1024 * 1024
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """The session's Ray cluster (``cluster.address``); ray is initialised."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    paths = [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    if ray.is_initialized():
+        ray.shutdown()
+    tmp = tempfile.mkdtemp(prefix="kf-ray-test-")
+    # Cluster writes the head's address under /tmp/ray whatever temp_dir says.
+    os.makedirs(os.path.join(tempfile.gettempdir(), "ray"), exist_ok=True)
+    cluster = Cluster(initialize_head=True, head_node_args=dict(
+        num_cpus=NODE_CPUS[0], object_store_memory=OBJECT_STORE,
+        resources={"node0": 1}, include_dashboard=False, temp_dir=tmp))
+    for i, cpus in enumerate(NODE_CPUS[1:], start=1):
+        cluster.add_node(num_cpus=cpus, object_store_memory=OBJECT_STORE,
+                         resources={f"node{i}": 1})
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, logging_level=logging.ERROR, log_to_driver=False)
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()

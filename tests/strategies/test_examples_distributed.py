@@ -1,0 +1,36 @@
+"""The distributed examples run and learn what they claim."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(180)
+def test_multi_worker_cluster_example(ray_cluster):
+    # On the session's 3-node cluster: replicas on 3 nodes, equal to one process.
+    acc, diff = _load("multi_worker_cluster").main(workers=3, epochs=2,
+                                                   address=ray_cluster.address)
+    assert acc > 0.9
+    assert diff < 1e-5  # float32, 100 steps
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_mnist_mirrored_reaches_98_percent(ray_cluster, data_dir):
+    acc = _load("mnist_mirrored").main(replicas=2, epochs=10,
+                                       data=str(data_dir / "mnist"), verbose=0)
+    assert acc >= 0.98
