@@ -34,6 +34,8 @@ CONFIGS = {
         0.01, momentum=0.5, centered=True, weight_decay=0.01),
     "adagrad": lambda: O.Adagrad(0.05),
     "adagrad_wd": lambda: O.Adagrad(0.05, weight_decay=0.01),
+    # graph ops, no update kernel: its elementwise chains are fused instead
+    "adadelta_wd_clipnorm": lambda: O.Adadelta(1.0, weight_decay=0.01, clipnorm=1.0),
 }
 APPLY_OPS = {"ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "ApplyRMSProp",
              "ApplyAdagrad"}
