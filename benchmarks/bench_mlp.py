@@ -4,14 +4,17 @@ Trains 784-512-512-10 (ReLU, softmax cross-entropy, Adam, float32, batch 128) fo
 one epoch of 60,000 samples (synthetic data of MNIST's shape; throughput does not
 depend on the values) and prints samples/s of each, with ratios, in one process.
 
-Run: python benchmarks/bench_mlp.py [--samples 60000] [--repeats 1]
-PyTorch is used when importable (pip install torch==2.13.0).
+Run: PYTHONPATH=. python benchmarks/bench_mlp.py [--samples 60000] [--repeats 3]
+PyTorch is used when importable (pip install torch==2.13.0). Runs are interleaved
+(numpy, kerasflow, kerasflow with fusion off, torch; again ...) and the medians
+over repeats are compared, so a load change on a shared machine hits all alike.
 """
 
 from __future__ import annotations
 
 import argparse
 import resource
+import statistics
 import time
 
 import numpy as np
@@ -25,9 +28,10 @@ def data(n, seed=0):
     return rng.rand(n, 784).astype("float32"), rng.randint(0, 10, n)
 
 
-def bench_kerasflow(x, y):
+def bench_kerasflow(x, y, fusion=True):
     import kerasflow as kf
 
+    kf.backend.set_fusion(fusion)
     np.random.seed(0)
     model = kf.Sequential([
         kf.layers.Dense(512, activation="relu", input_shape=(784,)),
@@ -39,7 +43,9 @@ def bench_kerasflow(x, y):
     model.fit(x[:BATCH * 4], y[:BATCH * 4], batch_size=BATCH, epochs=1, verbose=0)
     start = time.perf_counter()
     model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=True)
-    return len(x) / (time.perf_counter() - start)
+    rate = len(x) / (time.perf_counter() - start)
+    kf.backend.set_fusion(None)
+    return rate
 
 
 def bench_numpy(x, y, lr=1e-3, b1=0.9, b2=0.999, eps=1e-7):
@@ -131,27 +137,36 @@ def bench_torch(x, y):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=60000)
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     x, y = data(args.samples)
-    results = {"numpy": [], "kerasflow": [], "torch": []}
+    runs = {"numpy": bench_numpy, "kerasflow": bench_kerasflow,
+            "kf-nofusion": lambda a, b: bench_kerasflow(a, b, fusion=False),
+            "torch": bench_torch}
+    results = {k: [] for k in runs}
     for _ in range(args.repeats):
-        results["numpy"].append(bench_numpy(x, y))
-        results["kerasflow"].append(bench_kerasflow(x, y))
-        t = bench_torch(x, y)
-        if t is not None:
-            results["torch"].append(t)
-    best = {k: max(v) for k, v in results.items() if v}
+        for k, fn in runs.items():
+            r = fn(x, y)
+            if r is not None:
+                results[k].append(r)
+                print(f"  run: {k:12s} {r:10,.0f} samples/s", flush=True)
+    med = {k: statistics.median(v) for k, v in results.items() if v}
     print(f"MLP 784-512-512-10, batch {BATCH}, Adam, float32, {args.samples} samples"
-          f" ({FLOPS_PER_SAMPLE / 1e6:.2f} MFLOP per sample, fwd+bwd)")
-    for k, v in best.items():
-        print(f"  {k:10s} {v:10,.0f} samples/s  {v * FLOPS_PER_SAMPLE / 1e9:6.1f} "
-              f"GFLOP/s")
-    print(f"  kerasflow / numpy  = {best['kerasflow'] / best['numpy']:.3f}"
-          "  (target >= 0.95)")
-    if "torch" in best:
-        print(f"  kerasflow / torch  = {best['kerasflow'] / best['torch']:.3f}"
+          f" ({FLOPS_PER_SAMPLE / 1e6:.2f} MFLOP per sample, fwd+bwd), median of "
+          f"{args.repeats} interleaved runs")
+    for k, v in med.items():
+        print(f"  {k:12s} {v:10,.0f} samples/s  {v * FLOPS_PER_SAMPLE / 1e9:6.1f} "
+              f"GFLOP/s   runs: {', '.join(f'{r:,.0f}' for r in results[k])}")
+    print(f"  kerasflow / numpy  = {med['kerasflow'] / med['numpy']:.3f}"
+          "  (target >= 1.0)")
+    print(f"  kerasflow / kf-nofusion = {med['kerasflow'] / med['kf-nofusion']:.3f}")
+    if "torch" in med:
+        print(f"  kerasflow / torch  = {med['kerasflow'] / med['torch']:.3f}"
               "  (target >= 1.15)")
+    import os
+
+    print(f"  threads: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '-')}, "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '-')}")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"  peak RSS of this process: {rss:.0f} MiB")
 

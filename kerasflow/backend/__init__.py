@@ -12,6 +12,7 @@ from kerasflow.backend.array import (
 )
 from kerasflow.backend.autodiff import gradients
 from kerasflow.backend.function import Function, Session, function
+from kerasflow.backend.fusion import fusion_enabled, set_fusion
 from kerasflow.backend.graph import (
     SymbolicTensor, TensorSpec, Variable, assign_all, constant, in_tracing,
     is_symbolic, name_scope, placeholder, tracing,
@@ -27,5 +28,6 @@ __all__ = [
     "gpu_available", "to_device", "to_numpy", "gradients", "Function", "Session",
     "function", "SymbolicTensor", "TensorSpec", "Variable", "constant",
     "is_symbolic", "name_scope", "placeholder", "assign_all", "apply", "get_op",
-    "register_gradient", "register_op", "tracing", "in_tracing", *_ops_all, *_keras_all,
+    "register_gradient", "register_op", "tracing", "in_tracing", "set_fusion",
+    "fusion_enabled", *_ops_all, *_keras_all,
 ]

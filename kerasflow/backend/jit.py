@@ -1,0 +1,157 @@
+"""The numba JIT, loaded lazily: thread count, parallel compilation, code caching.
+
+``import kerasflow`` never imports numba; the first compiled step that has a
+fusable kernel calls ``numba_module()``, which imports it once, sets its thread
+count and returns it (None when numba cannot be imported: callers then keep the
+numpy kernels, which compute the same results).
+
+Threads follow the machine as numba sees it (``NUMBA_NUM_THREADS``, default the
+core count), capped by ``OMP_NUM_THREADS`` when set (Ray sets it to 1 in actors
+unless told otherwise, so replicas of a strategy do not oversubscribe cores).
+
+Threading layer: numba's ``workqueue`` unless ``NUMBA_THREADING_LAYER`` says
+otherwise. Its idle threads sleep instead of spinning, and it brings no second
+OpenMP runtime into the process: with numba's ``omp`` layer loaded, PyTorch's
+CPU training in the same process ran 13x slower on our 2-core machine
+(``benchmarks/README.md``). workqueue is not safe for concurrent launches, so
+every launch goes through ``launch``, which serializes them with a lock (each
+kernel already uses all its threads) and applies the thread count in the
+calling thread (numba's setting is per thread).
+
+Each kernel is compiled twice: serial, for arrays below ``PARALLEL_MIN``
+elements, and with ``parallel=True`` (``prange`` loops; every output element is
+written by exactly one iteration and no loop reduces across iterations, so
+results do not depend on the thread count, schedule or variant),
+``cache=True`` (compiled machine code persists across processes) and without
+``fastmath`` (IEEE semantics: no reassociation, no flush-to-zero), and with
+``error_model="numpy"`` (x / 0 gives inf or nan, no ZeroDivisionError), so a
+fused kernel rounds each operation as numpy does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import threading
+
+__all__ = ["PARALLEL_MIN", "cache_dir", "kernels", "launch", "load_source",
+           "num_threads", "numba_module"]
+
+_LOCK = threading.RLock()
+_LAUNCH = threading.Lock()
+_TLS = threading.local()
+_STATE: dict = {}
+
+
+def num_threads(numba) -> int:
+    """Threads for parallel kernels: numba's count, capped by OMP_NUM_THREADS."""
+    n = int(numba.config.NUMBA_NUM_THREADS)
+    omp = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if omp.isdigit() and int(omp) > 0:
+        n = min(n, int(omp))
+    return max(1, n)
+
+
+def numba_module():
+    """The numba module with its thread count set, or None if not importable."""
+    with _LOCK:
+        if "numba" not in _STATE:
+            try:
+                import numba  # heavy: imported only when a step compiles
+            except Exception:  # noqa: BLE001  (ImportError, or a broken llvmlite)
+                numba = None
+            if numba is not None:
+                if not os.environ.get("NUMBA_THREADING_LAYER"):
+                    numba.config.THREADING_LAYER = "workqueue"
+                _STATE["threads"] = num_threads(numba)
+            _STATE["numba"] = numba
+        return _STATE["numba"]
+
+
+# Below this many elements a kernel runs in the calling thread: waking the
+# pool costs more than the work (tens of microseconds on a loaded machine).
+PARALLEL_MIN = 1 << 18
+
+
+def launch(kernels, size, *args):
+    """Runs ``kernels`` (serial, parallel) on ``args``: parallel for big sizes.
+
+    Parallel launches go one at a time, with our thread count in the calling
+    thread.
+    """
+    threads = _STATE["threads"]
+    if threads == 1 or size < PARALLEL_MIN:
+        return kernels[0](*args)
+    with _LAUNCH:
+        if getattr(_TLS, "threads", None) != threads:
+            _STATE["numba"].set_num_threads(threads)
+            _TLS.threads = threads
+        return kernels[1](*args)
+
+
+def kernels(source: str, name: str):
+    """``(serial, parallel)`` numba kernels of function ``name`` in ``source``.
+
+    ``source`` is the text of one module-level function using ``np`` and
+    ``prange``. It is written to the kernel cache folder with a copy named
+    ``name_serial`` (plain loop), so the serial and the ``parallel=True``
+    versions get distinct entries in numba's on-disk cache (``cache=True``).
+    Each compiles at its first call.
+    """
+    key = ("kernels", source, name)
+    with _LOCK:
+        pair = _STATE.get(key)
+        if pair is None:
+            numba = numba_module()
+            serial = source.replace(f"def {name}(", f"def {name}_serial(", 1)
+            serial = serial.replace("prange(", "range(")
+            mod = load_source("import numpy as np\n\nprange = range\n\n\n"
+                              + source + "\n\n" + serial)
+            mod.prange = numba.prange
+            opts = {"cache": True, "error_model": "numpy"}
+            pair = _STATE[key] = (
+                numba.njit(**opts)(getattr(mod, f"{name}_serial")),
+                numba.njit(parallel=True, **opts)(getattr(mod, name)))
+        return pair
+
+
+def cache_dir() -> str:
+    """Where generated kernel sources live (numba caches next to them).
+
+    ``KERASFLOW_CACHE_DIR``, else ``$XDG_CACHE_HOME/kerasflow`` or
+    ``~/.cache/kerasflow``; the ``fusion`` subfolder is created on demand.
+    """
+    root = os.environ.get("KERASFLOW_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+        "kerasflow")
+    path = os.path.join(root, "fusion")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def load_source(source: str):
+    """Imports generated Python ``source`` as a module kept in a file.
+
+    The file is named by the hash of its text and written only if absent, so
+    its path and timestamp stay stable and numba's on-disk cache (``cache=True``)
+    finds the kernels compiled by an earlier process.
+    """
+    digest = hashlib.sha1(source.encode()).hexdigest()[:20]
+    name = f"kerasflow_fused_{digest}"
+    with _LOCK:
+        mod = sys.modules.get(name)
+        if mod is not None:
+            return mod
+        path = os.path.join(cache_dir(), name + ".py")
+        if not os.path.exists(path):
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                f.write(source)
+            os.replace(tmp, path)  # atomic: concurrent processes agree
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[name] = mod
+        return mod

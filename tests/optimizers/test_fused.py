@@ -1,0 +1,127 @@
+"""Fused (numba) optimizer updates against the numpy kernels, every optimizer.
+
+Tolerance: the same float operations in the same order and dtype, so rtol 1e-6 /
+atol 1e-7 in float32 and 1e-12 in float64 (they are bitwise equal in practice).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kerasflow import backend as K
+from kerasflow import optimizers as O
+from kerasflow.backend import fusion
+
+pytest.importorskip("numba")
+
+TOL = {
+    "float32": {"rtol": 1e-6, "atol": 1e-7},
+    "float64": {"rtol": 1e-12, "atol": 1e-12},
+}
+CONFIGS = {
+    "sgd": lambda: O.SGD(0.1),
+    "sgd_wd_clipvalue": lambda: O.SGD(0.1, weight_decay=0.01, clipvalue=0.5),
+    "momentum": lambda: O.SGD(0.05, momentum=0.9),
+    "nesterov_clipnorm": lambda: O.SGD(0.05, momentum=0.9, nesterov=True,
+                                       clipnorm=1.0),
+    "adam": lambda: O.Adam(0.01),
+    "adam_amsgrad_global_clipnorm": lambda: O.Adam(0.01, amsgrad=True,
+                                                   global_clipnorm=1.0),
+    "adamw": lambda: O.AdamW(0.01, weight_decay=0.05),
+    "rmsprop": lambda: O.RMSprop(0.01),
+    "rmsprop_centered_momentum_wd": lambda: O.RMSprop(
+        0.01, momentum=0.5, centered=True, weight_decay=0.01),
+    "adagrad": lambda: O.Adagrad(0.05),
+    "adagrad_wd": lambda: O.Adagrad(0.05, weight_decay=0.01),
+    # graph ops, no update kernel: its elementwise chains are fused instead
+    "adadelta_wd_clipnorm": lambda: O.Adadelta(1.0, weight_decay=0.01, clipnorm=1.0),
+}
+APPLY_OPS = {"ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "ApplyRMSProp",
+             "ApplyAdagrad"}
+
+
+@pytest.fixture(autouse=True)
+def _reset_switch():
+    yield
+    fusion.set_fusion(None)
+
+
+def _train(make_opt, dtype, fused, steps=3):
+    """Steps of a least-squares problem on a (64, 80) weight and a (80,) bias."""
+    fusion.set_fusion(fused)
+    rng = np.random.RandomState(0)
+    w = K.Variable(rng.randn(64, 80).astype(dtype), name="w", dtype=dtype)
+    b = K.Variable(rng.randn(80).astype(dtype), name="b", dtype=dtype)
+    x = K.placeholder(dtype, (None, 64))
+    target = K.constant(rng.randn(16, 80).astype(dtype))
+    loss = K.mean(K.square(K.matmul(x, w) + b - target))
+    opt = make_opt()
+    fn = K.Function([x], [loss], opt.get_updates(loss, [w, b]))
+    data = rng.randn(16, 64).astype(dtype)
+    losses = [float(fn(data * (1 + i))[0]) for i in range(steps)]
+    slots = [v.numpy() for v in opt.variables if v.shape == (64, 80)]
+    fusion.set_fusion(None)
+    return losses, w.numpy(), b.numpy(), slots
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_fused_update_matches_numpy(name, dtype):
+    got = _train(CONFIGS[name], dtype, True)
+    want = _train(CONFIGS[name], dtype, False)
+    np.testing.assert_allclose(got[0], want[0], **TOL[dtype])
+    for g, w in zip(got[1:3] + tuple(got[3]), want[1:3] + tuple(want[3])):
+        assert g.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(g, w, **TOL[dtype])
+    assert len(got[3]) == len(want[3])
+    again = _train(CONFIGS[name], dtype, True)
+    np.testing.assert_array_equal(again[1], got[1])  # deterministic
+
+
+def test_fused_kernel_replaces_the_numpy_one_only_when_on():
+    from kerasflow.optimizers import kernels
+
+    var = K.Variable(np.ones((64, 80), "float32"))
+    g = K.placeholder("float32", (64, 80))
+    op = kernels.apply_gradient_descent(var, g, K.constant(np.float32(0.5)))
+    for on in (True, False):
+        fusion.set_fusion(on)
+        fn = K.Function([g], [], updates=[op])
+        node = next(n for n in fn._lines if n.op == "ApplyGradientDescent")
+        kernel = fn._run.__globals__[f"k{node.id}"]
+        is_numpy = getattr(kernel, "func", None) is kernels._apply_gradient_descent
+        assert is_numpy != on
+        fn(np.full((64, 80), 2.0, "float32"))
+    np.testing.assert_array_equal(var.numpy(), np.full((64, 80), -1.0, "float32"))
+
+
+def test_double_buffering_and_constraints_kept():
+    fusion.set_fusion(True)
+    plain = K.Variable(np.zeros((64, 80), "float32"))
+    clipped = K.Variable(np.zeros((64, 80), "float32"),
+                         constraint=lambda v: np.clip(v, -0.25, 0.25))
+    loss = K.sum(plain * 1.0) + K.sum(clipped * 1.0)
+    fn = K.Function([], [], O.SGD(0.1).get_updates(loss, [plain, clipped]))
+    fetched = plain.value
+    ids = set()
+    for _ in range(4):
+        fn()
+        ids.add(id(plain.value))
+    np.testing.assert_array_equal(fetched, 0.0)  # earlier value never written
+    assert len(ids) == 2  # two buffers, swapped, never reallocated
+    np.testing.assert_allclose(plain.numpy(), -0.4, rtol=1e-6)
+    np.testing.assert_allclose(clipped.numpy(), -0.25)
+
+
+@pytest.mark.parametrize("name", ["adam_amsgrad_global_clipnorm",
+                                  "rmsprop_centered_momentum_wd"])
+def test_parallel_update_equals_serial_update(name, monkeypatch):
+    from kerasflow.backend import jit
+
+    serial = _train(CONFIGS[name], "float32", True)
+    monkeypatch.setattr(jit, "PARALLEL_MIN", 0)
+    monkeypatch.setitem(jit._STATE, "threads", 2)
+    parallel = _train(CONFIGS[name], "float32", True)
+    for a, b in zip(serial[1:3] + tuple(serial[3]), parallel[1:3] + tuple(parallel[3])):
+        np.testing.assert_array_equal(a, b)
