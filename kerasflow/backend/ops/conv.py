@@ -246,10 +246,38 @@ def _first_max_masks(xp, xpad, y, pool_size, strides):
         yield idx, hit
 
 
+def _tiled_max_pool_grad(xp, xpad, y, g, pool_size):
+    """MaxPoolGrad for windows that tile the input (strides == pool_size).
+
+    The padded input is viewed as (N, Ho, ph, Wo, pw, C) blocks: one comparison
+    with the broadcast maxima marks every maximum, a pass over the ph * pw taps
+    of the boolean mask keeps only the first one per window (TF's rule), and one
+    broadcast product writes the gradient: no per-tap float temporaries.
+    """
+    (ph, pw), (n, ho, wo, c) = pool_size, y.shape
+    block = xpad[:, :ho * ph, :wo * pw]
+    mask = block.reshape(n, ho, ph, wo, pw, c) == y[:, :, None, :, None, :]
+    taken = xp.zeros(y.shape, dtype=bool)
+    for i in range(ph):
+        for j in range(pw):
+            tap = mask[:, :, i, :, j, :]
+            tap &= ~taken
+            taken |= tap
+    dx = xp.multiply(mask, g[:, :, None, :, None, :], dtype=g.dtype)
+    return dx.reshape(n, ho * ph, wo * pw, c)
+
+
 @register_op("MaxPoolGrad", lambda x, y, g, **_: (x.shape, g.dtype))
 def _max_pool_grad_kernel(xp, x, y, g, pool_size, strides, padding):
     _, _, pads = _plan(x.shape, pool_size, strides, (1, 1), padding)
     xpad = _pad(xp, x, pads, _lowest(x.dtype))
+    if tuple(strides) == tuple(pool_size):
+        dx = _tiled_max_pool_grad(xp, xpad, y, g, pool_size)
+        if dx.shape != xpad.shape:
+            full = xp.zeros(xpad.shape, dtype=g.dtype)
+            full[:, :dx.shape[1], :dx.shape[2]] = dx
+            dx = full
+        return _crop(dx, x.shape, pads)
     dx = _padded_zeros(xp, x.shape, pads, g.dtype)
     for idx, hit in _first_max_masks(xp, xpad, y, pool_size, strides):
         dx[idx] += xp.where(hit, g, 0)
