@@ -13,10 +13,17 @@ from kerasflow.layers.core import (
     Activation, Dense, Dropout, Flatten, Input, InputLayer, Lambda, Reshape,
 )
 from kerasflow.layers.merging import Add, Average, Concatenate, Multiply, Subtract
+from kerasflow.layers import convolutional as _convolutional
+from kerasflow.layers import pooling as _pooling
+from kerasflow.layers.convolutional import *  # noqa: F403
+from kerasflow.layers.pooling import *  # noqa: F403
+
+_FAMILIES = (_convolutional, _pooling)
 
 __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation",
            "Dropout", "Flatten", "Reshape", "Lambda", "Concatenate", "Add",
-           "Subtract", "Multiply", "Average", "serialize", "deserialize"]
+           "Subtract", "Multiply", "Average", "serialize", "deserialize",
+           *(n for m in _FAMILIES for n in m.__all__)]
 
 
 def _builtin_classes():
@@ -25,6 +32,11 @@ def _builtin_classes():
     classes = {c.__name__: c for c in (
         InputLayer, Dense, Activation, Dropout, Flatten, Reshape, Concatenate, Add,
         Subtract, Multiply, Average)}
+    for module in _FAMILIES:
+        for n in module.__all__:
+            cls = getattr(module, n)
+            if isinstance(cls, type) and issubclass(cls, Layer):
+                classes.setdefault(n, cls)
     classes.update(Sequential=models.Sequential, Model=models.Model,
                    Functional=models.Model)
     return classes

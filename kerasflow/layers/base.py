@@ -29,7 +29,7 @@ _ctx = threading.local()
 
 def _snake(name):
     s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()  # Keras: conv2d
 
 
 def unique_layer_name(base):
