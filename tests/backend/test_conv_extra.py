@@ -110,3 +110,20 @@ def test_conv_extra_errors():
     with pytest.raises(ValueError, match=r"kernel.shape\[2\]"):
         K.depthwise_conv2d(np.zeros((1, 4, 4, 3), "float32"),
                            np.zeros((2, 2, 2, 1), "float32"))
+
+
+@pytest.mark.parametrize("images_per_slice", [1, 2])
+def test_conv2d_input_gradient_in_batch_slices_matches_whole(float64, monkeypatch,
+                                                             images_per_slice):
+    from kerasflow.backend.ops import conv as conv_module
+
+    rng = np.random.RandomState(9)
+    x, k = rng.randn(3, 6, 5, 2), rng.randn(3, 3, 2, 4)
+    attrs = {"strides": (2, 1), "padding": "SAME", "dilation_rate": (1, 1)}
+    g = rng.randn(3, 3, 5, 4)
+    whole = K.apply("Conv2DBackpropInput", x, k, g, **attrs)
+    # One image's tap product: 3 * 5 output pixels, 2 input channels, 8 bytes.
+    monkeypatch.setattr(conv_module, "_TAP_BYTES", images_per_slice * 15 * 2 * 8)
+    np.testing.assert_allclose(K.apply("Conv2DBackpropInput", x, k, g, **attrs),
+                               whole, rtol=1e-12)
+    check_gradients(lambda a: K.conv2d(a, k, (2, 1), "same"), [x])

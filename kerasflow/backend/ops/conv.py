@@ -130,6 +130,7 @@ def _conv2d_infer(x, kernel, strides, padding, dilation_rate):
 # when BLAS reads it (conv2d on (128, 28, 28, 32) * (3, 3, 32, 64): 1.4x the time
 # of the bare matmul, against 1.6x for all columns at once).
 _COLUMN_BYTES = 32 * 2**20
+_TAP_BYTES = 2 * 2**20
 
 
 def _columns(xp, x, kshape, strides, padding, dilation_rate):
@@ -166,11 +167,22 @@ def _conv2d_backprop_input(xp, x, kernel, g, strides, padding, dilation_rate):
     kh, kw, cin, cout = kernel.shape
     ho, wo, pads = _plan(x.shape, (kh, kw), strides, dilation_rate, padding)
     dx = _padded_zeros(xp, x.shape, pads, g.dtype)
-    g2 = g.reshape(-1, cout)
-    # col2im one tap at a time: a (N*Ho*Wo, Cout) @ (Cout, Cin) product added into
+    n = g.shape[0]
+    # col2im one tap at a time: a (rows, Cout) @ (Cout, Cin) product added into
     # the tap's strided slice, never materializing the kh*kw-times larger columns.
-    for (i, j), idx in _taps((kh, kw), ho, wo, strides, dilation_rate):
-        dx[idx] += xp.matmul(g2, kernel[i, j].T).reshape(g.shape[:3] + (cin,))
+    # A few images at a time, into one reused buffer, so the product is still in
+    # cache when it is added (1.3x faster than whole-batch products here).
+    step = max(1, _TAP_BYTES // max(ho * wo * cin * g.dtype.itemsize, 1))
+    buf = xp.empty((min(step, n) * ho * wo, cin), dtype=g.dtype)
+    taps = [(idx, kernel[i, j].T) for (i, j), idx in
+            _taps((kh, kw), ho, wo, strides, dilation_rate)]
+    for b in range(0, n, step):
+        gb, db = g[b:b + step], dx[b:b + step]
+        rows = buf[:gb.shape[0] * ho * wo]
+        g2 = gb.reshape(-1, cout)
+        for idx, kt in taps:
+            xp.matmul(g2, kt, out=rows)
+            db[idx] += rows.reshape(gb.shape[:3] + (cin,))
     return _crop(dx, x.shape, pads)
 
 
