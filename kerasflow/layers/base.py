@@ -19,7 +19,8 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow import initializers, regularizers
 
-__all__ = ["Layer", "InputSpec", "get_history", "training_context"]
+__all__ = ["Layer", "InputSpec", "get_history", "training_context",
+           "collect_updates"]
 
 _name_counts: dict[str, int] = defaultdict(int)
 # tensor -> (layer, call record, output index); weak so graphs are freed.
@@ -55,6 +56,29 @@ class training_context:
 
     def __exit__(self, *exc):
         _ctx.training = self.prev
+        return False
+
+
+class collect_updates:
+    """Collects the state updates layers add with ``add_update`` while tracing.
+
+    ``with collect_updates() as updates: outputs = model(x, training=True)``
+    leaves in ``updates`` every stateful tensor (e.g. BatchNormalization's
+    ``moving_mean.assign(...)``) the traced calls added, in call order; a
+    training step runs them with its other updates. Thread-local; nested
+    collectors each see only the updates added while they are innermost.
+    """
+
+    def __enter__(self):
+        self.updates = []
+        stack = getattr(_ctx, "updates", None)
+        if stack is None:
+            stack = _ctx.updates = []
+        stack.append(self.updates)
+        return self.updates
+
+    def __exit__(self, *exc):
+        _ctx.updates.pop()
         return False
 
 
@@ -263,6 +287,17 @@ class Layer:
         """Total number of weight scalars."""
         return int(sum(int(np.prod(w.shape)) for w in self.weights))
 
+    def add_update(self, updates):
+        """Records state updates (stateful tensors such as ``var.assign(v)``).
+
+        Inside ``collect_updates()`` (a training step being traced) they join
+        the step's updates; elsewhere they are dropped, as Keras drops updates
+        of a symbolic call outside ``fit``.
+        """
+        stack = getattr(_ctx, "updates", None)
+        if stack:
+            stack[-1].extend(u for u in flatten_struct(updates) if u is not None)
+
     # -- lifecycle --------------------------------------------------------------------
     def build(self, input_shape):
         """Creates the weights for inputs of ``input_shape`` (batch axis included)."""
@@ -338,8 +373,9 @@ class Layer:
                 K.floatx() if a.dtype.kind in "fu" or a.dtype == np.uint8
                 else a.dtype, (None,) + a.shape[1:]),
             arrays)
-        outputs = self(phs, *args, **kwargs)
-        fn = K.Function(flatten_struct(phs), outputs)
+        with collect_updates() as updates:
+            outputs = self(phs, *args, **kwargs)
+        fn = K.Function(flatten_struct(phs), outputs, updates=updates)
         return K.to_numpy(fn(*flatten_struct(arrays)))
 
     def compute_output_shape(self, input_shape):

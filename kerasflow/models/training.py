@@ -178,7 +178,10 @@ class Trainer:
 
     def _make_step(self, kind, xs, ys):
         x_phs = self._input_placeholders(xs)
-        outputs = self(self._structure_inputs(x_phs), training=(kind == "train"))
+        from kerasflow.layers.base import collect_updates  # noqa: PLC0415
+
+        with collect_updates() as layer_updates:  # BatchNormalization's moving stats
+            outputs = self(self._structure_inputs(x_phs), training=(kind == "train"))
         outs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
         outs = list(outs.values()) if isinstance(outs, dict) else list(outs)
         if kind == "predict":
@@ -216,7 +219,7 @@ class Trainer:
         fetches = [total] + (per_output if len(per_output) > 1 else [])
         if kind == "train":
             updates = list(self.optimizer.get_updates(total, self.trainable_weights)
-                           ) + updates
+                           ) + updates + layer_updates
         fn = K.Function(x_phs + y_phs + [sw], fetches, updates=updates,
                         name=f"{self.name}_{kind}")
         return fn, names
