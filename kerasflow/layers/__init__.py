@@ -14,13 +14,15 @@ from kerasflow.layers.core import (
 )
 from kerasflow.layers.merging import Add, Average, Concatenate, Multiply, Subtract
 from kerasflow.layers import convolutional as _convolutional
+from kerasflow.layers import embedding as _embedding
 from kerasflow.layers import normalization as _normalization
 from kerasflow.layers import pooling as _pooling
 from kerasflow.layers.convolutional import *  # noqa: F403
+from kerasflow.layers.embedding import *  # noqa: F403
 from kerasflow.layers.normalization import *  # noqa: F403
 from kerasflow.layers.pooling import *  # noqa: F403
 
-_FAMILIES = (_convolutional, _pooling, _normalization)
+_FAMILIES = (_convolutional, _pooling, _normalization, _embedding)
 
 __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation",
            "Dropout", "Flatten", "Reshape", "Lambda", "Concatenate", "Add",

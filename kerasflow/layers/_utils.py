@@ -70,7 +70,7 @@ class WeightArgs:
 
     DEFAULTS = {"kernel": "glorot_uniform", "bias": "zeros",
                 "recurrent": "orthogonal", "depthwise": "glorot_uniform",
-                "pointwise": "glorot_uniform", "embeddings": "uniform",
+                "pointwise": "glorot_uniform", "embeddings": "random_uniform",
                 "beta": "zeros", "gamma": "ones", "moving_mean": "zeros",
                 "moving_variance": "ones"}
 

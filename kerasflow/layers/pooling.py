@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from kerasflow import backend as K
 from kerasflow.backend.ops.conv import _geometry
+from kerasflow.layers._masks import get_mask
 from kerasflow.layers._utils import (
     check_data_format, check_rank, normalize_padding, normalize_tuple,
 )
@@ -120,6 +121,8 @@ class _GlobalPooling(Layer):
         self.built = True
 
     def call(self, inputs, mask=None):
+        if mask is None:
+            mask = get_mask(inputs)
         axes = tuple(range(1, self.rank + 1))
         if self.kind == "max":
             return K.max(inputs, axis=axes, keepdims=self.keepdims)
