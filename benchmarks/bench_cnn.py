@@ -8,6 +8,7 @@ Runs are interleaved (kerasflow, torch, kerasflow, ...) and the best of each is
 kept, so a busy machine disturbs both sides alike.
 
 Run: python benchmarks/bench_cnn.py [--samples 7680] [--repeats 3] [--no-dense]
+     [--threads N]   (BLAS and torch threads; 1 is steadier on a busy machine)
 PyTorch is used when importable (pip install torch==2.13.0); without it only
 kerasflow's figure is printed.
 """
@@ -15,9 +16,24 @@ kerasflow's figure is printed.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
-import numpy as np
+
+def _threads_from_argv():
+    """``--threads N`` must act before numpy loads OpenBLAS: read it first."""
+    if "--threads" in sys.argv:
+        n = sys.argv[sys.argv.index("--threads") + 1]
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = n
+        return int(n)
+    return None
+
+
+THREADS = _threads_from_argv()
+
+import numpy as np  # noqa: E402
 
 BATCH = 128
 
@@ -88,12 +104,21 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=7680)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS / torch threads for both sides (default: all)")
     parser.add_argument("--no-dense", action="store_true")
     args = parser.parse_args()
     dense = not args.no_dense
     x, y = data(args.samples)
     model = build_kerasflow(dense)
     model.fit(x[:BATCH * 2], y[:BATCH * 2], batch_size=BATCH, epochs=1, verbose=0)
+    if THREADS:
+        try:
+            import torch
+
+            torch.set_num_threads(THREADS)
+        except ImportError:
+            pass
     built = build_torch(dense)
     if built is not None:
         bench_torch(built, x[:BATCH * 2], y[:BATCH * 2])

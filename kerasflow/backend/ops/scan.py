@@ -91,7 +91,12 @@ def _loop_infer(*specs, cell, units, activation, recurrent_activation, has_state
     cache = {"simple": 0, "lstm": 4, "gru": 4}[cell]
     return [((n, t, units), x.dtype),
             ((n, t, units if cell == "lstm" else 0), x.dtype),
-            ((n, t, cache * units), x.dtype)]
+            ((t, n, cache * units), x.dtype)]  # the cache is time-major
+
+
+def _time_major(xp, a):
+    """(batch, steps, ...) -> a contiguous (steps, batch, ...) copy."""
+    return xp.ascontiguousarray(a.swapaxes(0, 1))
 
 
 @register_op("RNNLoop", _loop_infer, num_outputs=3)
@@ -102,52 +107,70 @@ def _rnn_loop(xp, *inputs, cell, units, activation, recurrent_activation,
     n, t, d = x.shape
     u, dt = units, x.dtype
     act, ract = _act(activation), _act(recurrent_activation)
-    bias_in = b[0] if cell == "gru" else b
-    xw = (x.reshape(n * t, d) @ w).reshape(n, t, -1)
-    xw += bias_in
+    # Time-major buffers: every per-step slice below is contiguous.
+    xw = (_time_major(xp, x).reshape(t * n, d) @ w).reshape(t, n, -1)
+    xw += b[0] if cell == "gru" else b
     h = xp.zeros((n, u), dt) if h0 is None else h0.astype(dt, copy=True)
     c = None
     if cell == "lstm":
         c = xp.zeros((n, u), dt) if c0 is None else c0.astype(dt, copy=True)
-    hs = xp.empty((n, t, u), dt)
-    cs = xp.empty((n, t, u if cell == "lstm" else 0), dt)
-    cache = xp.empty((n, t, (4 * u) if cell in ("lstm", "gru") else 0), dt)
-    m = None if mask is None else mask.astype(dt)
+    hs = xp.empty((t, n, u), dt)
+    cs = xp.empty((t, n, u if cell == "lstm" else 0), dt)
+    cache = xp.empty((t, n, (4 * u) if cell in ("lstm", "gru") else 0), dt)
+    tmp = xp.empty((n, u), dt)
+    hr = xp.empty((n, 3 * u), dt) if cell == "gru" else None
+    m = None if mask is None else _time_major(xp, mask.astype(dt))[..., None]
     for s in range(t):
         hr_in = h if rmask is None else h * rmask
+        h_new = hs[s]
         if cell == "simple":
-            z = xw[:, s] + hr_in @ r
-            h_new = act(z, xp)
+            xp.matmul(hr_in, r, out=h_new)
+            h_new += xw[s]
+            act(h_new, xp)
         elif cell == "lstm":
-            z = xw[:, s] + hr_in @ r
+            z = cache[s]
+            xp.matmul(hr_in, r, out=z)
+            z += xw[s]
             ract(z[:, :2 * u], xp)
             act(z[:, 2 * u:3 * u], xp)
             ract(z[:, 3 * u:], xp)
             i, f, g, o = z[:, :u], z[:, u:2 * u], z[:, 2 * u:3 * u], z[:, 3 * u:]
-            c_new = f * c + i * g
-            h_new = o * act(c_new.copy(), xp)
-            cache[:, s] = z
+            c_new = cs[s]
+            xp.multiply(f, c, out=c_new)
+            xp.multiply(i, g, out=tmp)
+            c_new += tmp
+            tmp[...] = c_new
+            xp.multiply(o, act(tmp, xp), out=h_new)
         else:  # gru
-            hr = hr_in @ r + b[1]
-            zr = xw[:, s, :2 * u] + hr[:, :2 * u]
+            xp.matmul(hr_in, r, out=hr)
+            hr += b[1]
+            zc = cache[s]
+            zr = zc[:, :2 * u]
+            xp.add(xw[s, :, :2 * u], hr[:, :2 * u], out=zr)
             ract(zr, xp)
             zg, rg = zr[:, :u], zr[:, u:]
-            hh = act(xw[:, s, 2 * u:] + rg * hr[:, 2 * u:], xp)
-            h_new = zg * h + (1.0 - zg) * hh
-            cache[:, s, :2 * u] = zr
-            cache[:, s, 2 * u:3 * u] = hh
-            cache[:, s, 3 * u:] = hr[:, 2 * u:]
+            hh = zc[:, 2 * u:3 * u]
+            xp.multiply(rg, hr[:, 2 * u:], out=hh)
+            hh += xw[s, :, 2 * u:]
+            act(hh, xp)
+            zc[:, 3 * u:] = hr[:, 2 * u:]
+            xp.subtract(h, hh, out=h_new)      # h_new = hh + z * (h - hh)
+            h_new *= zg
+            h_new += hh
         if m is not None:
-            ms = m[:, s, None]
-            h_new = h + ms * (h_new - h)
+            ms = m[s]
+            h_new -= h                         # h_new = h + ms * (h_new - h)
+            h_new *= ms
+            h_new += h
             if c is not None:
-                c_new = c + ms * (c_new - c)
+                c_new -= c
+                c_new *= ms
+                c_new += c
         h = h_new
-        hs[:, s] = h
         if cell == "lstm":
             c = c_new
-            cs[:, s] = c
-    return hs, cs, cache
+    # Batch-major views of the time-major buffers (the cache stays time-major).
+    return hs.swapaxes(0, 1), cs.swapaxes(0, 1), cache
 
 
 @register_gradient("RNNLoop")
@@ -172,6 +195,19 @@ def _grad_infer(*specs, cell, units, activation, recurrent_activation, has_state
             (b.shape, x.dtype), ((n, units), x.dtype), ((n, units), x.dtype)]
 
 
+def _deriv(name, y, out, xp):
+    """``out = f'(.)`` of activation ``name`` given its output ``y`` (in place)."""
+    if name == "sigmoid":
+        xp.subtract(1.0, y, out=out)
+        out *= y
+    elif name == "tanh":
+        xp.multiply(y, y, out=out)
+        xp.subtract(1.0, out, out=out)
+    else:
+        out[...] = _dact(name)(y)
+    return out
+
+
 @register_op("RNNLoopGrad", _grad_infer, num_outputs=6)
 def _rnn_loop_grad_kernel(xp, *inputs, cell, units, activation, recurrent_activation,
                           has_state, has_mask, has_rmask):
@@ -180,78 +216,100 @@ def _rnn_loop_grad_kernel(xp, *inputs, cell, units, activation, recurrent_activa
     hs, cs, cache, g_hs, g_cs = rest
     n, t, d = x.shape
     u, dt = units, x.dtype
-    dact, dract = _dact(activation), _dact(recurrent_activation)
     k = _GATES[cell]
-    dxw = xp.empty((n, t, k * u), dt)
-    dr = xp.zeros_like(r)
-    db_rec = xp.zeros((k * u,), dt) if cell == "gru" else None
+    hs, cs = hs.swapaxes(0, 1), cs.swapaxes(0, 1)      # time-major again
+    g_hs = _time_major(xp, g_hs)
+    g_cs = _time_major(xp, g_cs) if cell == "lstm" else None
+    dxw = xp.empty((t, n, k * u), dt)                   # grads of x W + b
+    dzr = xp.empty((t, n, k * u), dt) if cell == "gru" else dxw  # of h R (+ b1)
+    deriv = xp.empty((n, k * u), dt)
     dh = xp.zeros((n, u), dt)
     dc = xp.zeros((n, u), dt) if cell == "lstm" else None
-    zeros = xp.zeros((n, u), dt)
-    h_init = zeros if h0 is None else h0.astype(dt)
-    c_init = zeros if c0 is None else c0.astype(dt)
-    m = None if mask is None else mask.astype(dt)
-    rt = r.T
+    tmp, tmp2 = xp.empty((n, u), dt), xp.empty((n, u), dt)
+    h_init = xp.zeros((n, u), dt) if h0 is None else h0.astype(dt)
+    c_init = xp.zeros((n, u), dt) if c0 is None else c0.astype(dt)
+    m = None if mask is None else _time_major(xp, mask.astype(dt))[..., None]
+    rt = xp.ascontiguousarray(r.T)
     for s in range(t - 1, -1, -1):
-        h_prev = hs[:, s - 1] if s > 0 else h_init
-        dh = dh + g_hs[:, s]
+        h_prev = hs[s - 1] if s > 0 else h_init
+        dh += g_hs[s]
+        dh_new, dh_keep = dh, None
         if m is not None:
-            ms = m[:, s, None]
-            dh_new, dh_keep = dh * ms, dh * (1.0 - ms)
-        else:
-            dh_new, dh_keep = dh, None
+            dh_new = dh * m[s]
+            dh_keep = dh - dh_new
+        blk = dxw[s]
         if cell == "simple":
-            dz = dh_new * dact(hs[:, s])
+            _deriv(activation, hs[s], blk, xp)
+            blk *= dh_new
             if m is not None:
-                # masked steps stored h_prev: their dz is zero anyway (ms = 0).
-                dz = dz * ms
-            dxw[:, s] = dz
-            dzr = dz
+                blk *= m[s]  # masked steps stored h_prev: no gradient through f
         elif cell == "lstm":
-            c_prev = cs[:, s - 1] if s > 0 else c_init
-            z = cache[:, s]
+            c_prev = cs[s - 1] if s > 0 else c_init
+            z = cache[s]
             i, f, g, o = z[:, :u], z[:, u:2 * u], z[:, 2 * u:3 * u], z[:, 3 * u:]
-            c_new = f * c_prev + i * g
-            tc = _act(activation)(c_new.copy(), xp)
-            dc = dc + g_cs[:, s]
+            xp.multiply(f, c_prev, out=tmp)              # tanh(c_new), recomputed
+            xp.multiply(i, g, out=tmp2)
+            tmp += tmp2
+            tc = _act(activation)(tmp, xp)
+            dc += g_cs[s]
+            dc_new, dc_keep = dc, None
             if m is not None:
-                dc_new, dc_keep = dc * ms, dc * (1.0 - ms)
-            else:
-                dc_new, dc_keep = dc, None
-            dct = dc_new + dh_new * o * dact(tc)
-            blk = dxw[:, s]
-            blk[:, :u] = dct * g * dract(i)
-            blk[:, u:2 * u] = dct * c_prev * dract(f)
-            blk[:, 2 * u:3 * u] = dct * i * dact(g)
-            blk[:, 3 * u:] = dh_new * tc * dract(o)
-            dc = dct * f if dc_keep is None else dct * f + dc_keep
-            dzr = blk
+                dc_new = dc * m[s]
+                dc_keep = dc - dc_new
+            _deriv(activation, tc, tmp2, xp)             # dct = dc + dh o act'(c)
+            tmp2 *= o
+            tmp2 *= dh_new
+            tmp2 += dc_new
+            dct = tmp2
+            xp.multiply(dct, g, out=blk[:, :u])
+            xp.multiply(dct, c_prev, out=blk[:, u:2 * u])
+            xp.multiply(dct, i, out=blk[:, 2 * u:3 * u])
+            xp.multiply(dh_new, tc, out=blk[:, 3 * u:])
+            _deriv(recurrent_activation, z[:, :2 * u], deriv[:, :2 * u], xp)
+            _deriv(activation, g, deriv[:, 2 * u:3 * u], xp)
+            _deriv(recurrent_activation, o, deriv[:, 3 * u:], xp)
+            blk *= deriv
+            dct *= f
+            dc = dct.copy() if dc_keep is None else dct + dc_keep
         else:  # gru
-            zg, rg = cache[:, s, :u], cache[:, s, u:2 * u]
-            hh, hr_h = cache[:, s, 2 * u:3 * u], cache[:, s, 3 * u:]
-            dah = dh_new * (1.0 - zg) * dact(hh)
-            blk = dxw[:, s]
-            blk[:, :u] = dh_new * (h_prev - hh) * dract(zg)
-            blk[:, u:2 * u] = dah * hr_h * dract(rg)
-            blk[:, 2 * u:] = dah
-            dzr = blk.copy()
-            dzr[:, 2 * u:] *= rg
-            db_rec += dzr.sum(axis=0)
-        hr_in = h_prev if rmask is None else h_prev * rmask
-        dr += hr_in.T @ dzr
-        back = dzr @ rt
+            z = cache[s]
+            zg, rg = z[:, :u], z[:, u:2 * u]
+            hh, hr_h = z[:, 2 * u:3 * u], z[:, 3 * u:]
+            _deriv(activation, hh, tmp, xp)             # dah = dh (1 - z) act'
+            xp.subtract(1.0, zg, out=tmp2)
+            tmp *= tmp2
+            tmp *= dh_new
+            dah = blk[:, 2 * u:]
+            dah[...] = tmp
+            xp.subtract(h_prev, hh, out=blk[:, :u])
+            blk[:, :u] *= dh_new
+            xp.multiply(dah, hr_h, out=blk[:, u:2 * u])
+            _deriv(recurrent_activation, z[:, :2 * u], deriv[:, :2 * u], xp)
+            blk[:, :2 * u] *= deriv[:, :2 * u]
+            rec = dzr[s]
+            rec[:, :2 * u] = blk[:, :2 * u]
+            xp.multiply(dah, rg, out=rec[:, 2 * u:])
+        rec = dzr[s]
+        back = rec @ rt
         if rmask is not None:
             back *= rmask
         if cell == "gru":
-            back += dh_new * zg
+            xp.multiply(dh_new, zg, out=tmp)
+            back += tmp
         dh = back if dh_keep is None else back + dh_keep
-    flat = dxw.reshape(n * t, k * u)
-    dx = (flat @ w.T).reshape(n, t, d)
-    dw = x.reshape(n * t, d).T @ flat
+    # The recurrent kernel's gradient: one product over all steps.
+    h_prevs = xp.concatenate([h_init[None], hs[:-1]], axis=0)
+    if rmask is not None:
+        h_prevs = h_prevs * rmask
+    dr = h_prevs.reshape(t * n, u).T @ dzr.reshape(t * n, k * u)
+    flat = dxw.reshape(t * n, k * u)
+    dx = (flat @ w.T).reshape(t, n, d).swapaxes(0, 1)
+    dw = _time_major(xp, x).reshape(t * n, d).T @ flat
     db_in = flat.sum(axis=0)
-    db = xp.stack([db_in, db_rec]) if cell == "gru" else db_in
+    db = xp.stack([db_in, dzr.reshape(t * n, k * u).sum(axis=0)]) \
+        if cell == "gru" else db_in
     dc0 = dc if cell == "lstm" else xp.zeros((n, u), dt)
-    return dx, dw, dr, db.astype(dt), dh, dc0
+    return dx, dw, dr.astype(dt), db.astype(dt), dh, dc0
 
 
 def rnn_loop(x, kernel, recurrent_kernel, bias, *, cell, activation="tanh",
