@@ -5,7 +5,7 @@ TF1 names are importable from here directly, as TF1 users wrote ``tf.square``::
     from kerasflow.backend import placeholder, Variable, square, gradients, Session
 """
 
-from kerasflow.backend import ops
+from kerasflow.backend import graph_pickle, ops
 from kerasflow.backend.array import (
     floatx, get_device, get_xp, gpu_available, set_device, set_floatx, to_device,
     to_numpy,
@@ -13,8 +13,8 @@ from kerasflow.backend.array import (
 from kerasflow.backend.autodiff import gradients
 from kerasflow.backend.function import Function, Session, function
 from kerasflow.backend.graph import (
-    SymbolicTensor, TensorSpec, Variable, assign_all, constant, is_symbolic,
-    name_scope, placeholder,
+    SymbolicTensor, TensorSpec, Variable, assign_all, constant, in_tracing,
+    is_symbolic, name_scope, placeholder, tracing,
 )
 from kerasflow.backend.ops import *  # noqa: F403
 from kerasflow.backend.ops import __all__ as _ops_all
@@ -25,5 +25,5 @@ __all__ = [
     "gpu_available", "to_device", "to_numpy", "gradients", "Function", "Session",
     "function", "SymbolicTensor", "TensorSpec", "Variable", "constant",
     "is_symbolic", "name_scope", "placeholder", "assign_all", "apply", "get_op",
-    "register_gradient", "register_op", *_ops_all,
+    "register_gradient", "register_op", "tracing", "in_tracing", *_ops_all,
 ]

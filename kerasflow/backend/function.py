@@ -145,6 +145,7 @@ class Function:
         xp = self._xp
         fed = {t: f"a{i}" for i, t in enumerate(self.inputs)}
         order = _schedule(self.outputs + self.updates, fed)
+        fed_uid = {t.node.uid: n for t, n in fed.items() if t.node.op == "Placeholder"}
         names = dict(fed)
         env = {}
         body = []  # (line, node)
@@ -159,6 +160,10 @@ class Function:
                 names.setdefault(t, n)
             target = ", ".join(outs) + ("," if len(outs) > 1 else "")
             if node.op == "Placeholder":
+                alias = fed_uid.get(node.uid)  # a pickled copy of a fed placeholder
+                if alias is not None:
+                    names[node.outputs[0]] = alias
+                    continue
                 raise ValueError(
                     f"Function '{self.name}': placeholder '{node.name}' "
                     f"(shape={node.outputs[0].shape}, "

@@ -11,6 +11,7 @@ unique and readable ("dense/MatMul_3").
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from collections import defaultdict
 
@@ -34,6 +35,16 @@ _node_ids = itertools.count(1)
 _name_counts: dict[str, int] = defaultdict(int)
 _name_lock = threading.Lock()
 _scope = threading.local()
+# Node uids are unique across processes (graph_pickle keys node identity on them).
+_process_tag = os.urandom(6).hex()
+
+
+def _new_process_tag():
+    global _process_tag
+    _process_tag = os.urandom(6).hex()
+
+
+os.register_at_fork(after_in_child=_new_process_tag)
 
 
 def _unique_name(base: str, scoped: bool = True) -> str:
@@ -65,6 +76,28 @@ class name_scope:
     def __exit__(self, *exc):
         _scope.stack.pop()
         return False
+
+
+class tracing:
+    """Context manager marking that a graph is being traced (a step is built).
+
+    Inside it ``Variable.assign*`` given plain numbers or arrays still builds a
+    graph node (TF1 semantics) instead of updating the value at once, so code
+    written for graphs (a layer's ``self.v.assign_add(1.0)``) is traced, not run.
+    """
+
+    def __enter__(self):
+        _scope.tracing = getattr(_scope, "tracing", 0) + 1
+        return self
+
+    def __exit__(self, *exc):
+        _scope.tracing -= 1
+        return False
+
+
+def in_tracing() -> bool:
+    """True inside a ``tracing()`` block of this thread."""
+    return getattr(_scope, "tracing", 0) > 0
 
 
 def _normalize_shape(shape):
@@ -105,10 +138,12 @@ class TensorSpec:
 class Node:
     """One op application: op name, input tensors, plain attributes, outputs."""
 
-    __slots__ = ("id", "op", "inputs", "attrs", "outputs", "name", "__weakref__")
+    __slots__ = ("id", "uid", "op", "inputs", "attrs", "outputs", "name",
+                 "__weakref__")
 
     def __init__(self, op: str, inputs, attrs, name=None, scoped=True):
         self.id = next(_node_ids)
+        self.uid = f"{_process_tag}:{self.id}"
         self.op = op
         self.inputs = tuple(inputs)
         self.attrs = attrs
@@ -328,183 +363,5 @@ def _as_numpy(value, dtype=None):
     return np.asarray(value, dtype=dtype)
 
 
-class Variable(SymbolicTensor):
-    """A mutable value on the device; as a graph tensor it reads its current value.
-
-    ``assign``, ``assign_add`` and ``assign_sub`` given a symbolic value add a
-    stateful node to the graph (run it, or pass it as a ``Function`` update); given
-    an array or number they update the value at once.
-
-    Args:
-        initial_value: array-like, Python number, or a callable ``f(shape, dtype)``
-            (an initializer, then ``shape`` is required).
-        trainable: whether optimizers and ``gradients`` see it as a weight.
-        name: readable name ("dense/kernel").
-        dtype: dtype; defaults to floatx() for floats.
-        shape: the shape, needed when ``initial_value`` is callable.
-
-    Example:
-        >>> w = Variable(0.0, name="weights")
-        >>> w.assign_add(1.5)
-        >>> float(w.numpy())
-        1.5
-    """
-
-    __slots__ = ("value", "trainable", "constraint")
-
-    def __init__(self, initial_value, trainable=True, name=None, dtype=None,
-                 shape=None, constraint=None):
-        if callable(initial_value):
-            if shape is None:
-                raise ValueError(
-                    f"Variable '{name}' with a callable initial_value needs shape=."
-                )
-            initial_value = initial_value(
-                _normalize_shape(shape), dtype or _array.floatx()
-            )
-        host = _as_numpy(initial_value, dtype)
-        if dtype is None and host.dtype.kind == "f":
-            host = host.astype(_array.floatx())
-        # Variable names are not prefixed by name scopes: layers name their
-        # weights "<layer>/<weight>" themselves, wherever they are built.
-        node = Node("Variable", (), {}, name or "Variable", scoped=False)
-        SymbolicTensor.__init__(self, node, 0, host.shape, host.dtype)
-        node.outputs = (self,)
-        node.attrs = {"variable": self}
-        # A private copy: the caller's array must not alias the Variable.
-        self.value = _array.to_device(host).copy()
-        self.trainable = bool(trainable)
-        self.constraint = constraint
-
-    @property
-    def name(self):
-        return self.node.name
-
-    def numpy(self):
-        """The current value as a numpy array (a copy)."""
-        return np.array(_array.to_numpy(self.value), copy=True)
-
-    def read_value(self):
-        return self.value
-
-    def _set(self, value):
-        value = _array.to_device(value, dtype=self.dtype)
-        if value.shape != self.value.shape:
-            raise ValueError(
-                f"Variable '{self.name}' has shape {self.value.shape}; cannot assign "
-                f"a value of shape {value.shape}."
-            )
-        self.value = value.copy()
-
-    def assign(self, value):
-        """Sets the value (eagerly for arrays, as a graph node for tensors)."""
-        if is_symbolic(value):
-            return _ops().assign(self, value)
-        self._set(value)
-        return self.value
-
-    def assign_add(self, delta):
-        """Adds ``delta`` (broadcastable to the variable's shape)."""
-        if is_symbolic(delta):
-            return _ops().assign_add(self, delta)
-        self._set(self.value + _array.to_device(delta, dtype=self.dtype))
-        return self.value
-
-    def assign_sub(self, delta):
-        """Subtracts ``delta`` (broadcastable to the variable's shape)."""
-        if is_symbolic(delta):
-            return _ops().assign_sub(self, delta)
-        self._set(self.value - _array.to_device(delta, dtype=self.dtype))
-        return self.value
-
-    def __repr__(self):
-        return (
-            f"<Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
-        )
-
-    # Pickle: the value travels as numpy so a graph can move between devices.
-    def __getstate__(self):
-        return {
-            "node": self.node,
-            "index": self.index,
-            "spec": (self.spec.shape, self.spec.dtype.str),
-            "value": _array.to_numpy(self.value),
-            "trainable": self.trainable,
-            "constraint": self.constraint,
-        }
-
-    def __setstate__(self, state):
-        self._keras_logits = None
-        self.node = state["node"]
-        self.index = state["index"]
-        self.spec = TensorSpec(*state["spec"])
-        value = _array.to_device(state["value"])
-        # ray.get hands out read-only shared memory; updates need a private copy.
-        if not getattr(getattr(value, "flags", None), "writeable", True):
-            value = value.copy()
-        self.value = value
-        self.trainable = state["trainable"]
-        self.constraint = state["constraint"]
-
-
-def _tensor_getstate(self):
-    return {"node": self.node, "index": self.index,
-            "spec": (self.spec.shape, self.spec.dtype.str)}
-
-
-def _tensor_setstate(self, state):
-    self._keras_logits = None
-    self.node = state["node"]
-    self.index = state["index"]
-    self.spec = TensorSpec(*state["spec"])
-
-
-SymbolicTensor.__getstate__ = _tensor_getstate
-SymbolicTensor.__setstate__ = _tensor_setstate
-
-
-def _node_getstate(self):
-    return {k: getattr(self, k) for k in ("id", "op", "inputs", "attrs", "outputs",
-                                          "name")}
-
-
-def _node_setstate(self, state):
-    for k, v in state.items():
-        setattr(self, k, v)
-    # Ids are per process: a node arriving from elsewhere gets a fresh one.
-    self.id = next(_node_ids)
-
-
-Node.__getstate__ = _node_getstate
-Node.__setstate__ = _node_setstate
-
-
-def assign_all(variables, values, owner: str) -> None:
-    """Sets each Variable to its value, checking count and every shape first.
-
-    Nothing is assigned unless all values fit, so a bad list (or a corrupt file
-    read into one) never leaves the owner half-updated.
-
-    Args:
-        variables: list of ``Variable``.
-        values: list of array-likes, one per variable.
-        owner: who holds them, for messages ("Layer 'dense'").
-
-    Raises:
-        ValueError: a different count, or a value whose shape differs, naming the
-            variable, the expected and the received shape.
-    """
-    values = list(values)
-    if len(values) != len(variables):
-        raise ValueError(
-            f"{owner} expects {len(variables)} weight arrays. Received: "
-            f"{len(values)}."
-        )
-    for var, value in zip(variables, values):
-        if tuple(np.shape(value)) != tuple(var.shape):
-            raise ValueError(
-                f"Weight '{var.name}' of {owner} expects shape {tuple(var.shape)}. "
-                f"Received: shape {tuple(np.shape(value))}."
-            )
-    for var, value in zip(variables, values):
-        var.assign(np.asarray(value, dtype=var.dtype))
+# Variable lives in its own module; re-exported here for old imports.
+from kerasflow.backend.variables import Variable, assign_all  # noqa: E402,F401

@@ -8,6 +8,7 @@ Called on numpy arrays it runs at once through a compiled ``Function``.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 import threading
@@ -26,6 +27,26 @@ _name_counts: dict[str, int] = defaultdict(int)
 # tensor -> (layer, call record, output index); weak so graphs are freed.
 _HISTORY: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _ctx = threading.local()
+_update_ctx = threading.local()
+
+
+@contextlib.contextmanager
+def collect_updates():
+    """Collects the state updates layers add (``Layer.add_update``) while tracing.
+
+    Yields:
+        The list that receives each stateful tensor added inside the block
+        (e.g. BatchNormalization's moving-statistics assignments); the train
+        step runs them with every forward pass.
+    """
+    stack = _update_ctx.__dict__.setdefault("stack", [])
+    found: list = []
+    stack.append(found)
+    try:
+        with K.tracing():
+            yield found
+    finally:
+        stack.pop()
 
 
 def _snake(name):
@@ -56,29 +77,6 @@ class training_context:
 
     def __exit__(self, *exc):
         _ctx.training = self.prev
-        return False
-
-
-class collect_updates:
-    """Collects the state updates layers add with ``add_update`` while tracing.
-
-    ``with collect_updates() as updates: outputs = model(x, training=True)``
-    leaves in ``updates`` every stateful tensor (e.g. BatchNormalization's
-    ``moving_mean.assign(...)``) the traced calls added, in call order; a
-    training step runs them with its other updates. Thread-local; nested
-    collectors each see only the updates added while they are innermost.
-    """
-
-    def __enter__(self):
-        self.updates = []
-        stack = getattr(_ctx, "updates", None)
-        if stack is None:
-            stack = _ctx.updates = []
-        stack.append(self.updates)
-        return self.updates
-
-    def __exit__(self, *exc):
-        _ctx.updates.pop()
         return False
 
 
@@ -271,6 +269,18 @@ class Layer:
             out.extend(reg(var) for reg, var in layer._regularizers)
         return out
 
+    def add_update(self, updates):
+        """Adds state updates (stateful tensors such as ``var.assign(...)``).
+
+        Inside a traced step (``collect_updates``) they run with every training
+        step; in an eager call or outside a trace they are dropped (Keras 2's
+        ``add_update`` on inference calls).
+        """
+        stack = getattr(_update_ctx, "stack", None)
+        ups = updates if isinstance(updates, (list, tuple)) else [updates]
+        if stack:
+            stack[-1].extend(u for u in ups if K.is_symbolic(u))
+
     def get_weights(self):
         """The weights' values as a list of numpy arrays (copies)."""
         return [w.numpy() for w in self.weights]
@@ -286,17 +296,6 @@ class Layer:
     def count_params(self):
         """Total number of weight scalars."""
         return int(sum(int(np.prod(w.shape)) for w in self.weights))
-
-    def add_update(self, updates):
-        """Records state updates (stateful tensors such as ``var.assign(v)``).
-
-        Inside ``collect_updates()`` (a training step being traced) they join
-        the step's updates; elsewhere they are dropped, as Keras drops updates
-        of a symbolic call outside ``fit``.
-        """
-        stack = getattr(_ctx, "updates", None)
-        if stack:
-            stack[-1].extend(u for u in flatten_struct(updates) if u is not None)
 
     # -- lifecycle --------------------------------------------------------------------
     def build(self, input_shape):

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["to_list", "check_arrays", "split_validation", "ArrayBatches",
-           "class_weights_to_sample_weights", "is_generator"]
+from kerasflow.backend import floatx
+from kerasflow.distribute_lib import BatchRef
+
+__all__ = ["standardize", "to_list", "check_arrays", "split_validation", "ArrayBatches",
+           "GeneratorBatches", "class_weights_to_sample_weights", "is_generator",
+           "chunks"]
 
 
 def is_generator(x):
@@ -41,6 +45,39 @@ def to_list(x, names=None, what="x"):
     ) and names is not None and len(names) > 1:
         return [np.asarray(v) for v in x]
     return [np.asarray(x)]
+
+
+def standardize(model, x, y=None, sample_weight=None, class_weight=None,
+                batch_size=None):
+    """A model's data as (xs, ys, sample weights): lists of checked arrays.
+
+    Inputs and targets are put in model order (dicts by input/output name);
+    1-D features become one column (Keras 2); targets are reshaped and checked
+    against the output shapes; sample weights (times class weights) are always
+    returned, as ones when none are given, in floatx.
+
+    Raises:
+        ValueError / TypeError: see ``check_arrays``, ``to_list`` and the class
+            weight and sparse label checks; each names expected and received.
+    """
+    xs = to_list(x, model._input_names(), "x")
+    n_out = len(model.outputs) if model._is_functional else 1
+    out_names = model._output_names(n_out)
+    ys = to_list(y, out_names if n_out > 1 else None, "y")
+    if ys is not None and n_out > 1 and len(ys) == 1 and not isinstance(y, dict):
+        ys = [np.asarray(v) for v in y]
+    xs = [a.reshape(-1, 1) if a.ndim == 1 else a for a in xs]
+    sw = None if sample_weight is None else np.asarray(sample_weight, np.float64)
+    n = check_arrays(xs, ys, sw, batch_size)
+    if ys is not None:
+        ys = model._prepare_targets(xs, ys)
+    if class_weight is not None:
+        if ys is None or len(ys) != 1:
+            raise ValueError("class_weight needs exactly one target array.")
+        cw = class_weights_to_sample_weights(ys[0], class_weight)
+        sw = cw if sw is None else sw * cw
+    sw = model._ones(n) if sw is None else sw.astype(floatx())
+    return xs, ys, sw
 
 
 def check_arrays(xs, ys, sample_weight, batch_size):
@@ -133,15 +170,18 @@ def class_weights_to_sample_weights(y, class_weight):
 
 
 class ArrayBatches:
-    """Yields (x list, y list, sample weights) batches of in-memory arrays.
+    """``BatchRef``s over in-memory arrays (xs + ys + [sample weights]).
 
-    Shuffling draws a permutation from numpy's global RNG each epoch, so
-    ``np.random.seed`` makes training reproducible (as in Keras).
+    Every batch refers to the same ``arrays`` list, so a strategy can move the
+    data to its replicas once and send only row indices. Shuffling draws a
+    permutation from numpy's global RNG each epoch, so ``np.random.seed`` makes
+    training reproducible (as in Keras).
     """
 
-    def __init__(self, xs, ys, sw, batch_size, shuffle=False, steps=None):
-        self.xs, self.ys, self.sw = xs, ys or [], sw
-        self.n = len(xs[0])
+    def __init__(self, arrays, batch_size, shuffle=False, steps=None, n_inputs=None):
+        self.arrays = arrays
+        self.n_inputs = n_inputs  # how many of ``arrays`` are model inputs
+        self.n = len(arrays[0])
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.num_batches = -(-self.n // batch_size)
@@ -153,8 +193,58 @@ class ArrayBatches:
         perm = np.random.permutation(self.n) if self.shuffle else None
         for i in range(self.steps):
             if perm is None:
-                sl = slice(i * bs, min((i + 1) * bs, self.n))
+                idx = np.arange(i * bs, min((i + 1) * bs, self.n))
             else:
-                sl = np.sort(perm[i * bs:(i + 1) * bs])  # sorted: cache-friendly
-            yield ([a[sl] for a in self.xs], [a[sl] for a in self.ys],
-                   None if self.sw is None else self.sw[sl])
+                idx = np.sort(perm[i * bs:(i + 1) * bs])  # sorted: cache-friendly
+            yield BatchRef(self.arrays, idx)
+
+
+class GeneratorBatches:
+    """``BatchRef``s from a Python generator of (x, y[, sample_weight]) tuples.
+
+    Args:
+        gen: the generator (or iterator).
+        steps: batches per epoch; None runs until the generator is exhausted.
+        ones: callable n -> (n,) float array of unit sample weights.
+    """
+
+    def __init__(self, gen, steps, ones):
+        self.gen, self.steps, self.ones = gen, steps, ones
+        self.n_inputs = None  # inputs in the latest batch (the rest: y, weights)
+
+    def __iter__(self):
+        count = 0
+        while self.steps is None or count < self.steps:
+            try:
+                item = next(self.gen)
+            except StopIteration:
+                if self.steps is not None and count < self.steps:
+                    raise ValueError(
+                        f"The generator ran out after {count} batches; "
+                        f"steps_per_epoch={self.steps} were expected."
+                    ) from None
+                return
+            if not isinstance(item, tuple) or len(item) not in (2, 3):
+                raise ValueError(f"A generator must yield (x, y) or (x, y, "
+                                 f"sample_weight). Received: {type(item).__name__}.")
+            bx = [np.asarray(v) for v in (item[0] if isinstance(item[0], list)
+                                          else [item[0]])]
+            by = [np.asarray(v) for v in (item[1] if isinstance(item[1], list)
+                                          else [item[1]])]
+            sw = None if len(item) == 2 else np.asarray(item[2])
+            n = check_arrays(bx, by, sw, None)
+            count += 1
+            self.n_inputs = len(bx)
+            yield BatchRef(bx + by + [self.ones(n) if sw is None else sw], None)
+
+
+def chunks(batches, k):
+    """Groups an iterable of batches into lists of up to ``k`` (steps_per_execution)."""
+    chunk = []
+    for b in batches:
+        chunk.append(b)
+        if len(chunk) == k:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

@@ -47,6 +47,7 @@ class Model(Trainer, Layer):
         Layer.__init__(self, **kwargs)
         Trainer.__init__(self)
         self._is_functional = inputs is not None and outputs is not None
+        self._inputs_struct = self._outputs_struct = None
         if self._is_functional:
             self._init_graph(inputs, outputs)
 
@@ -166,7 +167,7 @@ class Model(Trainer, Layer):
 
     def call(self, inputs, training=None):
         """Replays the functional graph; subclassed models override this."""
-        if not getattr(self, "_is_functional", False):
+        if not self._is_functional:
             raise NotImplementedError(
                 f"Model '{self.name}' has no call(): pass inputs and outputs to "
                 f"Model(...) or override call() in a subclass."
@@ -181,6 +182,44 @@ class Model(Trainer, Layer):
         with training_context(training):
             return Layer.__call__(self, inputs, *args, **kwargs)
 
+    # -- inspection and saving ------------------------------------------------------------------
+    def summary(self, print_fn=None, line_length=80):
+        """Prints a table of layers, output shapes and parameter counts."""
+        from kerasflow.models.summary import summary_text  # noqa: PLC0415
+
+        text = summary_text(self, line_length)
+        (print_fn or print)(text)
+
+    def save(self, filepath, overwrite=True):
+        """Writes one zip file: architecture JSON + weights .npz (atomic)."""
+        from kerasflow.models import saving  # noqa: PLC0415
+
+        saving.save_model(self, filepath, overwrite=overwrite)
+
+    def save_weights(self, filepath, overwrite=True):
+        """Writes the weights as a .npz file (atomic)."""
+        from kerasflow.models import saving  # noqa: PLC0415
+
+        saving.save_weights(self, filepath, overwrite=overwrite)
+
+    def load_weights(self, filepath):
+        """Loads weights written by ``save_weights`` (or a model file)."""
+        from kerasflow.models import saving  # noqa: PLC0415
+
+        saving.load_weights(self, filepath)
+
+    def to_json(self, **kwargs):
+        """The architecture as a JSON string (``model_from_json`` rebuilds it)."""
+        from kerasflow.models import saving  # noqa: PLC0415
+
+        return saving.to_json(self, **kwargs)
+
+    def to_yaml(self, **kwargs):
+        """The architecture as YAML (``model_from_yaml`` rebuilds it)."""
+        from kerasflow.models import saving  # noqa: PLC0415
+
+        return saving.to_yaml(self, **kwargs)
+
     # -- config ----------------------------------------------------------------------------
     def get_config(self):
         """Functional models: layers with the calls connecting them.
@@ -188,7 +227,7 @@ class Model(Trainer, Layer):
         Raises:
             NotImplementedError: for subclassed models (save their weights instead).
         """
-        if not getattr(self, "_is_functional", False):
+        if not self._is_functional:
             raise NotImplementedError(
                 f"Subclassed model '{self.name}' has no config: use save_weights() "
                 f"and rebuild it in code, or build it with the functional API."
@@ -262,11 +301,11 @@ class Model(Trainer, Layer):
 
     def _default_input_specs(self):
         """(shape, dtype) per model input, or None when unknown before data."""
-        if getattr(self, "_is_functional", False):
+        if self._is_functional:
             return [(t.shape, t.dtype) for t in self.inputs]
         return None
 
     def _output_names(self, n):
-        if getattr(self, "_is_functional", False):
+        if self._is_functional:
             return [layer_base.get_history(t)[0].name for t in self.outputs]
         return [f"output_{i + 1}" for i in range(n)]

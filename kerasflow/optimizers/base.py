@@ -13,8 +13,6 @@ from __future__ import annotations
 import numbers
 import re
 import warnings
-import weakref
-from typing import NamedTuple
 
 import numpy as np
 
@@ -28,21 +26,27 @@ from kerasflow.optimizers.schedules import serialize as _serialize_schedule
 __all__ = ["Optimizer", "TrainOp", "train_op_info", "trainable_variables_of"]
 
 
-class TrainOp(NamedTuple):
-    """What ``minimize`` built a train op from, for strategies to split it."""
+class TrainOp(K.SymbolicTensor):
+    """The op ``minimize`` returns: fetch it to take one step (TF1's train op).
 
-    loss: K.SymbolicTensor
-    var_list: list
-    optimizer: Optimizer
+    Besides being a fetchable op (``sess.run(train_op, feed_dict)`` returns None),
+    it carries what it was built from, so a strategy or an Estimator can split it
+    into compute -> reduce -> apply (``models.train_step.TrainStep.from_train_op``).
 
+    Attributes:
+        loss: the scalar loss tensor.
+        var_list: the trained Variables, in order.
+        optimizer: the ``Optimizer``.
+        global_step: the int64 step Variable incremented with each step, or None.
+    """
 
-# Keyed weakly by the train op: dropping the op drops the record.
-_TRAIN_OPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+    # Pickled, it travels as a plain op (graph_pickle): the graph holds the updates.
+    __slots__ = ("loss", "var_list", "optimizer", "global_step")
 
 
 def train_op_info(train_op) -> TrainOp | None:
-    """The (loss, var_list, optimizer) behind a ``minimize`` op, else None."""
-    return _TRAIN_OPS.get(train_op)
+    """The ``TrainOp`` (with .loss, .var_list, .optimizer) if ``train_op`` is one."""
+    return train_op if isinstance(train_op, TrainOp) else None
 
 
 def trainable_variables_of(*tensors) -> list:
@@ -364,17 +368,41 @@ class Optimizer:
         params = list(params)
         return self.apply_gradients(zip(K.gradients(loss, params), params))
 
-    def minimize(self, loss, var_list=None):
+    def compute_gradients(self, loss, var_list=None) -> list:
+        """``(gradient, variable)`` pairs of ``loss`` (TF1's ``compute_gradients``).
+
+        Args:
+            loss: scalar tensor.
+            var_list: Variables; default: every trainable Variable ``loss``
+                depends on, in creation order.
+
+        Returns:
+            List of ``(symbolic gradient or None, Variable)``; feed it (possibly
+            transformed) to ``apply_gradients``.
+
+        Raises:
+            ValueError: no trainable variable to differentiate against.
+        """
+        var_list = trainable_variables_of(loss) if var_list is None else list(
+            var_list)
+        if not var_list:
+            raise ValueError(f"Found no trainable Variable to differentiate "
+                             f"against. Received: loss={loss!r}, var_list=[].")
+        return list(zip(K.gradients(loss, var_list), var_list))
+
+    def minimize(self, loss, global_step=None, var_list=None):
         """One train op that takes a step on ``loss`` (TF1's ``minimize``).
 
         Args:
             loss: scalar tensor (a non-scalar one is summed).
+            global_step: optional int Variable incremented by each step
+                (``kerasflow.train.get_or_create_global_step()``).
             var_list: Variables to train; default: every trainable Variable the
                 loss depends on.
 
         Returns:
-            A fetchable op: ``sess.run(train_op, feed_dict)`` applies one step
-            and returns None.
+            A ``TrainOp``: ``sess.run(train_op, feed_dict)`` applies one step and
+            returns None; ``train_op.loss/var_list/optimizer`` say what it trains.
 
         Raises:
             ValueError: no trainable variable to train.
@@ -384,13 +412,19 @@ class Optimizer:
             >>> with Session() as sess:
             ...     sess.run(train_op, feed_dict={X: x, Y: y})
         """
-        var_list = trainable_variables_of(loss) if var_list is None else list(
-            var_list)
-        if not var_list:
-            raise ValueError(f"minimize found no trainable Variable to train. "
-                             f"Received: loss={loss!r}, var_list={var_list}.")
-        op = K.group(*self.get_updates(loss, var_list), name=f"{self.name}/minimize")
-        _TRAIN_OPS[op] = TrainOp(loss, var_list, self)
+        if isinstance(global_step, (list, tuple)) and var_list is None:
+            global_step, var_list = None, global_step  # minimize(loss, var_list)
+        pairs = self.compute_gradients(loss, var_list)
+        updates = self.apply_gradients(pairs)
+        if global_step is not None:
+            updates.append(K.assign_add(global_step, 1))
+        group = K.group(*updates, name=f"{self.name}/minimize")
+        node = group.node
+        op = TrainOp.__new__(TrainOp)
+        K.SymbolicTensor.__init__(op, node, 0, (), "bool")
+        node.outputs = (op,)
+        op.loss, op.var_list, op.optimizer = loss, [v for _, v in pairs], self
+        op.global_step = global_step
         return op
 
     # -- config -----------------------------------------------------------------

@@ -1,6 +1,8 @@
-"""Distribution strategies (L4). This package holds the base ``Strategy`` and the
-in-process ``DefaultStrategy`` that every ``fit`` goes through."""
+"""Distribution strategies (L4): the Ray strategies build on the base in
+``kerasflow.distribute_lib``, re-exported here with ``DefaultStrategy``."""
 
-from kerasflow.strategies.base import DefaultStrategy, Strategy, get_strategy
+from kerasflow.strategies.base import (
+    BatchRef, DefaultStrategy, ReduceOp, Strategy, get_strategy,
+)
 
-__all__ = ["Strategy", "DefaultStrategy", "get_strategy"]
+__all__ = ["BatchRef", "DefaultStrategy", "ReduceOp", "Strategy", "get_strategy"]

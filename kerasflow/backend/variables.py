@@ -1,0 +1,145 @@
+"""Variables: mutable device values that read as graph tensors, and ``assign_all``.
+
+A ``Variable`` is a ``SymbolicTensor`` (the output of a "Variable" node) holding
+its current value on the device (numpy or cupy). Reading it in a compiled plan
+reads ``value``; assignments are stateful nodes (``ops/state.py``) or, given
+arrays, happen at once (TF1 ``tf.Variable`` semantics, without initializers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerasflow.backend import array as _array
+from kerasflow.backend.graph import (
+    Node, SymbolicTensor, _as_numpy, _normalize_shape, _ops, in_tracing,
+    is_symbolic,
+)
+
+__all__ = ["Variable", "assign_all"]
+
+
+class Variable(SymbolicTensor):
+    """A mutable value on the device; as a graph tensor it reads its current value.
+
+    ``assign``, ``assign_add`` and ``assign_sub`` given a symbolic value add a
+    stateful node to the graph (run it, or pass it as a ``Function`` update); given
+    an array or number they update the value at once.
+
+    Args:
+        initial_value: array-like, Python number, or a callable ``f(shape, dtype)``
+            (an initializer, then ``shape`` is required).
+        trainable: whether optimizers and ``gradients`` see it as a weight.
+        name: readable name ("dense/kernel").
+        dtype: dtype; defaults to floatx() for floats.
+        shape: the shape, needed when ``initial_value`` is callable.
+
+    Example:
+        >>> w = Variable(0.0, name="weights")
+        >>> w.assign_add(1.5)
+        >>> float(w.numpy())
+        1.5
+    """
+
+    __slots__ = ("value", "trainable", "constraint")
+
+    def __init__(self, initial_value, trainable=True, name=None, dtype=None,
+                 shape=None, constraint=None):
+        if callable(initial_value):
+            if shape is None:
+                raise ValueError(
+                    f"Variable '{name}' with a callable initial_value needs shape=."
+                )
+            initial_value = initial_value(
+                _normalize_shape(shape), dtype or _array.floatx()
+            )
+        host = _as_numpy(initial_value, dtype)
+        if dtype is None and host.dtype.kind == "f":
+            host = host.astype(_array.floatx())
+        # Variable names are not prefixed by name scopes: layers name their
+        # weights "<layer>/<weight>" themselves, wherever they are built.
+        node = Node("Variable", (), {}, name or "Variable", scoped=False)
+        SymbolicTensor.__init__(self, node, 0, host.shape, host.dtype)
+        node.outputs = (self,)
+        node.attrs = {"variable": self}
+        # A private copy: the caller's array must not alias the Variable.
+        self.value = _array.to_device(host).copy()
+        self.trainable = bool(trainable)
+        self.constraint = constraint
+
+    @property
+    def name(self):
+        return self.node.name
+
+    def numpy(self):
+        """The current value as a numpy array (a copy)."""
+        return np.array(_array.to_numpy(self.value), copy=True)
+
+    def read_value(self):
+        return self.value
+
+    def _set(self, value):
+        value = _array.to_device(value, dtype=self.dtype)
+        if value.shape != self.value.shape:
+            raise ValueError(
+                f"Variable '{self.name}' has shape {self.value.shape}; cannot assign "
+                f"a value of shape {value.shape}."
+            )
+        self.value = value.copy()
+
+    def assign(self, value):
+        """Sets the value (eagerly for arrays, as a graph node for tensors)."""
+        if is_symbolic(value) or in_tracing():
+            return _ops().assign(self, value)
+        self._set(value)
+        return self.value
+
+    def assign_add(self, delta):
+        """Adds ``delta`` (broadcastable to the variable's shape)."""
+        if is_symbolic(delta) or in_tracing():
+            return _ops().assign_add(self, delta)
+        self._set(self.value + _array.to_device(delta, dtype=self.dtype))
+        return self.value
+
+    def assign_sub(self, delta):
+        """Subtracts ``delta`` (broadcastable to the variable's shape)."""
+        if is_symbolic(delta) or in_tracing():
+            return _ops().assign_sub(self, delta)
+        self._set(self.value - _array.to_device(delta, dtype=self.dtype))
+        return self.value
+
+    def __repr__(self):
+        return (
+            f"<Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
+        )
+
+
+def assign_all(variables, values, owner: str) -> None:
+    """Sets each Variable to its value, checking count and every shape first.
+
+    Nothing is assigned unless all values fit, so a bad list (or a corrupt file
+    read into one) never leaves the owner half-updated.
+
+    Args:
+        variables: list of ``Variable``.
+        values: list of array-likes, one per variable.
+        owner: who holds them, for messages ("Layer 'dense'").
+
+    Raises:
+        ValueError: a different count, or a value whose shape differs, naming the
+            variable, the expected and the received shape.
+    """
+    values = list(values)
+    if len(values) != len(variables):
+        raise ValueError(
+            f"{owner} expects {len(variables)} weight arrays. Received: "
+            f"{len(values)}."
+        )
+    for var, value in zip(variables, values):
+        if tuple(np.shape(value)) != tuple(var.shape):
+            raise ValueError(
+                f"Weight '{var.name}' of {owner} expects shape {tuple(var.shape)}. "
+                f"Received: shape {tuple(np.shape(value))}."
+            )
+    for var, value in zip(variables, values):
+        var.assign(np.asarray(value, dtype=var.dtype))
