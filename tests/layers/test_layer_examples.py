@@ -35,6 +35,21 @@ def test_fashion_mnist_cnn_short_run_learns(data_dir):
     assert acc >= 0.65
 
 
+def test_mnist_lstm_short_run_learns(data_dir):
+    acc, history, _ = _load("mnist_lstm").main(
+        epochs=3, data=str(data_dir / "mnist"), verbose=0, train_limit=4096,
+        test_limit=1000, units=64)
+    losses = history.history["loss"]
+    assert losses[-1] < 0.8 * losses[0]
+    assert acc >= 0.5
+
+
+@pytest.mark.slow
+def test_mnist_lstm_reaches_97_percent(data_dir):
+    acc, _, _ = _load("mnist_lstm").main(data=str(data_dir / "mnist"), verbose=0)
+    assert acc >= 0.97
+
+
 @pytest.mark.slow
 def test_mnist_cnn_reaches_99_percent(data_dir):
     acc, _, _ = _load("mnist_cnn").main(data=str(data_dir / "mnist"), verbose=0)
