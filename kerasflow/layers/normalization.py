@@ -117,20 +117,22 @@ class BatchNormalization(Layer):
             x = K.cast(x, self.dtype)
         reduce = tuple(a for a in range(rank) if a not in axes)
         if training and self.trainable:
-            mean = K.mean(x, axis=reduce, keepdims=True)
-            centered = x - mean
-            var = K.mean(K.square(centered), axis=reduce, keepdims=True)
-            flat_mean = K.reshape(mean, self.moving_mean.shape)
-            flat_var = K.reshape(var, self.moving_variance.shape)
+            # One fused op (and one gradient op) for the batch statistics.
+            shape = tuple(self.moving_mean.shape)
+            gamma = self.gamma if self.gamma is not None else np.ones(shape,
+                                                                      self.dtype)
+            beta = self.beta if self.beta is not None else np.zeros(shape,
+                                                                    self.dtype)
+            y, mean, var = K.fused_batch_norm(x, gamma, beta, reduce, self.epsilon)
             m = self.momentum
             self.add_update([
-                self.moving_mean.assign(self.moving_mean * m + flat_mean * (1 - m)),
+                self.moving_mean.assign(self.moving_mean * m + mean * (1 - m)),
                 self.moving_variance.assign(
-                    self.moving_variance * m + flat_var * (1 - m)),
+                    self.moving_variance * m + var * (1 - m)),
             ])
-        else:
-            centered = x - param(self.moving_mean)
-            var = param(self.moving_variance)
+            return y
+        centered = x - param(self.moving_mean)
+        var = param(self.moving_variance)
         scale = K.rsqrt(var + self.epsilon)
         if self.gamma is not None:
             scale = scale * param(self.gamma)

@@ -133,3 +133,22 @@ def test_normalization_errors():
     with pytest.raises(ValueError, match="expected axis 1 of input shape to have "
                                          "value 4"):
         bn(K.placeholder("float32", (None, 5)))
+
+
+@pytest.mark.parametrize("shape,axes", [((6, 2, 3), (0, 1)), ((4, 3, 5), (0, 2)),
+                                        ((5, 4), (0,))])
+def test_fused_batch_norm_op(float64, shape, axes):
+    rng = np.random.RandomState(3)
+    x = rng.randn(*shape) * 2 + 1
+    pshape = tuple(d for a, d in enumerate(shape) if a not in axes)
+    gamma, beta = rng.randn(*pshape) + 2, rng.randn(*pshape)
+    y, mean, var = K.fused_batch_norm(x, gamma, beta, axes, 1e-3)
+    keep = tuple(1 if a in axes else d for a, d in enumerate(shape))
+    ref_m, ref_v = x.mean(axis=axes), x.var(axis=axes)
+    np.testing.assert_allclose(mean, ref_m, rtol=1e-12)
+    np.testing.assert_allclose(var, ref_v, rtol=1e-12)
+    np.testing.assert_allclose(
+        y, gamma.reshape(keep) * (x - ref_m.reshape(keep)) /
+        np.sqrt(ref_v.reshape(keep) + 1e-3) + beta.reshape(keep), rtol=1e-10)
+    check_gradients(lambda a, g, b: K.fused_batch_norm(a, g, b, axes, 1e-3)[0],
+                    [x, gamma, beta])

@@ -37,7 +37,7 @@ def _rank_check(what, x, rank):
         )
 
 
-# -- 1-D through the 2-D kernels --------------------------------------------------------
+# -- 1-D through the 2-D kernels --------------------------------------------------
 def conv1d(x, kernel, stride: int = 1, padding: str = "valid",
            dilation_rate: int = 1):
     """1-D convolution (cross-correlation), NWC (TF's ``tf.nn.conv1d``).
@@ -82,7 +82,7 @@ def avg_pool1d(x, pool_size: int = 2, strides: int | None = None,
     return _pool1d(_conv.avg_pool2d, x, pool_size, strides, padding)
 
 
-# -- transposed convolution --------------------------------------------------------------
+# -- transposed convolution ----------------------------------------------------------
 def _transpose_out(size, k, s, d, padding):
     keff = (k - 1) * d + 1
     if size is None:
@@ -180,7 +180,7 @@ def conv2d_transpose_output_size(size, k, s, d, padding):
     return _transpose_out(size, k, s, d, _conv._padding(padding))
 
 
-# -- depthwise convolution ---------------------------------------------------------------
+# -- depthwise convolution ------------------------------------------------------------
 def _depthwise_infer(x, kernel, strides, padding, dilation_rate):
     if x.dtype != kernel.dtype or x.dtype.kind != "f":
         raise TypeError(f"depthwise_conv2d needs x and kernel of one float dtype. "
