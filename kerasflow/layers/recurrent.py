@@ -80,6 +80,8 @@ class _RNN(Layer):
         return self._w.init["bias"](shape, dtype=dtype)
 
     def build(self, input_shape):
+        if isinstance(input_shape, list):  # [x, *initial_states] (Keras 2 form)
+            input_shape = input_shape[0]
         check_rank(self, input_shape, 3, "(batch, timesteps, features)")
         d = input_shape[-1]
         if d is None:
@@ -103,6 +105,11 @@ class _RNN(Layer):
         return np.zeros(self._bias_shape(), self.dtype)
 
     def call(self, inputs, mask=None, training=None, initial_state=None):
+        if isinstance(inputs, (list, tuple)):
+            # ``layer([x, h0, c0])``: states as inputs, which functional models
+            # can feed (keyword tensors are not replayed).
+            inputs, *states = inputs
+            initial_state = states or initial_state
         if mask is None:
             mask = get_mask(inputs)
         x = inputs if inputs.dtype == np.dtype(self.dtype) else K.cast(
@@ -182,7 +189,9 @@ class SimpleRNN(_RNN):
         stateful: only False. unroll: ignored (one loop op either way).
 
     Input: float (batch, timesteps, features); ``mask`` (batch, timesteps) bool,
-    or the mask of ``Embedding(mask_zero=True)`` / ``Masking``.
+    or the mask of ``Embedding(mask_zero=True)`` / ``Masking``. Initial states:
+    ``initial_state=[h]`` (``[h, c]`` for LSTM), or ``layer([x, h, c])`` in a
+    functional model (whose replay feeds list inputs, not keyword tensors).
 
     Raises:
         ValueError: bad arguments; an input that is not rank 3 (naming the

@@ -136,3 +136,19 @@ def test_recurrent_errors():
     with pytest.raises(ValueError, match="expects 2 initial state"):
         L.LSTM(2)(K.placeholder("float32", (None, 3, 2)),
                   initial_state=[K.placeholder("float32", (None, 2))])
+
+
+def test_initial_states_as_inputs_in_a_functional_model(tmp_path):
+    inp, h0, c0 = kf.Input((5, 3)), kf.Input((4,)), kf.Input((4,))
+    model = kf.Model([inp, h0, c0], L.LSTM(4)([inp, h0, c0]))
+    x = sample((2, 5, 3))
+    zeros, ones = np.zeros((2, 4), "f4"), np.ones((2, 4), "f4")
+    with_c = model.predict([x, zeros, ones], verbose=0)
+    assert not np.allclose(with_c, model.predict([x, zeros, zeros], verbose=0))
+    lstm = model.layers[-1]
+    np.testing.assert_allclose(with_c, lstm(x, initial_state=[zeros, ones]),
+                               rtol=1e-5)
+    model.save(tmp_path / "m.kf")
+    loaded = kf.models.load_model(tmp_path / "m.kf")
+    np.testing.assert_allclose(loaded.predict([x, zeros, ones], verbose=0), with_c,
+                               rtol=1e-6)
