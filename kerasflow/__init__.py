@@ -8,6 +8,7 @@ first needed.
 """
 
 from kerasflow import backend
+from kerasflow import ops
 from kerasflow import activations, constraints, initializers, regularizers
 from kerasflow import losses, metrics, optimizers
 from kerasflow import layers
@@ -18,6 +19,6 @@ from kerasflow.layers import Input
 from kerasflow.models import Model, Sequential
 
 __version__ = "0.1.0"
-__all__ = ["backend", "activations", "constraints", "initializers", "regularizers",
+__all__ = ["backend", "ops", "activations", "constraints", "initializers", "regularizers",
            "losses", "metrics", "optimizers", "layers", "callbacks", "models",
            "datasets", "utils", "Input", "Model", "Sequential", "__version__"]

@@ -6,7 +6,15 @@ and returns a device array (numpy or cupy).
 
 from __future__ import annotations
 
-__all__ = ["Constraint", "NonNeg", "MaxNorm", "get"]
+from typing import Any
+
+from kerasflow.utils.serialization import (
+    deserialize_object,
+    get_object,
+    serialize_object,
+)
+
+__all__ = ["Constraint", "NonNeg", "MaxNorm", "get", "serialize", "deserialize"]
 
 
 class Constraint:
@@ -41,18 +49,36 @@ class MaxNorm(Constraint):
         return {"max_value": self.max_value, "axis": self.axis}
 
 
-_NAMES = {"non_neg": NonNeg, "nonneg": NonNeg, "max_norm": MaxNorm}
+_OBJECTS: dict[str, Any] = {
+    "Constraint": Constraint, "NonNeg": NonNeg, "MaxNorm": MaxNorm,
+    "non_neg": NonNeg, "nonneg": NonNeg, "max_norm": MaxNorm,
+}
+
+
+def serialize(constraint: Constraint | None) -> dict | None:
+    """``{"class_name": ..., "config": ...}`` of a ``Constraint``; None for None.
+
+    Raises:
+        TypeError: an object without ``get_config`` (a plain function), which
+            a config cannot describe.
+    """
+    return serialize_object(constraint)
+
+
+def deserialize(config, custom_objects=None) -> Constraint:
+    """A new constraint from a name or a class_name/config dict.
+
+    Raises:
+        ValueError: an unknown name, listing the valid ones.
+    """
+    return deserialize_object(config, _OBJECTS, "constraint", custom_objects)
 
 
 def get(identifier):
-    """None, a name ('non_neg', 'max_norm'), or a callable.
+    """None, a name ('non_neg', 'max_norm', 'NonNeg'...), a config dict, or a
+    callable ``f(w) -> w'`` (returned as is).
 
     Raises:
-        ValueError: an unknown name.
+        ValueError: an unknown name. TypeError: an identifier of another type.
     """
-    if identifier is None or callable(identifier):
-        return identifier
-    if isinstance(identifier, str) and identifier in _NAMES:
-        return _NAMES[identifier]()
-    raise ValueError(f"Unknown constraint: {identifier!r}. Valid names: "
-                     f"{sorted(_NAMES)}.")
+    return get_object(identifier, _OBJECTS, "constraint")

@@ -295,3 +295,21 @@ def test_custom_function_round_trips_through_custom_objects():
     again = losses.deserialize(config, custom_objects={"cube": cube})
     assert again.fn is cube
     assert again(np.zeros((2, 1), F32), np.full((2, 1), 2.0, F32)) == 8.0
+
+
+@pytest.mark.parametrize("cls", [losses.BinaryCrossentropy,
+                                 losses.CategoricalCrossentropy])
+def test_crossentropy_shape_mismatch_raises_eagerly_and_symbolically(cls):
+    # (3, 1) targets against (3, 3) outputs would silently broadcast to (3, 3).
+    y_true = np.array([[1.0], [0.0], [1.0]])
+    y_pred = np.full((3, 3), 1.0 / 3.0)
+    with pytest.raises(ValueError, match=r"must have the same shape.*"
+                       r"target\.shape=\(3, 1\), output\.shape=\(3, 3\)"):
+        cls()(y_true, y_pred)
+    t = K.placeholder("float32", (None, 1))
+    p = K.placeholder("float32", (None, 3))
+    with pytest.raises(ValueError, match="must have the same shape"):
+        cls()(t, p)
+    # Rank-1 targets against (batch, 1) outputs stay accepted.
+    bce = losses.BinaryCrossentropy()(np.array([1.0, 0.0]), np.array([[0.5], [0.5]]))
+    assert float(bce) == pytest.approx(np.log(2.0), rel=1e-6)

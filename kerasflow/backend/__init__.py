@@ -17,6 +17,8 @@ from kerasflow.backend.graph import (
     is_symbolic, name_scope, placeholder, tracing,
 )
 from kerasflow.backend.ops import *  # noqa: F403
+from kerasflow.backend.keras_ops import *  # noqa: F403
+from kerasflow.backend.keras_ops import __all__ as _keras_all
 from kerasflow.backend.ops import __all__ as _ops_all
 from kerasflow.backend.registry import apply, get_op, register_gradient, register_op
 
@@ -25,5 +27,5 @@ __all__ = [
     "gpu_available", "to_device", "to_numpy", "gradients", "Function", "Session",
     "function", "SymbolicTensor", "TensorSpec", "Variable", "constant",
     "is_symbolic", "name_scope", "placeholder", "assign_all", "apply", "get_op",
-    "register_gradient", "register_op", "tracing", "in_tracing", *_ops_all,
+    "register_gradient", "register_op", "tracing", "in_tracing", *_ops_all, *_keras_all,
 ]

@@ -31,6 +31,20 @@ _DEVICE: str | None = None
 _CUPY = None
 
 
+# TensorFlow's dtype names where numpy reads them differently ("float" is float32
+# in TF, float64 in numpy).
+_TF_NAMES = {"float": "float32", "double": "float64", "half": "float16"}
+
+
+def as_dtype(dtype) -> np.dtype:
+    """A numpy dtype from a numpy/TF name, a dtype, or an object with
+    ``as_numpy_dtype`` (TF's ``DType``); "float" means float32 as in TF."""
+    if isinstance(dtype, str):
+        dtype = _TF_NAMES.get(dtype, dtype)
+    dtype = getattr(dtype, "as_numpy_dtype", dtype)
+    return np.dtype(dtype)
+
+
 def floatx() -> str:
     """Returns the default float dtype name ('float32' unless changed)."""
     return _FLOATX

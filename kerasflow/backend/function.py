@@ -295,6 +295,12 @@ def function(inputs, outputs, updates=(), name="function"):
     return Function(inputs, outputs, updates, name)
 
 
+def _is_value(x) -> bool:
+    """Arrays (numpy or cupy) and numbers: values a Session can hand back."""
+    return isinstance(x, (int, float, complex, np.number, np.bool_, np.ndarray)) \
+        or type(x).__module__.startswith("cupy")
+
+
 class Session:
     """TF1-style runner: ``Session().run(fetches, feed_dict)``.
 
@@ -337,9 +343,15 @@ class Session:
             if not isinstance(k, SymbolicTensor):
                 raise TypeError(f"feed_dict keys are tensors. Received key: {k!r}.")
         flat = _flatten(fetches, [])
-        for f in flat:
-            if not isinstance(f, SymbolicTensor):
-                raise TypeError(f"Fetches are tensors or ops. Received: {f!r}.")
+        # An op applied to arrays already ran (eagerly): TF1 would have made it a
+        # constant, so fetching its value returns it.
+        known = {i: _array.to_numpy(f) for i, f in enumerate(flat)
+                 if not isinstance(f, SymbolicTensor) and _is_value(f)}
+        for i, f in enumerate(flat):
+            if i not in known and not isinstance(f, SymbolicTensor):
+                raise TypeError(f"Fetches are tensors, ops or arrays. Received: "
+                                f"{f!r}.")
+        flat = [f for i, f in enumerate(flat) if i not in known]
         feeds = list(feed_dict)
         key = (tuple(id(t) for t in flat), tuple(id(t) for t in feeds))
         entry = self._cache.get(key)
@@ -348,8 +360,10 @@ class Session:
             self._cache[key] = entry
         fn = entry[0]
         values = fn(*[feed_dict[t] for t in feeds])
-        out = [None if t.node.op == "NoOp" else _array.to_numpy(v)
-               for t, v in zip(flat, values)]
+        computed = iter([None if t.node.op == "NoOp" else _array.to_numpy(v)
+                         for t, v in zip(flat, values)])
+        out = [known[i] if i in known else next(computed)
+               for i in range(len(known) + len(flat))]
         return _pack(fetches, iter(out))
 
     def close(self):

@@ -88,16 +88,29 @@ class tracing:
 
     def __enter__(self):
         _scope.tracing = getattr(_scope, "tracing", 0) + 1
+        stack = _scope.__dict__.setdefault("recorded", [])
+        self.stateful: list = []  # assignments made to Variables inside
+        stack.append(self.stateful)
         return self
 
     def __exit__(self, *exc):
         _scope.tracing -= 1
+        _scope.recorded.pop()
         return False
 
 
 def in_tracing() -> bool:
     """True inside a ``tracing()`` block of this thread."""
     return getattr(_scope, "tracing", 0) > 0
+
+
+def record_stateful(op) -> None:
+    """Notes a Variable assignment built while tracing (``tracing().stateful``),
+    so code that assigns without returning the op (Keras layers and metrics)
+    still gets its update run with the traced step."""
+    stack = getattr(_scope, "recorded", None)
+    if stack:
+        stack[-1].append(op)
 
 
 def _normalize_shape(shape):
@@ -125,7 +138,7 @@ class TensorSpec:
 
     def __init__(self, shape, dtype):
         self.shape = _normalize_shape(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = _array.as_dtype(dtype)
 
     @property
     def ndim(self):
@@ -158,9 +171,10 @@ class SymbolicTensor:
     """A value in a graph: one output of a ``Node``, with static shape and dtype.
 
     Python operators build ops: ``+ - * / // % ** @``, unary ``-``, ``abs``,
-    ``< <= > >=`` (elementwise; ``==`` keeps identity, as TF1 tensors did, so
-    tensors can be dict keys: use ``equal()`` for the elementwise test), and
-    indexing/slicing (``x[:, 1:3]``, ``x[..., None]``, ``x[int_tensor]`` gathers).
+    ``< <= > >= == !=`` (elementwise, as Keras 3; hashing is by identity, so
+    tensors can still be dict keys, and ``bool()`` of a symbolic comparison
+    raises), and indexing/slicing (``x[:, 1:3]``, ``x[..., None]``,
+    ``x[int_tensor]`` gathers).
     """
 
     # ``_keras_logits``: set on a softmax/sigmoid output to the logits it came from,
@@ -208,11 +222,24 @@ class SymbolicTensor:
     def __hash__(self):
         return id(self)
 
+    # ``==`` / ``!=`` are elementwise, as in Keras 3 and TF2 (not TF1's identity
+    # test). Hashing stays by identity, and a tensor compared with itself is
+    # plainly True, so tensors remain keys of dicts, weak dicts and sets;
+    # ``bool()`` of a symbolic result raises, so other identity-style uses
+    # (``t in a_list`` of other tensors) fail loudly instead of silently.
     def __eq__(self, other):
-        return self is other
+        if other is self:
+            return True
+        if other is None or not _comparable(other):
+            return NotImplemented
+        return _ops().equal(self, other)
 
     def __ne__(self, other):
-        return self is not other
+        if other is self:
+            return False
+        if other is None or not _comparable(other):
+            return NotImplemented
+        return _ops().not_equal(self, other)
 
     def __bool__(self):
         raise TypeError(
@@ -303,6 +330,11 @@ class SymbolicTensor:
         return _ops().transpose(self)
 
 
+def _comparable(x) -> bool:
+    return isinstance(x, (SymbolicTensor, bool, int, float, np.number, np.ndarray,
+                          np.bool_)) or type(x).__module__.startswith("cupy")
+
+
 def _ops():
     from kerasflow.backend import ops  # noqa: PLC0415  (cycle: ops build tensors)
 
@@ -354,6 +386,7 @@ def constant(value, dtype=None, name=None) -> SymbolicTensor:
 
 def _as_numpy(value, dtype=None):
     value = _array.to_numpy(value)
+    dtype = None if dtype is None else _array.as_dtype(dtype)
     if dtype is None and isinstance(value, float):
         dtype = _array.floatx()
     if dtype is None and isinstance(value, (list, tuple)):

@@ -13,7 +13,7 @@ import numpy as np
 from kerasflow.backend import array as _array
 from kerasflow.backend.graph import (
     Node, SymbolicTensor, _as_numpy, _normalize_shape, _ops, in_tracing,
-    is_symbolic,
+    is_symbolic, record_stateful,
 )
 
 __all__ = ["Variable", "assign_all"]
@@ -90,21 +90,27 @@ class Variable(SymbolicTensor):
     def assign(self, value):
         """Sets the value (eagerly for arrays, as a graph node for tensors)."""
         if is_symbolic(value) or in_tracing():
-            return _ops().assign(self, value)
+            op = _ops().assign(self, value)
+            record_stateful(op)
+            return op
         self._set(value)
         return self.value
 
     def assign_add(self, delta):
         """Adds ``delta`` (broadcastable to the variable's shape)."""
         if is_symbolic(delta) or in_tracing():
-            return _ops().assign_add(self, delta)
+            op = _ops().assign_add(self, delta)
+            record_stateful(op)
+            return op
         self._set(self.value + _array.to_device(delta, dtype=self.dtype))
         return self.value
 
     def assign_sub(self, delta):
         """Subtracts ``delta`` (broadcastable to the variable's shape)."""
         if is_symbolic(delta) or in_tracing():
-            return _ops().assign_sub(self, delta)
+            op = _ops().assign_sub(self, delta)
+            record_stateful(op)
+            return op
         self._set(self.value - _array.to_device(delta, dtype=self.dtype))
         return self.value
 

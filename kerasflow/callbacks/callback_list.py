@@ -91,70 +91,71 @@ class CallbackList(Callback):
             callback.set_model(model)
 
     # Hooks call callbacks positionally, as Keras 3 does, so that
-    # LambdaCallback functions may name their arguments freely.
+    # LambdaCallback functions may name their arguments freely; a missing
+    # ``logs`` becomes {} (Keras' pythonify_logs), never None.
     def on_batch_begin(self, batch: int, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_batch_begin(batch, logs)
+            callback.on_batch_begin(batch, {} if logs is None else logs)
 
     def on_batch_end(self, batch: int, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_batch_end(batch, logs)
+            callback.on_batch_end(batch, {} if logs is None else logs)
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_epoch_begin(epoch, logs)
+            callback.on_epoch_begin(epoch, {} if logs is None else logs)
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_epoch_end(epoch, logs)
+            callback.on_epoch_end(epoch, {} if logs is None else logs)
 
     def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_train_batch_begin(batch, logs)
+            callback.on_train_batch_begin(batch, {} if logs is None else logs)
 
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_train_batch_end(batch, logs)
+            callback.on_train_batch_end(batch, {} if logs is None else logs)
 
     def on_test_batch_begin(self, batch: int, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_test_batch_begin(batch, logs)
+            callback.on_test_batch_begin(batch, {} if logs is None else logs)
 
     def on_test_batch_end(self, batch: int, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_test_batch_end(batch, logs)
+            callback.on_test_batch_end(batch, {} if logs is None else logs)
 
     def on_predict_batch_begin(self, batch: int, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_predict_batch_begin(batch, logs)
+            callback.on_predict_batch_begin(batch, {} if logs is None else logs)
 
     def on_predict_batch_end(self, batch: int, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_predict_batch_end(batch, logs)
+            callback.on_predict_batch_end(batch, {} if logs is None else logs)
 
     def on_train_begin(self, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_train_begin(logs)
+            callback.on_train_begin({} if logs is None else logs)
 
     def on_train_end(self, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_train_end(logs)
+            callback.on_train_end({} if logs is None else logs)
 
     def on_test_begin(self, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_test_begin(logs)
+            callback.on_test_begin({} if logs is None else logs)
 
     def on_test_end(self, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_test_end(logs)
+            callback.on_test_end({} if logs is None else logs)
 
     def on_predict_begin(self, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_predict_begin(logs)
+            callback.on_predict_begin({} if logs is None else logs)
 
     def on_predict_end(self, logs: dict | None = None) -> None:
         for callback in self.callbacks:
-            callback.on_predict_end(logs)
+            callback.on_predict_end({} if logs is None else logs)
 
     def __iter__(self):
         return iter(self.callbacks)

@@ -6,13 +6,19 @@ back; classes outside this package are found through ``custom_objects``.
 
 from __future__ import annotations
 
-import inspect
-
 from kerasflow.layers.base import InputSpec, Layer
 from kerasflow.layers.core import (
-    Activation, Dense, Dropout, Flatten, Input, InputLayer, Lambda, Reshape,
+    Activation,
+    Dense,
+    Dropout,
+    Flatten,
+    Input,
+    InputLayer,
+    Lambda,
+    Reshape,
 )
 from kerasflow.layers.merging import Add, Average, Concatenate, Multiply, Subtract
+from kerasflow.utils.serialization import deserialize_object, serialize_object
 from kerasflow.layers import convolutional as _convolutional
 from kerasflow.layers import embedding as _embedding
 from kerasflow.layers import normalization as _normalization
@@ -41,48 +47,25 @@ __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation",
            *(n for m in _FAMILIES for n in m.__all__)]
 
 
-def _builtin_classes():
-    import kerasflow.models as models  # noqa: PLC0415  (models are layers too)
-
-    classes = {c.__name__: c for c in (
-        InputLayer, Dense, Activation, Dropout, Flatten, Reshape, Concatenate, Add,
-        Subtract, Multiply, Average)}
-    for module in _FAMILIES:
-        for n in module.__all__:
-            cls = getattr(module, n)
-            if isinstance(cls, type) and issubclass(cls, Layer):
-                classes.setdefault(n, cls)
-    classes.update(Sequential=models.Sequential, Model=models.Model,
-                   Functional=models.Model)
-    return classes
-
-
 def serialize(layer) -> dict:
     """``{"class_name": ..., "config": layer.get_config()}``."""
-    return {"class_name": type(layer).__name__, "config": layer.get_config()}
+    return serialize_object(layer)
 
 
 def deserialize(config: dict, custom_objects: dict | None = None) -> Layer:
-    """Rebuilds a layer from ``serialize``'s output.
+    """Rebuilds a layer (or a model, which is a layer) from ``serialize``'s output.
+
+    Classes are looked up in ``custom_objects``, then in the "layer" registry
+    every kerasflow layer and model class joins when defined.
 
     Raises:
-        ValueError: an unknown class name, naming it and how to provide it.
+        ValueError: a malformed config, or an unknown class name, naming it
+            and how to provide it.
     """
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"A layer config is a dict with 'class_name' and "
                          f"'config'. Received: {config!r}.")
-    name = config["class_name"]
-    classes = _builtin_classes()
-    classes.update(custom_objects or {})
-    cls = classes.get(name)
-    if cls is None:
-        raise ValueError(
-            f"Unknown layer class: '{name}'. Pass it when loading, e.g. "
-            f"load_model(path, custom_objects={{'{name}': {name}}})."
-        )
-    from_config = getattr(cls, "from_config", None)
-    if from_config is None:
-        return cls(**config["config"])
-    if "custom_objects" in inspect.signature(from_config).parameters:
-        return from_config(config["config"], custom_objects=custom_objects)
-    return from_config(config["config"])
+    if config["class_name"] == "Functional" and "Functional" not in (
+            custom_objects or {}):  # Keras' class name for functional networks
+        config = {**config, "class_name": "Model"}
+    return deserialize_object(config, "layer", "layer", custom_objects)

@@ -19,6 +19,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow import initializers, regularizers
+from kerasflow.utils.serialization import registry
 
 __all__ = ["Layer", "InputSpec", "get_history", "training_context",
            "collect_updates"]
@@ -28,6 +29,16 @@ _name_counts: dict[str, int] = defaultdict(int)
 _HISTORY: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _ctx = threading.local()
 _update_ctx = threading.local()
+
+
+class _Collected(list):
+    """State updates of one trace; ``.losses`` and ``.metrics`` hold what
+    ``add_loss`` / ``add_metric`` contributed during it."""
+
+    def __init__(self):
+        super().__init__()
+        self.losses: list = []
+        self.metrics: list = []  # (name, tensor)
 
 
 @contextlib.contextmanager
@@ -40,13 +51,17 @@ def collect_updates():
         step runs them with every forward pass.
     """
     stack = _update_ctx.__dict__.setdefault("stack", [])
-    found: list = []
+    found = _Collected()
     stack.append(found)
     try:
-        with K.tracing():
+        with K.tracing() as trace:
             yield found
     finally:
         stack.pop()
+    # Assignments made in call() without add_update (Keras' ``self.v.assign``)
+    # run with the step too, each once.
+    seen = {id(u) for u in found}
+    found.extend(u for u in trace.stateful if id(u) not in seen)
 
 
 def _snake(name):
@@ -88,6 +103,16 @@ def flatten_struct(x):
     return [x]
 
 
+def _after_updates(out, fn):
+    """``out`` with each output that is a Variable re-read after the updates."""
+    if fn._single:
+        t = fn.outputs[0]
+        return t.numpy() if isinstance(t, K.Variable) else out
+    vals = iter([t.numpy() if isinstance(t, K.Variable) else v
+                 for t, v in zip(fn.outputs, flatten_struct(out))])
+    return map_struct(lambda _: next(vals), out)
+
+
 def map_struct(fn, x):
     if isinstance(x, dict):
         return {k: map_struct(fn, v) for k, v in x.items()}
@@ -106,11 +131,14 @@ class InputSpec:
 class CallRecord:
     """One call of a layer: its input and output structures and keyword args."""
 
-    __slots__ = ("inputs", "outputs", "kwargs", "index")
+    # ``nargs``: tensors passed as further positional arguments
+    # (``layer(targets, logits)``); then ``inputs`` is the tuple of all of them.
+    __slots__ = ("inputs", "outputs", "kwargs", "index", "nargs")
 
-    def __init__(self, inputs, outputs, kwargs, index):
+    def __init__(self, inputs, outputs, kwargs, index, nargs=0):
         self.inputs, self.outputs, self.kwargs, self.index = (
             inputs, outputs, kwargs, index)
+        self.nargs = nargs
 
 
 class Layer:
@@ -142,6 +170,14 @@ class Layer:
 
     # Models create their weights through their layers' calls, not in build().
     _builds_in_call = False
+
+    def __init_subclass__(cls, **kwargs):
+        # kerasflow's own layer (and model) classes join the "layer" registry by
+        # class name, so configs naming them load without importing their
+        # module here; user classes come through custom_objects, as in Keras.
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.startswith("kerasflow.") and not cls.__name__.startswith("_"):
+            registry("layer").setdefault(cls.__name__, cls)
 
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
                  batch_input_shape=None, input_dim=None, batch_size=None, **kwargs):
@@ -197,23 +233,57 @@ class Layer:
         return out
 
     # -- weights --------------------------------------------------------------------
-    def add_weight(self, name, shape, initializer="glorot_uniform", regularizer=None,
-                   trainable=True, dtype=None, constraint=None):
+    def add_weight(self, name=None, shape=None, initializer=None, regularizer=None,
+                   trainable=True, dtype=None, constraint=None, **kwargs):
         """Creates a weight Variable named "<layer>/<name>".
 
+        Takes Keras 2's order (``add_weight("kernel", shape, ...)``) and Keras
+        3's keywords (``add_weight(shape=..., initializer=..., name=None)``; a
+        tuple as first argument is the shape).
+
         Args:
-            shape: tuple of ints.
-            initializer: name, instance or callable ``f(shape, dtype)``.
+            name: optional; defaults to "weight", made unique per layer.
+            shape: tuple of ints (() for a scalar).
+            initializer: name, instance or callable ``f(shape, dtype)``;
+                default "glorot_uniform" for floats, "zeros" otherwise (Keras).
             regularizer: name or instance; its penalty joins ``layer.losses``.
             trainable: False for statistics such as batch-norm moving means.
+            dtype: defaults to the layer's dtype.
+            constraint: applied after each update.
+
+        Raises:
+            TypeError: no shape, or an unknown keyword (autocast and aggregation
+                are accepted and ignored).
         """
-        init = initializers.get(initializer)
+        if isinstance(name, (tuple, list)) and shape is None:
+            name, shape = None, name
+        unknown = set(kwargs) - {"autocast", "aggregation", "synchronization"}
+        if unknown:
+            raise TypeError(f"add_weight() got unexpected keyword argument(s) "
+                            f"{sorted(unknown)}.")
+        if shape is None:
+            raise TypeError(f"add_weight() of layer '{self.name}' needs shape=. "
+                            f"Received: shape=None.")
         dtype = np.dtype(dtype or self.dtype).name
+        if initializer is None:
+            initializer = "glorot_uniform" if np.dtype(dtype).kind == "f" \
+                else "zeros"
+        if name is None:
+            taken = {w.name for w in self._trainable_weights
+                     + self._non_trainable_weights}
+            name = "weight"
+            k = 1
+            while f"{self.name}/{name}" in taken:
+                name, k = f"weight_{k}", k + 1
+        init = initializers.get(initializer)
         value = np.asarray(init(tuple(shape), dtype=dtype), dtype=dtype)
         var = K.Variable(value, trainable=trainable, name=f"{self.name}/{name}",
                          dtype=dtype, constraint=constraint)
         (self._trainable_weights if trainable else self._non_trainable_weights
          ).append(var)
+        # The name as asked for: the graph makes Variable names unique
+        # ("dense/kernel_1" when a layer is rebuilt), weight files need this one.
+        self.__dict__.setdefault("_weight_names", {})[id(var)] = name
         reg = regularizers.get(regularizer)
         if reg is not None:
             self._regularizers.append((reg, var))
@@ -263,11 +333,54 @@ class Layer:
 
     @property
     def losses(self):
-        """Regularization penalties (scalar tensors) of this layer and sublayers."""
+        """Regularization penalties and losses added with ``add_loss`` outside
+        a call (scalar tensors), of this layer and its sublayers."""
         out = []
         for layer in self._flatten_layers():
             out.extend(reg(var) for reg, var in layer._regularizers)
+            for loss in layer.__dict__.get("_added_losses", ()):
+                out.append(loss() if callable(loss) else loss)
         return out
+
+    def add_loss(self, loss):
+        """Adds a loss term (Keras' ``add_loss``) minimized with the compiled loss.
+
+        Args:
+            loss: a scalar tensor computed in ``call`` (it joins the step being
+                traced), a tensor of a functional model's inputs, a
+                zero-argument callable returning one, or a number.
+
+        Raises:
+            TypeError: anything else, naming it.
+        """
+        if not (K.is_symbolic(loss) or callable(loss) or isinstance(
+                loss, (int, float, np.number, np.ndarray))):
+            raise TypeError(f"add_loss takes a tensor, a callable or a number. "
+                            f"Received: {type(loss).__name__}.")
+        if not callable(loss) and not K.is_symbolic(loss):
+            loss = K.constant(np.asarray(loss, K.floatx()))
+        stack = getattr(_update_ctx, "stack", None)
+        if stack and K.is_symbolic(loss):
+            stack[-1].losses.append(loss)
+        elif getattr(_update_ctx, "calls", 0) == 0 or not K.is_symbolic(loss):
+            self.__dict__.setdefault("_added_losses", []).append(loss)
+        # else: a symbolic call while building a functional graph; the train
+        # step's trace replays the call and collects the loss then.
+
+    def add_metric(self, value, name=None, aggregation="mean"):
+        """Logs the batch mean of ``value`` under ``name`` (Keras 2's
+        ``add_metric``), when called from ``call`` during training/evaluation.
+
+        Raises:
+            ValueError: no name, or an aggregation other than 'mean'.
+        """
+        if name is None or aggregation != "mean":
+            raise ValueError(f"add_metric needs a name and aggregation='mean'. "
+                             f"Received: name={name!r}, aggregation="
+                             f"{aggregation!r}.")
+        stack = getattr(_update_ctx, "stack", None)
+        if stack and K.is_symbolic(value):
+            stack[-1].metrics.append((name, value))
 
     def add_update(self, updates):
         """Adds state updates (stateful tensors such as ``var.assign(...)``).
@@ -346,14 +459,23 @@ class Layer:
         self._check_input_spec(inputs)
         if "training" in _call_params(type(self)) and kwargs.get("training") is None:
             kwargs["training"] = getattr(_ctx, "training", None)
-        with K.name_scope(self.name):
-            outputs = self.call(inputs, *args, **kwargs)
-            # A pass-through output (Dropout at inference, the default call) must
-            # be a new tensor: the input's own history must not be overwritten.
-            in_ids = {id(t) for t in flat}
-            outputs = map_struct(
-                lambda t: K.identity(t) if id(t) in in_ids else t, outputs)
-        record = CallRecord(inputs, outputs, dict(kwargs), len(self._calls))
+        _update_ctx.calls = getattr(_update_ctx, "calls", 0) + 1
+        try:
+            with K.name_scope(self.name):
+                outputs = self.call(inputs, *args, **kwargs)
+                # A pass-through output (Dropout at inference, the default call)
+                # must be a new tensor: the input's own history must not be
+                # overwritten.
+                in_ids = {id(t) for t in flat}
+                outputs = map_struct(
+                    lambda t: K.identity(t) if id(t) in in_ids else t, outputs)
+        finally:
+            _update_ctx.calls -= 1
+        sym_args = bool(args) and any(K.is_symbolic(t) for t in flatten_struct(
+            list(args)))
+        record = CallRecord((inputs, *args) if sym_args else inputs, outputs,
+                            dict(kwargs), len(self._calls),
+                            len(args) if sym_args else 0)
         self._calls.append(record)
         for i, t in enumerate(flatten_struct(outputs)):
             if K.is_symbolic(t):
@@ -365,17 +487,45 @@ class Layer:
         return outputs
 
     def _call_eager(self, inputs, *args, **kwargs):
-        """Runs the layer on arrays by tracing it on placeholders once."""
+        """Runs the layer on arrays through a trace cached per input signature.
+
+        The first call with a given structure, per-sample shapes and dtypes
+        (and the same other arguments and training mode) traces the layer on
+        placeholders and compiles a ``Function``; later calls only feed it, so
+        repeated eager calls add no graph nodes, call records or memory (as
+        ``tf.function`` retraces only for a new input signature).
+        """
         arrays = map_struct(np.asarray, inputs)
-        phs = map_struct(
-            lambda a: K.placeholder(
-                K.floatx() if a.dtype.kind in "fu" or a.dtype == np.uint8
-                else a.dtype, (None,) + a.shape[1:]),
-            arrays)
-        with collect_updates() as updates:
-            outputs = self(phs, *args, **kwargs)
-        fn = K.Function(flatten_struct(phs), outputs, updates=updates)
-        return K.to_numpy(fn(*flatten_struct(arrays)))
+        flat = flatten_struct(arrays)
+        key = _trace_key(inputs, flat, args, kwargs)
+        cache = self.__dict__.get("_eager_traces")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_eager_traces", cache)
+        entry = cache.get(key) if key is not None else None
+        if entry is None:
+            phs = map_struct(
+                lambda a: K.placeholder(_placeholder_dtype(a.dtype),
+                                        (None,) + a.shape[1:]),
+                arrays)
+            with collect_updates() as updates:
+                outputs = self(phs, *args, **kwargs)
+            entry = K.Function(flatten_struct(phs), outputs, updates=updates,
+                               name=f"{self.name}_eager")
+            if key is not None:
+                if len(cache) >= _MAX_EAGER_TRACES:  # drop the oldest signature
+                    cache.pop(next(iter(cache)))
+                cache[key] = entry
+        out = entry(*flat)
+        # Eagerly, code runs in order: an output that is a Variable shows the
+        # value after this call's assignments (Keras), not the one read before.
+        if entry.updates:
+            out = _after_updates(out, entry)
+        return K.to_numpy(out)
+
+    def _clear_eager_traces(self):
+        """Forgets cached eager traces (after the layer's structure changed)."""
+        self.__dict__.pop("_eager_traces", None)
 
     def compute_output_shape(self, input_shape):
         """Output shape for ``input_shape``, found by tracing on placeholders."""
@@ -406,6 +556,36 @@ class Layer:
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"
+
+
+registry("layer")["Layer"] = Layer
+_MAX_EAGER_TRACES = 32
+
+
+def _placeholder_dtype(dtype):
+    return K.floatx() if dtype.kind in "fu" or dtype == np.uint8 else dtype
+
+
+def _structure(x):
+    if isinstance(x, dict):
+        return ("dict", tuple((k, _structure(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, tuple(_structure(v) for v in x))
+    return "leaf"
+
+
+def _trace_key(inputs, flat_arrays, args, kwargs):
+    """Hashable signature of an eager call, or None when an argument is not
+    hashable (that call is traced afresh and not cached)."""
+    key = (_structure(inputs),
+           tuple((a.shape[1:], np.dtype(_placeholder_dtype(a.dtype)).str)
+                 for a in flat_arrays),
+           args, tuple(sorted(kwargs.items())), getattr(_ctx, "training", None))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _is_shape(s):

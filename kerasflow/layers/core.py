@@ -164,19 +164,13 @@ class Dense(Layer):
 
 
 def _get_constraint(identifier):
-    if isinstance(identifier, dict):
-        cls = getattr(constraints, identifier.get("class_name", ""), None)
-        if not (isinstance(cls, type) and issubclass(cls, constraints.Constraint)):
-            raise ValueError(f"Unknown constraint: {identifier!r}.")
-        return cls(**identifier.get("config", {}))
     return constraints.get(identifier)
 
 
 def _serialize_constraint(c):
-    if isinstance(c, constraints.Constraint) and isinstance(
-            getattr(constraints, type(c).__name__, None), type):
-        return {"class_name": type(c).__name__, "config": c.get_config()}
-    return None
+    # A plain function has no config: it is left out (rebuilt as None).
+    return constraints.serialize(c) if isinstance(c, constraints.Constraint) \
+        else None
 
 
 class Activation(Layer):
@@ -263,14 +257,29 @@ class Reshape(Layer):
 
 
 class Lambda(Layer):
-    """Wraps a function of backend ops as a layer (not serializable to JSON)."""
+    """Wraps a function of backend ops as a layer (Keras' ``Lambda``).
 
-    def __init__(self, function, **kwargs):
+    Args:
+        function: ``f(inputs, **arguments)`` built from backend ops.
+        output_shape: accepted for Keras compatibility; shapes are inferred
+            by tracing ``function``.
+        arguments: dict of extra keyword arguments passed to ``function``.
+
+    Not serializable to JSON (it holds Python code).
+    """
+
+    def __init__(self, function, output_shape=None, mask=None, arguments=None,
+                 **kwargs):
         super().__init__(**kwargs)
+        if not callable(function):
+            raise TypeError(f"Lambda expects a callable. Received: "
+                            f"function={function!r}.")
         self.function = function
+        self.output_shape_arg = output_shape
+        self.arguments = dict(arguments or {})
 
     def call(self, inputs):
-        return self.function(inputs)
+        return self.function(inputs, **self.arguments)
 
     def get_config(self):
         raise NotImplementedError(

@@ -132,15 +132,28 @@ class CompiledLosses:
             if item is not None:
                 losses.get(item)
 
-    def resolve(self, names, model_name):
-        """(loss functions, weights) per output name; None where no loss."""
+    @property
+    def empty(self) -> bool:
+        """True when compile() named no loss at all (add_loss-only models)."""
+        spec = self.spec
+        items = spec.values() if isinstance(spec, dict) else spec if isinstance(
+            spec, (list, tuple)) else [spec]
+        return all(item is None for item in items)
+
+    def resolve(self, names, model_name, has_added_losses=False):
+        """(loss functions, weights) per output name; None where no loss.
+
+        Raises:
+            ValueError: no loss at all and no ``add_loss`` term.
+        """
         from kerasflow import losses  # noqa: PLC0415
 
         fns = [None if spec is None else losses.get(spec)
                for spec in _per_output(self.spec, names, "loss")]
-        if all(f is None for f in fns):
-            raise ValueError(f"Model '{model_name}' was compiled without a loss. "
-                             f"Pass loss= to compile().")
+        if all(f is None for f in fns) and not has_added_losses:
+            raise ValueError(f"Model '{model_name}' was compiled without a loss "
+                             f"and has no add_loss() term. Pass loss= to "
+                             f"compile().")
         w = self.weights_spec
         weights = ([1.0] * len(names) if w is None else
                    _per_output(w, names, "loss_weights"))

@@ -18,8 +18,25 @@ __all__ = ["standardize", "to_list", "check_arrays", "split_validation", "ArrayB
 
 
 def is_generator(x):
-    return hasattr(x, "__next__") or (
-        hasattr(x, "__iter__") and not isinstance(x, (np.ndarray, list, tuple, dict)))
+    """True for batch sources: generators, iterators, other iterables that are
+    not arrays or containers of arrays, and ``PyDataset``-like objects
+    (``__len__`` + ``__getitem__`` returning batches)."""
+    if isinstance(x, (np.ndarray, list, tuple, dict, str, bytes)) or x is None:
+        return False
+    if hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
+        return False
+    return hasattr(x, "__next__") or hasattr(x, "__iter__") or (
+        hasattr(x, "__getitem__") and hasattr(x, "__len__"))
+
+
+def _is_indexed_dataset(x):
+    return hasattr(x, "__getitem__") and hasattr(x, "__len__") and not hasattr(
+        x, "__next__")
+
+
+def num_batches(x):
+    """Batches per epoch of a ``PyDataset``-like source, else None."""
+    return len(x) if _is_indexed_dataset(x) else None
 
 
 def to_list(x, names=None, what="x"):
@@ -71,8 +88,9 @@ def standardize(model, x, y=None, sample_weight=None, class_weight=None,
     n = check_arrays(xs, ys, sw, batch_size)
     if ys is not None:
         ys = model._prepare_targets(xs, ys)
+    ys = [] if ys is None else ys
     if class_weight is not None:
-        if ys is None or len(ys) != 1:
+        if len(ys) != 1:
             raise ValueError("class_weight needs exactly one target array.")
         cw = class_weights_to_sample_weights(ys[0], class_weight)
         sw = cw if sw is None else sw * cw
@@ -209,14 +227,24 @@ class GeneratorBatches:
     """
 
     def __init__(self, gen, steps, ones):
-        self.gen, self.steps, self.ones = gen, steps, ones
+        self.gen, self.ones = gen, ones
+        self.steps = steps if steps is not None else num_batches(gen)
         self.n_inputs = None  # inputs in the latest batch (the rest: y, weights)
+
+    def _items(self):
+        src = self.gen
+        if hasattr(src, "__next__"):  # an iterator continues across epochs
+            return src
+        if _is_indexed_dataset(src):  # keras.utils.PyDataset: index per batch
+            return (src[i] for i in range(len(src)))
+        return iter(src)  # an iterable starts over every epoch
 
     def __iter__(self):
         count = 0
+        items = self._items()
         while self.steps is None or count < self.steps:
             try:
-                item = next(self.gen)
+                item = next(items)
             except StopIteration:
                 if self.steps is not None and count < self.steps:
                     raise ValueError(
@@ -224,6 +252,8 @@ class GeneratorBatches:
                         f"steps_per_epoch={self.steps} were expected."
                     ) from None
                 return
+            if isinstance(item, list) and len(item) in (2, 3):
+                item = tuple(item)
             if not isinstance(item, tuple) or len(item) not in (2, 3):
                 raise ValueError(f"A generator must yield (x, y) or (x, y, "
                                  f"sample_weight). Received: {type(item).__name__}.")
@@ -236,6 +266,8 @@ class GeneratorBatches:
             count += 1
             self.n_inputs = len(bx)
             yield BatchRef(bx + by + [self.ones(n) if sw is None else sw], None)
+        if hasattr(self.gen, "on_epoch_end"):
+            self.gen.on_epoch_end()
 
 
 def chunks(batches, k):

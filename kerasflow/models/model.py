@@ -138,7 +138,8 @@ class Model(Trainer, Layer):
             kwargs = dict(record.kwargs)
             if "training" in kwargs and record.kwargs.get("training") is None:
                 kwargs["training"] = training
-            out = layer(new_in, **kwargs)
+            out = layer(*new_in, **kwargs) if record.nargs else layer(new_in,
+                                                                     **kwargs)
             for o, n in zip(flatten_struct(record.outputs), flatten_struct(out)):
                 mapping[id(o)] = n
         return map_struct(lambda t: mapping[id(t)], self._outputs_struct)
@@ -246,6 +247,7 @@ class Model(Trainer, Layer):
                                      record.inputs),
                 "kwargs": {k: v for k, v in record.kwargs.items()
                            if k != "training" or v is not None},
+                **({"nargs": record.nargs} if record.nargs else {}),
             })
         return {
             "name": self.name,
@@ -254,6 +256,8 @@ class Model(Trainer, Layer):
             "nodes": node_list,
             "input_layers": map_struct(ref, self._inputs_struct),
             "output_layers": map_struct(ref, self._outputs_struct),
+            # JSON has no tuples: remember them so from_config returns the same.
+            "output_tuple": isinstance(self._outputs_struct, tuple),
         }
 
     def _record_pos(self, layer, record):
@@ -293,10 +297,14 @@ class Model(Trainer, Layer):
 
         for node in config["nodes"]:
             layer = by_name[node["layer"]]
-            out = layer(deref(node["inputs"]), **node.get("kwargs", {}))
+            args = deref(node["inputs"])
+            out = (layer(*args, **node.get("kwargs", {})) if node.get("nargs")
+                   else layer(args, **node.get("kwargs", {})))
             outputs_of.setdefault(node["layer"], []).append(out)
         inputs = deref(config["input_layers"])
         outputs = deref(config["output_layers"])
+        if config.get("output_tuple"):
+            outputs = tuple(outputs)
         return cls(inputs, outputs, name=config.get("name"))
 
     def _default_input_specs(self):

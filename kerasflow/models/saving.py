@@ -20,6 +20,7 @@ import numpy as np
 import yaml
 
 from kerasflow import backend as K
+from kerasflow.models import weight_names
 
 __all__ = ["save_model", "load_model", "save_weights", "load_weights", "to_json",
            "model_from_json", "to_yaml", "model_from_yaml", "model_from_config"]
@@ -49,11 +50,14 @@ def _atomic_write(path, data: bytes, overwrite=True):
 
 
 def _weights_bytes(model) -> bytes:
+    # Arrays in model.weights order under unique, stable names and layer-class
+    # paths (weight_names.py), which loading matches, not positions.
     buf = io.BytesIO()
     weights = model.weights
     arrays = {f"w{i:04d}": w.numpy() for i, w in enumerate(weights)}
-    names = np.array([w.name for w in weights], dtype=np.str_)
-    np.savez(buf, __names__=names, **arrays)
+    names, paths = weight_names.weight_keys(model)
+    np.savez(buf, __names__=np.array(names, dtype=np.str_),
+             __paths__=np.array(paths, dtype=np.str_), **arrays)
     return buf.getvalue()
 
 
@@ -107,7 +111,9 @@ def save_weights(model, filepath, overwrite=True):
 def _read_npz(data: bytes, source):
     try:
         npz = np.load(io.BytesIO(data), allow_pickle=False)
-        names = [str(n) for n in npz["__names__"]]
+        names = weight_names.SavedNames(str(n) for n in npz["__names__"])
+        if "__paths__" in npz.files:
+            names.paths = [str(p) for p in npz["__paths__"]]
         arrays = [npz[f"w{i:04d}"] for i in range(len(names))]
     except ValueError as e:
         if "allow_pickle" in str(e) or "Object arrays" in str(e):
@@ -160,6 +166,7 @@ def _assign_all(model, names, arrays, source):
         if a.dtype.kind not in "biuf":
             raise ValueError(f"'{source}': weight {n!r} has non-numeric dtype "
                              f"{a.dtype}.")
+    arrays = weight_names.match_weights(model, names, arrays, source)
     K.assign_all(model.weights, arrays, f"model '{model.name}' (from '{source}')")
 
 
@@ -194,11 +201,13 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
 
 
 def load_weights(model, filepath):
-    """Assigns weights from a ``save_weights`` .npz file or a model zip file.
+    """Assigns weights from a ``save_weights`` .npz file or a model zip file,
+    matched by weight name, else by layer structure (``weight_names.py``).
 
     Raises:
-        ValueError: unreadable file, pickle payload, or count/shape mismatch;
-            no weight changes then.
+        ValueError: unreadable file, pickle payload, weights that match neither
+            by name nor by structure (listing the unmatched names of both
+            sides), or a shape mismatch; no weight changes then.
     """
     path = os.fspath(filepath)
     if not os.path.exists(path):

@@ -56,6 +56,12 @@ class Sequential(Model):
                 f"(of type {type(layer).__name__})."
             )
         if isinstance(layer, InputLayer):
+            if self._input_layer is not None or self._stack:
+                raise ValueError(
+                    f"Sequential model '{self.name}' already has "
+                    f"{'an input' if self._input_layer is not None else 'layers'};"
+                    f" an Input can only come first, once. Received: a second "
+                    f"input of shape {layer._batch_input_shape}.")
             self._input_layer = layer
             self._maybe_build()
             return
@@ -63,6 +69,7 @@ class Sequential(Model):
         self._track(layer)
         self.built = False
         self._reset_steps()
+        self._clear_eager_traces()
         self._maybe_build()
 
     def pop(self):
@@ -73,6 +80,7 @@ class Sequential(Model):
         self._sub_layers.remove(layer)
         self.built = False
         self._reset_steps()
+        self._clear_eager_traces()
         self._maybe_build()
         return layer
 
@@ -108,6 +116,8 @@ class Sequential(Model):
         x = inputs
         for layer in self._stack:
             x = layer(x)
+        if K.is_symbolic(inputs):
+            self.built = True  # built from the first data seen (Keras)
         return x
 
     def _default_input_specs(self):

@@ -110,35 +110,60 @@ class Trainer:
             return dict(zip(self._inputs_struct, phs))
         return phs[0] if len(phs) == 1 else phs
 
-    def _get_step(self, kind, xs, ys=()):
+    def _get_step(self, kind, xs, ys=(), sw=None):
+        """The step for this signature; ``sw`` (the sample weights) tells
+        whether metrics are weighted: unit weights made by ``_ones`` are not."""
+        weighted = sw is not None and not self._unweighted(sw)
         key = (kind, tuple((a.shape[1:], a.dtype.kind) for a in xs),
-               tuple((a.shape[1:], a.dtype.kind) for a in ys))
+               tuple((a.shape[1:], a.dtype.kind) for a in ys), weighted)
         step = self._steps.get(key)
         if step is None:
-            step = self._steps[key] = self._build_step(kind, xs, ys)
+            step = self._steps[key] = self._build_step(kind, xs, ys, weighted)
         return step
 
+    def _unweighted(self, sw):
+        return any(sw is o or sw.base is o for o in self.__dict__.get(
+            "_ones_made", ()))
+
+    def _static_losses(self):
+        return [loss for layer in self._flatten_layers()
+                for loss in layer.__dict__.get("_added_losses", ())]
+
     def _trace(self, xs, training):
-        x_phs = self._input_placeholders(xs)
+        if self._is_functional and any(K.is_symbolic(l)
+                                       for l in self._static_losses()):
+            # add_loss(f(inputs)) on the functional graph: feed its own Inputs.
+            self._input_placeholders(xs)  # shape checks only
+            x_phs = list(self.inputs)
+        else:
+            x_phs = self._input_placeholders(xs)
         with collect_updates() as state_updates:
             outputs = self(self._structure_inputs(x_phs), training=training)
         outs = list(outputs.values()) if isinstance(outputs, dict) else \
             list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
         return x_phs, outs, state_updates
 
-    def _build_step(self, kind, xs, ys):
+    def _build_step(self, kind, xs, ys, weighted=False):
         x_phs, outs, state_updates = self._trace(xs, kind == "train")
         if kind == "predict":
             return PredictStep(x_phs, outs)
         names = self._output_names(len(outs))
-        if len(ys) != len(outs):
-            raise ValueError(f"Model '{self.name}' has {len(outs)} output(s) "
-                             f"{names} and expects one target array per output. "
-                             f"Received: {len(ys)} target array(s).")
-        loss_fns, weights = self._compiled_losses.resolve(names, self.name)
+        added = state_updates.losses + self.losses
+        if self._compiled_losses.empty and not ys:
+            loss_fns, weights = [None] * len(outs), [1.0] * len(outs)
+            if not added:
+                self._compiled_losses.resolve(names, self.name)  # raises
+        else:
+            if len(ys) != len(outs):
+                raise ValueError(
+                    f"Model '{self.name}' has {len(outs)} output(s) {names} and "
+                    f"expects one target array per output. Received: {len(ys)} "
+                    f"target array(s).")
+            loss_fns, weights = self._compiled_losses.resolve(names, self.name,
+                                                              bool(added))
         self._metric_objs = cu.resolve_metrics(
-            self._metrics_spec, names, outs, [a.shape for a in ys],
-            self._metric_objs)
+            self._metrics_spec if ys else None, names, outs,
+            [a.shape for a in ys], self._metric_objs)
         y_phs = [K.placeholder(np.int64 if a.dtype.kind in "iu" else K.floatx(),
                                (None,) + a.shape[1:], name=f"{names[i]}_target")
                  for i, a in enumerate(ys)]
@@ -151,12 +176,20 @@ class Trainer:
             per_output.append(value)
             term = value if w == 1.0 else value * w
             total = term if total is None else total + term
-        for penalty in self.losses:
-            total = total + penalty
+        for penalty in added:
+            total = penalty if total is None else total + penalty
         metric_updates = []
+        added_metrics = self.__dict__.setdefault("_added_metrics", {})
+        for name, value in state_updates.metrics:
+            from kerasflow.metrics import Mean  # noqa: PLC0415
+
+            metric = added_metrics.setdefault(name, Mean(name=name))
+            metric_updates += list(metric.update_state(value) or [])
         for i, _, metric in self._metric_objs:
             metric_updates += list(
-                metric.update_state(y_phs[i], outs[i], sample_weight=sw) or [])
+                # Keras passes no sample weights to metrics unless given some.
+                metric.update_state(y_phs[i], outs[i],
+                                    sample_weight=sw if weighted else None) or [])
         inputs = x_phs + y_phs + [sw]
         out_losses = per_output if len(per_output) > 1 else []
         if kind == "train":
@@ -185,19 +218,24 @@ class Trainer:
         ones = self.__dict__.get("_ones_cache")
         if ones is None or len(ones) < n:
             ones = self._ones_cache = np.ones(max(n, 256), dtype=K.floatx())
+            self.__dict__.setdefault("_ones_made", []).append(ones)
         return ones[:n]
 
     def _spe(self, strategy):
         return self.steps_per_execution or strategy.default_steps_per_execution
 
     # -- logs ----------------------------------------------------------------------------
+    def _all_metrics(self):
+        return [(name, m) for _, name, m in self._metric_objs or []] + list(
+            self.__dict__.get("_added_metrics", {}).items())
+
     def reset_metrics(self):
-        """Zeroes every compiled metric's state."""
-        for _, _, m in self._metric_objs or []:
+        """Zeroes every compiled (and add_metric) metric's state."""
+        for _, m in self._all_metrics():
             m.reset_state()
 
     def _metric_logs(self, logs):
-        for _, name, m in self._metric_objs or []:
+        for name, m in self._all_metrics():
             r = m.result()
             logs[name] = float(r) if np.ndim(r) == 0 else r
         return logs
@@ -241,15 +279,21 @@ class Trainer:
         verbose = 1 if verbose == "auto" else int(verbose)
         gen = data_mod.is_generator(x)
         if gen:
+            if y is not None:
+                raise ValueError(
+                    f"When x is a generator, iterable or dataset it yields the "
+                    f"targets itself; y must be None. Received: y of type "
+                    f"{type(y).__name__}.")
             if validation_split:
                 raise ValueError("validation_split is not supported with "
                                  "generators; pass validation_data.")
             batches = data_mod.GeneratorBatches(x, steps_per_epoch, self._ones)
-            steps, samples = steps_per_epoch, None
+            steps, samples = batches.steps, None
         else:
             batch_size = 32 if batch_size is None else batch_size
-            if y is None:
-                raise ValueError("fit() needs targets y when x is an array.")
+            if y is None and not self._compiled_losses.empty:
+                raise ValueError("fit() needs targets y when x is an array "
+                                 "(unless the loss comes from add_loss()).")
             xs, ys, sw = self._standardize(x, y, sample_weight, class_weight,
                                            batch_size)
             if validation_split and validation_data is None:
@@ -263,6 +307,15 @@ class Trainer:
             steps, samples = batches.steps, len(xs[0])
         val = None
         if validation_data is not None:
+            if not isinstance(validation_data, (tuple, list)) or len(
+                    validation_data) not in (2, 3):
+                got = (f"a {type(validation_data).__name__} of length "
+                       f"{len(validation_data)}" if isinstance(
+                           validation_data, (tuple, list))
+                       else type(validation_data).__name__)
+                raise ValueError(
+                    f"validation_data must be (x_val, y_val) or (x_val, y_val, "
+                    f"val_sample_weight). Received: {got}.")
             vx, vy = validation_data[0], validation_data[1]
             vsw = validation_data[2] if len(validation_data) > 2 else None
             if isinstance(vx, list) and len(vx) == 1 and not self._is_functional:
@@ -285,7 +338,8 @@ class Trainer:
             for chunk in data_mod.chunks(batches, spe):
                 cbs.on_train_batch_begin(index)
                 arrays, n_in = chunk[0].arrays, batches.n_inputs
-                step = self._get_step("train", arrays[:n_in], arrays[n_in:-1])
+                step = self._get_step("train", arrays[:n_in], arrays[n_in:-1],
+                                      arrays[-1])
                 results = strategy.run_steps(step, chunk)
                 for j, r in enumerate(results):
                     if j:
@@ -315,7 +369,7 @@ class Trainer:
     def _evaluate_arrays(self, xs, ys, sw, batch_size, steps=None, callbacks=None):
         strategy = get_strategy()
         self.reset_metrics()
-        step = self._get_step("eval", xs, ys)
+        step = self._get_step("eval", xs, ys, sw)
         total, seen, index, per_out = 0.0, 0, 0, None
         batches = data_mod.ArrayBatches(xs + ys + [sw], batch_size, False, steps)
         for chunk in data_mod.chunks(batches, self._spe(strategy)):
@@ -399,7 +453,7 @@ class Trainer:
     def _on_batch(self, kind, x, y, sample_weight, class_weight=None):
         xs, ys, sw = self._standardize(x, y, sample_weight, class_weight)
         self.reset_metrics()
-        step = self._get_step(kind, xs, ys or [])
+        step = self._get_step(kind, xs, ys or [], sw)
         return get_strategy().run_step(step, BatchRef(xs + ys + [sw], None))
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,

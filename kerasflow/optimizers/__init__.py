@@ -12,6 +12,7 @@ variable per step::
 from __future__ import annotations
 
 from kerasflow.optimizers import schedules
+from kerasflow.optimizers.adadelta import Adadelta
 from kerasflow.optimizers.adagrad import Adagrad
 from kerasflow.optimizers.adam import Adam
 from kerasflow.optimizers.adamw import AdamW
@@ -26,6 +27,7 @@ from kerasflow.optimizers.sgd import SGD, GradientDescentOptimizer
 
 __all__ = [
     "SGD",
+    "Adadelta",
     "Adagrad",
     "Adam",
     "AdamW",
@@ -43,7 +45,7 @@ __all__ = [
 
 _BY_NAME = {
     "sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop,
-    "adagrad": Adagrad, "gradientdescentoptimizer": GradientDescentOptimizer,
+    "adagrad": Adagrad, "adadelta": Adadelta, "gradientdescentoptimizer": GradientDescentOptimizer,
 }
 
 
@@ -74,13 +76,10 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Optimizer:
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"deserialize expects a dict with 'class_name' and "
                          f"'config'. Received: {config!r}.")
-    custom = custom_objects or {}
-    name = config["class_name"]
-    cls = custom.get(name) or _BY_NAME.get(str(name).lower())
-    if cls is None:
-        raise ValueError(f"Unknown optimizer '{name}'; known: {sorted(_BY_NAME)}. "
-                         f"Pass custom_objects for your own.")
-    return cls.from_config(dict(config.get("config", {})), custom_objects)
+    from kerasflow.utils.serialization import deserialize_object  # noqa: PLC0415
+
+    return deserialize_object(config, _BY_NAME, "optimizer", custom_objects,
+                              case_insensitive=True)
 
 
 def get(identifier) -> Optimizer:

@@ -64,6 +64,31 @@ def trainable_variables_of(*tensors) -> list:
     return [found[i] for i in sorted(found)]
 
 
+class LearningRateValue(float):
+    """The learning rate as Keras 3 code reads it: a float that also speaks the
+    variable API (``.assign(v)``, ``.value``, ``.numpy()``), so callbacks
+    written for Keras (``optimizer.learning_rate.assign(x)``) work."""
+
+    def __new__(cls, value, variable):
+        obj = float.__new__(cls, value)
+        obj._variable = variable
+        return obj
+
+    @property
+    def value(self) -> float:
+        """The current learning rate, as a float."""
+        return float(self._variable.numpy())
+
+    def numpy(self):
+        """The current learning rate as a numpy scalar array."""
+        return self._variable.numpy()
+
+    def assign(self, value):
+        """Sets the optimizer's learning rate (next step onwards)."""
+        self._variable.assign(float(value))
+        return value
+
+
 def _check_positive(name, value, allow_zero=False):
     if value is None:
         return None
@@ -160,7 +185,10 @@ class Optimizer:
         """
         if isinstance(self._learning_rate, LearningRateSchedule):
             return float(K.to_numpy(self._learning_rate(self.iterations.value)))
-        return float(self._learning_rate.numpy())
+        return LearningRateValue(float(self._learning_rate.numpy()),
+                                 self._learning_rate)
+
+    lr = learning_rate  # Keras 2's name
 
     @learning_rate.setter
     def learning_rate(self, value):
@@ -433,7 +461,7 @@ class Optimizer:
         if isinstance(self._learning_rate, LearningRateSchedule):
             lr = _serialize_schedule(self._learning_rate)
         else:
-            lr = self.learning_rate
+            lr = float(self.learning_rate)
         return {
             "name": self.name,
             "learning_rate": lr,

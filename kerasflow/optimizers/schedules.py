@@ -19,6 +19,7 @@ __all__ = [
     "InverseTimeDecay",
     "LearningRateSchedule",
     "PiecewiseConstantDecay",
+    "PolynomialDecay",
     "deserialize",
     "serialize",
 ]
@@ -255,6 +256,67 @@ class CosineDecay(LearningRateSchedule):
         }
 
 
+class PolynomialDecay(LearningRateSchedule):
+    """Polynomial decay from ``initial_learning_rate`` to ``end_learning_rate``.
+
+    ``(initial - end) * (1 - s / decay_steps) ** power + end`` with
+    ``s = min(step, decay_steps)``; with ``cycle=True`` the horizon grows to
+    the next multiple of ``decay_steps`` instead (Keras' ``PolynomialDecay``).
+
+    Args:
+        initial_learning_rate: float, the rate at step 0.
+        decay_steps: positive int, steps to reach ``end_learning_rate``.
+        end_learning_rate: float, the final rate (default 1e-4).
+        power: float, the polynomial's power (1.0: linear).
+        cycle: bool, restart the decay every ``decay_steps``.
+        name: name scope of the graph nodes.
+
+    Raises:
+        ValueError: ``decay_steps <= 0``.
+
+    Example:
+        >>> s = PolynomialDecay(1.0, decay_steps=10, end_learning_rate=0.0)
+        >>> float(s(5))
+        0.5
+    """
+
+    def __init__(self, initial_learning_rate, decay_steps, end_learning_rate=1e-4,
+                 power=1.0, cycle=False, name="PolynomialDecay"):
+        _check_positive("decay_steps", decay_steps)
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = decay_steps
+        self.end_learning_rate = end_learning_rate
+        self.power = power
+        self.cycle = cycle
+        self.name = name
+
+    def __call__(self, step):
+        with _scope(self, step):
+            s = _float_step(step)
+            steps = float(self.decay_steps)
+            if self.cycle:
+                # ceil(s / steps), at least 1: the horizon of the current cycle.
+                n = K.maximum(-K.floor(K.divide(K.negative(s), steps)), 1.0)
+                horizon = K.multiply(n, steps)
+            else:
+                s = K.minimum(s, steps)
+                horizon = steps
+            frac = K.subtract(1.0, K.divide(s, horizon))
+            span = float(self.initial_learning_rate) - float(self.end_learning_rate)
+            return K.add(K.multiply(span, K.power(frac, float(self.power))),
+                         float(self.end_learning_rate))
+
+    def get_config(self):
+        return {
+            "initial_learning_rate": self.initial_learning_rate,
+            "decay_steps": self.decay_steps,
+            "end_learning_rate": self.end_learning_rate,
+            "power": self.power,
+            "cycle": self.cycle,
+            "name": self.name,
+        }
+
+
 class InverseTimeDecay(ExponentialDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)``.
 
@@ -288,6 +350,7 @@ class InverseTimeDecay(ExponentialDecay):
 
 
 _SCHEDULES = {c.__name__: c for c in (ExponentialDecay, PiecewiseConstantDecay,
+                                       PolynomialDecay,
                                       CosineDecay, InverseTimeDecay)}
 
 
@@ -321,11 +384,7 @@ def deserialize(config: dict, custom_objects: dict | None = None):
             f"deserialize expects a dict with 'class_name' and 'config'. "
             f"Received: {config!r}."
         )
-    known = {**_SCHEDULES, **(custom_objects or {})}
-    cls = known.get(config["class_name"])
-    if cls is None:
-        raise ValueError(
-            f"Unknown learning rate schedule '{config['class_name']}'; known: "
-            f"{sorted(known)}. Pass custom_objects for your own."
-        )
-    return cls.from_config(dict(config.get("config", {})))
+    from kerasflow.utils.serialization import deserialize_object  # noqa: PLC0415
+
+    return deserialize_object(config, _SCHEDULES, "learning rate schedule",
+                              custom_objects)

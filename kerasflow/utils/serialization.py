@@ -1,10 +1,19 @@
-"""Name-based lookup, serialization and deserialization of Keras objects.
+"""The one way to turn an identifier into an object, and back.
 
-The shared machinery behind ``get`` / ``serialize`` / ``deserialize`` of the L1
-modules (activations, initializers, regularizers, losses, metrics), after Keras 3's
-``keras.saving.serialize_keras_object``: a built-in function serializes to its
-name, an object to ``{"class_name": cls.__name__, "config": obj.get_config()}``.
-Pure Python: it imports nothing from kerasflow.
+Every ``get`` / ``serialize`` / ``deserialize`` of kerasflow (activations,
+initializers, regularizers, constraints, losses, metrics, optimizers, layers and
+models) goes through ``get_object`` / ``serialize_object`` /
+``deserialize_object`` here, after Keras 3's ``keras.saving``
+(``serialize_keras_object``, ``deserialize_keras_object``, ``get_registered_object``):
+a built-in function serializes to its name, an object to
+``{"class_name": cls.__name__, "config": obj.get_config()}``.
+
+Lookup tables are per kind (``registry("layer")``). Layer classes defined in
+kerasflow register themselves by class name (``Layer.__init_subclass__``), so
+``layers.deserialize`` finds ``Sequential`` and ``Model`` without importing
+``models``; user classes come in through ``custom_objects`` or the
+``register_serializable`` decorator, as Keras'. Pure Python: it imports nothing
+from kerasflow.
 """
 
 from __future__ import annotations
@@ -15,7 +24,41 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["deserialize_object", "get_object", "serialize_object", "to_snake_case"]
+__all__ = ["deserialize", "deserialize_object", "get", "get_object",
+           "register_serializable", "registry", "serialize", "serialize_object",
+           "to_snake_case"]
+
+_REGISTRIES: dict[str, dict[str, Any]] = {}
+
+
+def registry(kind: str) -> dict[str, Any]:
+    """The lookup table (name -> class or function) of one kind ("layer"...)."""
+    return _REGISTRIES.setdefault(kind, {})
+
+
+def register_serializable(kind: str = "layer", name: str | None = None):
+    """Class decorator adding a user class to ``registry(kind)``, so configs
+    naming it load without ``custom_objects`` (Keras'
+    ``register_keras_serializable``).
+
+    Raises:
+        ValueError: another class is registered under the same name.
+    """
+
+    def wrap(cls):
+        key = name or cls.__name__
+        table = registry(kind)
+        if table.get(key, cls) is not cls and _is_builtin(table[key]):
+            raise ValueError(f"A built-in {kind} is already registered as "
+                             f"'{key}'. Received: {cls!r}; pass name=.")
+        table[key] = cls
+        return cls
+
+    return wrap
+
+
+def _is_builtin(obj) -> bool:
+    return getattr(obj, "__module__", "").startswith("kerasflow.")
 
 
 def to_snake_case(name: str) -> str:
@@ -54,61 +97,92 @@ def serialize_object(obj: Any) -> str | dict | None:
 _active = threading.local()
 
 
-def _unknown(kind: str, name: str, registry: Mapping, custom_objects) -> ValueError:
-    valid = sorted(set(registry) | set(custom_objects or {}))
+def _unknown(kind: str, name: str, table: Mapping, custom_objects,
+             is_class: bool) -> ValueError:
+    valid = ", ".join(sorted(set(table) | set(custom_objects or {})))
+    if is_class:
+        return ValueError(
+            f"Unknown {kind} class: '{name}'. Known classes: {valid}. Pass it "
+            f"when loading, e.g. load_model(path, custom_objects={{'{name}': "
+            f"{name}}}), or decorate it with register_serializable('{kind}')."
+        )
     return ValueError(
-        f"Unknown {kind} identifier: '{name}'. Valid names are: "
-        f"{', '.join(valid)}. Received: identifier={name!r}."
+        f"Unknown {kind} identifier: '{name}'. Valid names are: {valid}. "
+        f"Received: identifier={name!r}."
     )
 
 
-def _lookup(name: str, registry: Mapping, kind: str, custom_objects):
+def _lookup(name, table: Mapping, kind: str, custom_objects, is_class=False,
+            case_insensitive=False):
     if custom_objects and name in custom_objects:
         return custom_objects[name]
-    if name in registry:
-        return registry[name]
-    raise _unknown(kind, name, registry, custom_objects)
+    if name in table:
+        return table[name]
+    if case_insensitive and isinstance(name, str):
+        for key, obj in table.items():
+            if key.lower() == name.lower():
+                return obj
+    raise _unknown(kind, name, table, custom_objects, is_class)
+
+
+def _from_config(cls, config: dict, custom_objects):
+    from_config = getattr(cls, "from_config", None)
+    if from_config is None:
+        return cls(**config)
+    try:
+        params = inspect.signature(from_config).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if "custom_objects" in params:
+        return from_config(config, custom_objects=custom_objects)
+    return from_config(config)
 
 
 def deserialize_object(
     config: str | dict,
-    registry: Mapping[str, Any],
+    registry: Mapping[str, Any] | str,
     kind: str,
     custom_objects: Mapping[str, Any] | None = None,
+    case_insensitive: bool = False,
 ) -> Any:
     """Rebuilds an object from a name or a ``{"class_name", "config"}`` dict.
 
     A name resolves to its registry entry; a class found that way is
     instantiated with its defaults (as Keras' ``get('glorot_uniform')``). A dict
-    resolves ``class_name`` and calls ``cls.from_config(config)`` (or
-    ``cls(**config)``).
+    resolves ``class_name`` and calls ``cls.from_config(config)`` (passing
+    ``custom_objects=`` when it takes them), or ``cls(**config)``.
 
     Args:
-        config: a name or a dict with keys "class_name" and "config".
-        registry: name -> function or class.
+        config: a name or a dict with keys "class_name" and "config" (other
+            keys, e.g. Keras' "module", are ignored).
+        registry: name -> function or class, or a kind whose ``registry(kind)``
+            to use.
         kind: what is looked up ("activation", "loss"...), for messages.
         custom_objects: extra name -> object entries, searched first.
+        case_insensitive: names also match ignoring case ("adam", "Adam").
 
     Raises:
-        ValueError: an unknown name, listing the valid ones.
+        ValueError: an unknown name or class, listing the valid ones (and, for
+            a class, how to pass it).
         TypeError: ``config`` is neither a str nor such a dict.
     """
+    table = _REGISTRIES.get(registry, {}) if isinstance(registry, str) else registry
     custom_objects = {**getattr(_active, "objects", {}), **(custom_objects or {})}
     if isinstance(config, str):
-        obj = _lookup(config, registry, kind, custom_objects)
+        obj = _lookup(config, table, kind, custom_objects,
+                      case_insensitive=case_insensitive)
         return obj() if inspect.isclass(obj) else obj
     if isinstance(config, dict) and "class_name" in config:
         name, inner = config["class_name"], config.get("config") or {}
         if name == "function":  # Keras 3's form for a serialized function.
-            return _lookup(inner, registry, kind, custom_objects)
-        cls = _lookup(name, registry, kind, custom_objects)
+            return _lookup(inner, table, kind, custom_objects)
+        cls = _lookup(name, table, kind, custom_objects, True, case_insensitive)
         if not inspect.isclass(cls):
             return cls
-        from_config = getattr(cls, "from_config", None)
         saved = getattr(_active, "objects", {})
         _active.objects = custom_objects
         try:
-            return from_config(inner) if from_config else cls(**inner)
+            return _from_config(cls, dict(inner), custom_objects)
         finally:
             _active.objects = saved
     raise TypeError(
@@ -119,20 +193,22 @@ def deserialize_object(
 
 def get_object(
     identifier: Any,
-    registry: Mapping[str, Any],
+    registry: Mapping[str, Any] | str,
     kind: str,
     custom_objects: Mapping[str, Any] | None = None,
     check: Callable[[Any], bool] = callable,
+    case_insensitive: bool = False,
 ) -> Any:
     """Resolves a name, a config dict, or passes through a ready object.
 
     Args:
         identifier: None, a name, a config dict, or an object for which
             ``check(identifier)`` holds (returned as is).
-        registry: name -> function or class.
+        registry: name -> function or class, or a kind (see ``registry``).
         kind: what is looked up, for messages.
         custom_objects: extra name -> object entries.
         check: which objects are accepted unchanged (default: callables).
+        case_insensitive: names also match ignoring case.
 
     Returns:
         None for None; otherwise the resolved object.
@@ -143,10 +219,17 @@ def get_object(
     if identifier is None:
         return None
     if isinstance(identifier, (str, dict)):
-        return deserialize_object(identifier, registry, kind, custom_objects)
+        return deserialize_object(identifier, registry, kind, custom_objects,
+                                  case_insensitive)
     if check(identifier):
         return identifier
     raise TypeError(
         f"Could not interpret {kind} identifier: expected None, a name, a config "
         f"dict or a callable. Received: identifier={identifier!r}."
     )
+
+
+# Keras 3's names for the same three functions.
+get = get_object
+serialize = serialize_object
+deserialize = deserialize_object

@@ -79,7 +79,7 @@ def test_session_rejects_non_tensor_keys_and_fetches():
     with pytest.raises(TypeError, match="feed_dict keys are tensors"):
         K.Session().run(x, {"x": 1.0})
     with pytest.raises(TypeError, match="Fetches are tensors"):
-        K.Session().run([x, 3.0], {x: 1.0})
+        K.Session().run([x, "y"], {x: 1.0})
     with pytest.raises(TypeError, match="takes symbolic tensors"):
         K.Function([x], [np.ones(2)])
 

@@ -1,0 +1,178 @@
+"""Keras 3 spellings of everyday ops and backend helpers, on the graph backend.
+
+Keras 3 code calls ``keras.ops.zeros``, ``keras.ops.shape(x)``,
+``keras.ops.one_hot(x, num_classes)`` and ``keras.backend.epsilon()``; these are
+those callables, built from backend ops (no kernel of their own). Given arrays
+they compute at once; given symbolic tensors they add graph nodes. TF1 names
+(``placeholder``, ``reduce_*`` in ``compat.v1``) live beside them, unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerasflow.backend import array as _array
+from kerasflow.backend.graph import SymbolicTensor, is_symbolic
+from kerasflow.backend.ops import math as _math
+from kerasflow.backend.ops import reduction as _red
+from kerasflow.backend.ops import shape as _shape
+
+__all__ = ["zeros", "ones", "full", "arange", "array", "convert_to_tensor",
+           "shape", "int_shape", "one_hot", "l2_normalize", "epsilon",
+           "set_epsilon", "image_data_format", "set_image_data_format",
+           "get_value", "set_value"]
+
+_EPSILON = [1e-7]
+_DATA_FORMAT = ["channels_last"]
+
+
+def _dtype(dtype):
+    return np.dtype(_array.floatx() if dtype is None else dtype)
+
+
+def zeros(shape, dtype=None):
+    """An array of zeros of ``shape`` (floatx by default), as ``keras.ops.zeros``."""
+    return _array.to_device(np.zeros(shape, _dtype(dtype)))
+
+
+def ones(shape, dtype=None):
+    """An array of ones of ``shape`` (floatx by default)."""
+    return _array.to_device(np.ones(shape, _dtype(dtype)))
+
+
+def full(shape, fill_value, dtype=None):
+    """An array of ``shape`` filled with ``fill_value`` (floatx by default)."""
+    return _array.to_device(np.full(shape, fill_value, _dtype(dtype)))
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    """``numpy.arange``; int64 for int arguments, else floatx (Keras' rule)."""
+    ints = all(isinstance(v, (int, np.integer)) for v in (start, stop, step)
+               if v is not None)
+    dt = np.dtype(dtype) if dtype is not None else (
+        np.dtype("int64") if ints else _dtype(None))
+    return _array.to_device(np.arange(start, stop, step, dtype=dt))
+
+
+def array(x, dtype=None):
+    """A device array from array-like ``x`` (Python floats become floatx)."""
+    value = np.asarray(x)
+    if dtype is None and value.dtype == np.float64 and not isinstance(
+            x, np.ndarray):
+        dtype = _array.floatx()
+    return _array.to_device(np.asarray(value, dtype=dtype))
+
+
+def convert_to_tensor(x, dtype=None):
+    """Symbolic tensors pass through (cast if ``dtype``); others become arrays."""
+    if is_symbolic(x):
+        return x if dtype is None or x.dtype == np.dtype(dtype) else _math.cast(
+            x, dtype)
+    return array(x, dtype)
+
+
+def shape(x) -> tuple:
+    """The shape as a tuple; None for dimensions unknown until run time.
+
+    Keras 3's ``ops.shape``: static for symbolic tensors (use
+    ``compat.v1.shape`` for TF1's run-time shape tensor).
+
+    Raises:
+        ValueError: a symbolic tensor of unknown rank.
+    """
+    if isinstance(x, SymbolicTensor):
+        if x.shape is None:
+            raise ValueError(f"shape() needs a tensor of known rank. Received: "
+                             f"{x!r}.")
+        return tuple(x.shape)
+    return tuple(np.shape(x))
+
+
+def int_shape(x):
+    """Keras 2's ``K.int_shape``: the static shape tuple (None when unknown)."""
+    if isinstance(x, SymbolicTensor):
+        return None if x.shape is None else tuple(x.shape)
+    return tuple(np.shape(x))
+
+
+def one_hot(x, num_classes, axis=-1, dtype=None):
+    """One-hot encoding of class indices; whole-number float labels accepted.
+
+    Args:
+        x: int or float tensor/array of class indices (floats must be whole).
+        num_classes: int, size of the new last axis.
+
+    Returns:
+        Tensor of shape x.shape + (num_classes,), floatx by default; rows of
+        out-of-range indices are all zero (TF's rule).
+
+    Raises:
+        ValueError: non-whole float labels given as an array, naming one.
+    """
+    if isinstance(axis, (str, np.dtype, type)):  # one_hot(x, depth, dtype) (TF order)
+        axis, dtype = -1, axis
+    if axis != -1:
+        raise NotImplementedError(f"one_hot supports axis=-1 only. Received: "
+                                  f"axis={axis}.")
+    if not is_symbolic(x):
+        x = np.asarray(_array.to_numpy(x))
+        if x.dtype.kind == "f":
+            if (x != np.round(x)).any():
+                raise ValueError(f"one_hot needs whole-number class indices. "
+                                 f"Received: {x[x != np.round(x)].flat[0]!r}.")
+            x = x.astype(np.int64)
+    elif x.dtype.kind == "f":
+        x = _math.cast(x, "int64")
+    return _shape.one_hot(x, num_classes, dtype=_dtype(dtype).name)
+
+
+def l2_normalize(x, axis=-1, epsilon=1e-12):
+    """``x / sqrt(max(sum(x**2, axis), epsilon))`` (TF's ``l2_normalize``)."""
+    sq = _red.sum(_math.square(x), axis=axis, keepdims=True)
+    return x / _math.sqrt(_math.maximum(sq, epsilon))
+
+
+def epsilon() -> float:
+    """The fuzz factor Keras adds to denominators (default 1e-7)."""
+    return _EPSILON[0]
+
+
+def set_epsilon(value: float) -> None:
+    """Sets ``epsilon()``."""
+    _EPSILON[0] = float(value)
+
+
+def image_data_format() -> str:
+    """'channels_last' (NHWC), the only layout kerasflow's conv ops use."""
+    return _DATA_FORMAT[0]
+
+
+def set_image_data_format(data_format: str) -> None:
+    """Only 'channels_last' is supported.
+
+    Raises:
+        ValueError: any other value.
+    """
+    if data_format != "channels_last":
+        raise ValueError(f"kerasflow supports data_format='channels_last' only. "
+                         f"Received: {data_format!r}.")
+
+
+def get_value(x):
+    """Keras 2's ``K.get_value``: a Variable's (or learning rate's) value as numpy.
+    """
+    if hasattr(x, "numpy"):
+        return x.numpy()
+    return np.asarray(_array.to_numpy(x))
+
+
+def set_value(x, value) -> None:
+    """Keras 2's ``K.set_value``: ``x.assign(value)`` on a Variable or learning
+    rate.
+
+    Raises:
+        TypeError: ``x`` has no ``assign``.
+    """
+    if not hasattr(x, "assign"):
+        raise TypeError(f"set_value needs a Variable. Received: {type(x).__name__}.")
+    x.assign(value)

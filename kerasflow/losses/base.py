@@ -1,0 +1,294 @@
+"""The ``Loss`` base class, weighted reduction, shared helpers and the loss registry.
+
+A loss *function* ``f(y_true, y_pred)`` returns one value per sample, reducing
+only the last axis (shape ``y_pred.shape[:-1]``, e.g. (batch,)). A ``Loss``
+*object* calls it and reduces with optional sample weights to a scalar, as
+Keras 3's ``keras.losses.Loss``. Both run on symbolic tensors (building graph
+nodes) and on arrays (computing at once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from kerasflow.backend import name_scope, ops
+from kerasflow.backend.graph import is_symbolic
+from kerasflow.utils.serialization import (
+    deserialize_object,
+    get_object,
+    serialize_object,
+    to_snake_case,
+)
+
+__all__ = [
+    "EPSILON", "REDUCTIONS", "Loss", "LossFunctionWrapper", "deserialize", "get",
+    "reduce_weighted_values", "serialize", "squeeze_or_expand_to_same_rank",
+]
+
+EPSILON = 1e-7
+REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight",
+              "none", None)
+
+# name -> loss function or Loss class; filled by the modules defining them.
+_OBJECTS: dict[str, Any] = {}
+
+
+def register(*objects, **aliases) -> None:
+    """Adds functions/classes (under ``__name__``) and aliases to the registry."""
+    _OBJECTS.update({o.__name__: o for o in objects})
+    _OBJECTS.update(aliases)
+
+
+# -- helpers -------------------------------------------------------------------------
+def _tensor(x):
+    return x if is_symbolic(x) or hasattr(x, "shape") else np.asarray(x)
+
+
+def squeeze_or_expand_to_same_rank(x1, x2, expand_rank_1=True):
+    """Makes ranks equal when they differ by one trailing axis of size 1.
+
+    As Keras: the tensor with the extra size-1 last axis is squeezed, except that
+    a rank-1 partner is expanded instead when ``expand_rank_1``. Tensors of
+    unknown rank are returned unchanged.
+    """
+    r1, r2 = x1.ndim, x2.ndim
+    if r1 is None or r2 is None or r1 == r2:
+        return x1, x2
+    if r1 == r2 + 1 and x1.shape[-1] == 1:
+        if r2 == 1 and expand_rank_1:
+            return x1, ops.expand_dims(x2, -1)
+        return ops.squeeze(x1, -1), x2
+    if r2 == r1 + 1 and x2.shape[-1] == 1:
+        if r1 == 1 and expand_rank_1:
+            return ops.expand_dims(x1, -1), x2
+        return x1, ops.squeeze(x2, -1)
+    return x1, x2
+
+
+def _prepare(y_true, y_pred):
+    y_pred = _tensor(y_pred)
+    y_true = ops.cast(_tensor(y_true), y_pred.dtype)
+    return squeeze_or_expand_to_same_rank(y_true, y_pred)
+
+
+def check_same_shape(y_true, y_pred) -> None:
+    """Raises Keras' error when known dimensions of target and output differ.
+
+    Raises:
+        ValueError: different ranks, or a dimension known in both that differs.
+    """
+    s1, s2 = y_true.shape, y_pred.shape
+    if s1 is None or s2 is None:
+        return
+    if len(s1) != len(s2) or any(a is not None and b is not None and a != b
+                                 for a, b in zip(s1, s2)):
+        raise ValueError(
+            f"Arguments `target` and `output` must have the same shape. "
+            f"Received: target.shape={tuple(s1)}, output.shape={tuple(s2)}."
+        )
+
+
+def _is_last(x, axis):
+    return axis == -1 or (x.ndim is not None and axis == x.ndim - 1)
+
+
+# -- reduction and Loss objects ----------------------------------------------------
+def _match_weights(values, sample_weight):
+    sw = ops.cast(_tensor(sample_weight), values.dtype)
+    values, sw = squeeze_or_expand_to_same_rank(values, sw, expand_rank_1=False)
+    # Per-sample weights against per-timestep losses: weights broadcast over
+    # the trailing axes.
+    while 0 < (sw.ndim or 0) < (values.ndim or 0):
+        sw = ops.expand_dims(sw, -1)
+    return values, sw
+
+
+def reduce_weighted_values(values, sample_weight=None, reduction="sum_over_batch_size",
+                           mask=None):
+    """Weights per-sample losses and reduces them as Keras' ``Loss`` does.
+
+    Args:
+        values: per-sample losses, shape (batch, ...).
+        sample_weight: None or weights broadcastable to ``values`` (a trailing
+            size-1 axis is squeezed, missing trailing axes are added).
+        reduction: "sum_over_batch_size"/"mean" (sum of weighted values over
+            their number of elements), "sum", "mean_with_sample_weight" (over
+            the sum of the weights) or "none"/None (the weighted values).
+        mask: optional 0/1 tensor like ``values``; masked-out entries neither
+            count nor enter the divisor.
+
+    Returns:
+        A scalar, or the weighted values for "none".
+    """
+    if sample_weight is not None:
+        values, sample_weight = _match_weights(values, sample_weight)
+    if mask is not None:
+        sample_weight = mask if sample_weight is None else \
+            ops.multiply(sample_weight, mask)
+    if sample_weight is not None:
+        values = ops.multiply(values, sample_weight)
+    if reduction in (None, "none") or values.ndim == 0:
+        return values
+    total = ops.sum(values)
+    if reduction == "sum":
+        return total
+    if reduction == "mean_with_sample_weight" and sample_weight is not None:
+        divisor = ops.sum(ops.broadcast_like(sample_weight, values))
+    elif mask is not None:
+        divisor = ops.sum(ops.broadcast_like(mask, values))
+    else:
+        divisor = ops.reduced_count(values, None, values.dtype)
+    # An empty batch (or all weight masked) reduces to 0 instead of 0 / 0.
+    return ops.divide(total, ops.maximum(divisor, EPSILON))
+
+
+class Loss:
+    """Base class: ``call`` gives per-sample losses, ``__call__`` reduces them.
+
+    Args:
+        reduction: "sum_over_batch_size" (default), "sum", "mean",
+            "mean_with_sample_weight" or "none"/None.
+        name: name of the loss (prefix of its graph nodes).
+
+    Raises:
+        ValueError: an unknown reduction.
+
+    Example:
+        >>> class Cube(Loss):
+        ...     def call(self, y_true, y_pred):
+        ...         return ops.mean((y_pred - y_true) ** 3, axis=-1)
+    """
+
+    def __init__(self, reduction="sum_over_batch_size", name=None):
+        if reduction not in REDUCTIONS:
+            raise ValueError(
+                f"Invalid value for argument `reduction`; expected one of "
+                f"{REDUCTIONS}. Received: reduction={reduction!r}."
+            )
+        self.reduction = reduction
+        self.name = name or to_snake_case(type(self).__name__)
+
+    def call(self, y_true, y_pred):
+        """Per-sample losses of shape (batch, ...); subclasses implement it."""
+        raise NotImplementedError(f"{type(self).__name__} must implement call().")
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        """The reduced loss.
+
+        Args:
+            y_true: targets, (batch, ...).
+            y_pred: float predictions, (batch, ...).
+            sample_weight: None, a scalar, (batch,) or a tensor like the losses.
+
+        Returns:
+            A scalar float tensor (array when eager), or per-sample values for
+            reduction "none".
+        """
+        with name_scope(self.name):
+            values = self.call(y_true, y_pred)
+            return reduce_weighted_values(values, sample_weight, self.reduction)
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "reduction": self.reduction}
+
+    @classmethod
+    def from_config(cls, config: dict) -> Loss:
+        return cls(**config)
+
+
+class LossFunctionWrapper(Loss):
+    """A ``Loss`` around a per-sample function ``fn(y_true, y_pred, **kwargs)``.
+
+    Args:
+        fn: the loss function.
+        reduction, name: as ``Loss`` (name defaults to ``fn.__name__``).
+        **kwargs: keyword arguments passed to ``fn`` on every call.
+    """
+
+    def __init__(self, fn: Callable, reduction="sum_over_batch_size", name=None,
+                 **kwargs):
+        super().__init__(reduction=reduction, name=name or fn.__name__)
+        self.fn = fn
+        self._fn_kwargs = kwargs
+
+    def call(self, y_true, y_pred):
+        return self.fn(y_true, y_pred, **self._fn_kwargs)
+
+    def get_config(self):
+        config = {**super().get_config(), **self._fn_kwargs}
+        if type(self) is LossFunctionWrapper:
+            config["fn"] = serialize_object(self.fn)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        if cls is LossFunctionWrapper:
+            config = dict(config)
+            config["fn"] = deserialize(config["fn"])
+        return cls(**config)
+
+
+def wrapper_class(cls_name, fn, default_name, doc, module, base=None, **defaults):
+    """A ``LossFunctionWrapper`` subclass whose ``__init__`` takes ``fn``'s keyword
+    arguments (with their defaults) plus reduction and name, as in Keras 3."""
+    base = base or LossFunctionWrapper
+
+    def __init__(self, reduction="sum_over_batch_size", name=default_name, **kw):
+        unknown = set(kw) - set(defaults)
+        if unknown:
+            raise TypeError(f"{cls_name}() got unexpected keyword arguments "
+                            f"{sorted(unknown)}. Accepted: {sorted(defaults)}.")
+        LossFunctionWrapper.__init__(self, fn, reduction=reduction, name=name,
+                                     **{**defaults, **kw})
+
+    return type(cls_name, (base,), {
+        "__init__": __init__, "__doc__": doc, "__module__": module,
+        "__qualname__": cls_name,
+    })
+
+
+COMMON_DOC = """
+
+    Args:
+        reduction: as ``Loss``.
+        name: name of the loss."""
+
+
+# -- lookup --------------------------------------------------------------------------
+def serialize(loss) -> Any:
+    """The name of a loss function, or the class_name/config dict of an object."""
+    return serialize_object(loss)
+
+
+def deserialize(config, custom_objects=None) -> Any:
+    """A loss function (from its name) or object (from a class name or dict).
+
+    Raises:
+        ValueError: an unknown name, listing the valid ones.
+    """
+    return deserialize_object(config, _OBJECTS, "loss", custom_objects)
+
+
+def get(identifier) -> Callable | None:
+    """Resolves a loss identifier (Keras 3's ``losses.get``).
+
+    Args:
+        identifier: None; a function name ("mse", "binary_crossentropy"...)
+            giving the per-sample *function*; a class name
+            ("BinaryCrossentropy") giving a new default instance; a config
+            dict; or a callable, returned as is.
+
+    Returns:
+        None, a per-sample function ``f(y_true, y_pred)`` or a ``Loss``. Wrap a
+        function in ``LossFunctionWrapper`` for a sample-weighted scalar.
+
+    Raises:
+        ValueError: an unknown name. TypeError: an identifier of another type.
+    """
+    return get_object(identifier, _OBJECTS, "loss")
+
+
+register(Loss, LossFunctionWrapper)

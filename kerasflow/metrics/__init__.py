@@ -1,0 +1,59 @@
+"""Streaming metrics (L1; Keras 3's ``keras.metrics``), in graph or eager mode.
+
+``base`` holds the ``Metric`` class, ``Mean``/``Sum``/``MeanMetricWrapper`` and
+the lookup (``get``/``serialize``/``deserialize``); ``state`` records the
+updates a custom ``update_state`` makes; ``accuracy``, ``regression`` and
+``confusion`` hold the metrics by family. Every public name is importable here.
+
+Example:
+    >>> m = SparseCategoricalAccuracy()
+    >>> m.update_state(np.array([1, 0]), np.array([[0.1, 0.9], [0.3, 0.7]]))
+    []
+    >>> m.result()
+    0.5
+"""
+
+from __future__ import annotations
+
+# ruff: noqa: F401
+from kerasflow.metrics.accuracy import (
+    Accuracy,
+    BinaryAccuracy,
+    CategoricalAccuracy,
+    SparseCategoricalAccuracy,
+    SparseTopKCategoricalAccuracy,
+    TopKCategoricalAccuracy,
+    accuracy,
+    binary_accuracy,
+    categorical_accuracy,
+    sparse_categorical_accuracy,
+    sparse_top_k_categorical_accuracy,
+    top_k_categorical_accuracy,
+)
+from kerasflow.metrics.base import (
+    Mean,
+    MeanMetricWrapper,
+    Metric,
+    Sum,
+    deserialize,
+    get,
+    serialize,
+)
+from kerasflow.metrics.confusion import AUC, F1Score, FBetaScore, Precision, Recall
+from kerasflow.metrics.regression import (
+    MeanAbsoluteError,
+    MeanSquaredError,
+    RootMeanSquaredError,
+)
+from kerasflow.metrics.state import MetricVariable
+
+__all__ = [
+    "AUC", "Accuracy", "BinaryAccuracy", "CategoricalAccuracy", "F1Score",
+    "FBetaScore", "Mean",
+    "MeanAbsoluteError", "MeanMetricWrapper", "MeanSquaredError", "Metric", "Precision",
+    "Recall", "RootMeanSquaredError", "SparseCategoricalAccuracy",
+    "SparseTopKCategoricalAccuracy", "Sum", "TopKCategoricalAccuracy", "accuracy",
+    "binary_accuracy", "categorical_accuracy", "deserialize", "get", "serialize",
+    "sparse_categorical_accuracy", "sparse_top_k_categorical_accuracy",
+    "top_k_categorical_accuracy",
+]

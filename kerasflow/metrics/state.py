@@ -1,0 +1,157 @@
+"""Recording of metric state updates made inside ``update_state``.
+
+Keras' custom metrics update their state by calling ``self.v.assign_add(x)``
+and return nothing (keras.io, "Training & evaluation with the built-in
+methods", ``CategoricalTruePositives``). In a graph that assignment is an op
+nobody fetches. Here a metric's Variables are ``MetricVariable``s: while an
+``update_state`` wrapped by ``recording_update`` traces symbolic inputs, each
+assignment to one of them is recorded on a thread-local stack and returned with
+the ops ``update_state`` returned itself, so the caller runs it once per batch.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import numpy as np
+
+from kerasflow.backend import Variable
+from kerasflow.backend.graph import is_symbolic
+
+__all__ = ["MetricVariable", "host_result", "recording_update"]
+
+
+def _out(x):
+    x = np.asarray(x)
+    return float(x) if x.ndim == 0 else x
+
+
+_rec = threading.local()
+
+
+class _Frame:
+    """The assignments one ``update_state`` call made; ``symbolic`` when it
+    traces symbolic inputs (else its symbolic assignments run when it returns)."""
+
+    __slots__ = ("ops", "symbolic")
+
+    def __init__(self, symbolic):
+        self.symbolic, self.ops = symbolic, []
+
+
+def _collectors() -> list:
+    stack = getattr(_rec, "stack", None)
+    if stack is None:
+        stack = _rec.stack = []
+    return stack
+
+
+class MetricVariable(Variable):
+    """A metric's state Variable: assignments with a symbolic value made inside
+    ``update_state`` are recorded as that call's update ops; an eager assignment
+    while tracing symbolic inputs is refused (it would change the state once, at
+    trace time, instead of once per batch)."""
+
+    def _record(self, op):
+        stack = _collectors()
+        if stack:
+            stack[-1].ops.append(op)
+        return op
+
+    def _check_eager(self, value):
+        stack = _collectors()
+        if stack and stack[-1].symbolic:
+            raise TypeError(
+                f"Metric variable '{self.name}' was assigned a non-symbolic value "
+                f"while update_state() traced symbolic inputs: the update would "
+                f"run once now instead of once per batch. Compute the value with "
+                f"backend ops (e.g. ops.equal(a, b), not a == b, which compares "
+                f"tensor identity). Received: value of type {type(value).__name__}."
+            )
+
+    def assign(self, value):
+        if is_symbolic(value):
+            return self._record(super().assign(value))
+        self._check_eager(value)
+        return super().assign(value)
+
+    def assign_add(self, delta):
+        if is_symbolic(delta):
+            return self._record(super().assign_add(delta))
+        self._check_eager(delta)
+        return super().assign_add(delta)
+
+    def assign_sub(self, delta):
+        if is_symbolic(delta):
+            return self._record(super().assign_sub(delta))
+        self._check_eager(delta)
+        return super().assign_sub(delta)
+
+
+def _any_symbolic(args, kwargs) -> bool:
+    stack = [*args, *kwargs.values()]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        elif is_symbolic(x):
+            return True
+    return False
+
+
+def recording_update(update_state):
+    """Wraps ``update_state``: on symbolic inputs, returns the ops it returned
+    plus every recorded assignment to a metric Variable, each once."""
+
+    @functools.wraps(update_state)
+    def wrapped(self, *args, **kwargs):
+        symbolic = _any_symbolic(args, kwargs)
+        stack = _collectors()
+        stack.append(_Frame(symbolic))
+        try:
+            returned = update_state(self, *args, **kwargs)
+        finally:
+            recorded = stack.pop().ops
+        if not symbolic:
+            # Eager inputs, yet an op built from the state Variables themselves
+            # (``v.assign(ops.maximum(v, x))``): run it now, as Keras would.
+            pending = recorded
+            if pending:
+                from kerasflow.backend import Function  # noqa: PLC0415
+
+                Function([], [], updates=pending, name=f"{self.name}_update")()
+            return []
+        ops_out = [] if returned is None else (
+            list(returned) if isinstance(returned, (list, tuple)) else [returned])
+        seen = {id(op) for op in ops_out}
+        ops_out += [op for op in recorded if id(op) not in seen]
+        if stack:  # a caller's update_state: it sees these ops too
+            stack[-1].ops.extend(ops_out)
+        return ops_out
+
+    wrapped._records_updates = True
+    return wrapped
+
+
+def host_result(result):
+    """Wraps ``result`` so a Variable, an expression of Variables, an array or a
+    number comes back as a float (or a numpy array for vector results)."""
+
+    @functools.wraps(result)
+    def wrapped(self):
+        value = result(self)
+        if isinstance(value, Variable):
+            return _out(value.numpy())
+        if is_symbolic(value):  # an expression of the state Variables
+            from kerasflow.backend import Function, to_numpy  # noqa: PLC0415
+
+            return _out(to_numpy(Function([], [value])()[0]))
+        if isinstance(value, (float, dict)):
+            return value
+        return _out(value)
+
+    wrapped._records_updates = True
+    return wrapped
