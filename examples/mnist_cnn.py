@@ -2,7 +2,8 @@
 
 Conv2D(32, 3, relu) -> Conv2D(64, 3, relu) -> MaxPooling2D(2) -> Dropout(0.25) ->
 Flatten -> Dense(128, relu) -> Dropout(0.5) -> Dense(10, softmax), Adam, batch 128
-(the ``mnist_cnn.py`` example of Keras 2). Reaches about 99.1% test accuracy.
+(the ``mnist_cnn.py`` example of Keras 2). Measured: 98.2% test accuracy after
+1 epoch, 98.9% after 3, 99.1% after 6 (the default).
 
 Run: python examples/mnist_cnn.py [--epochs 6] [--data DIR]
 Reads the MNIST IDX files from --data, $KERASFLOW_DATA_DIR/mnist or

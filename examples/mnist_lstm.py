@@ -2,7 +2,7 @@
 
 LSTM(128) over 28 time steps of 28 pixels -> Dense(10, softmax); Adam, batch 128.
 The whole sequence runs in one loop op (and backpropagation through time in
-another). Reaches about 98% test accuracy in 5 epochs.
+another). Measured: 97.8% test accuracy after 5 epochs (the default).
 
 Run: python examples/mnist_lstm.py [--epochs 5] [--data DIR]
 Reads the MNIST IDX files from --data, $KERASFLOW_DATA_DIR/mnist or
