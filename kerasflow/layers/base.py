@@ -22,7 +22,8 @@ from kerasflow import backend as K
 from kerasflow import initializers, regularizers
 from kerasflow.utils.serialization import registry
 
-__all__ = ["Layer", "InputSpec", "get_history", "training_context"]
+__all__ = ["Layer", "InputSpec", "get_history", "training_context",
+           "collect_updates"]
 
 _name_counts: dict[str, int] = defaultdict(int)
 # tensor -> (layer, call record, output index); weak so graphs are freed.
@@ -66,7 +67,7 @@ def collect_updates():
 
 def _snake(name):
     s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()  # Keras: conv2d
 
 
 def unique_layer_name(base):

@@ -19,6 +19,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.optimizers import clipping
+from kerasflow.optimizers.sparse import sparse_update
 from kerasflow.optimizers.schedules import LearningRateSchedule
 from kerasflow.optimizers.schedules import deserialize as _deserialize_schedule
 from kerasflow.optimizers.schedules import serialize as _serialize_schedule
@@ -405,7 +406,8 @@ class Optimizer:
                     coefficients[v.dtype] = c
                 c = coefficients[v.dtype]
                 decay = c.get("decay") if self._use_weight_decay(v) else None
-                updates.append(self._apply_dense(g, v, c, decay))
+                # An embedding's sparse gradient updates only its rows (lazy).
+                updates.append(sparse_update(self._apply_dense(g, v, c, decay), g))
             updates.append(K.assign_add(self.iterations, 1))
         return updates
 

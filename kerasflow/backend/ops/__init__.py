@@ -9,8 +9,13 @@ from kerasflow.backend.ops.random import *  # noqa: F403
 from kerasflow.backend.ops.nn import *  # noqa: F403
 from kerasflow.backend.ops.conv import *  # noqa: F403
 from kerasflow.backend.ops.checks import *  # noqa: F403
+from kerasflow.backend.ops.conv_extra import *  # noqa: F403
+from kerasflow.backend.ops.embedding import *  # noqa: F403
+from kerasflow.backend.ops.normalization import *  # noqa: F403
+from kerasflow.backend.ops.scan import *  # noqa: F403
 from kerasflow.backend.ops import (  # noqa: F401
-    checks, conv, linalg, math, nn, random, reduction, shape, state,
+    checks, conv, conv_extra, embedding, linalg, math, nn, normalization, random,
+    reduction, scan, shape, state,
 )
 from kerasflow.backend.ops.math import __all__ as _m
 from kerasflow.backend.ops.reduction import __all__ as _r
@@ -21,5 +26,10 @@ from kerasflow.backend.ops.random import __all__ as _rn
 from kerasflow.backend.ops.nn import __all__ as _nn
 from kerasflow.backend.ops.conv import __all__ as _cv
 from kerasflow.backend.ops.checks import __all__ as _ck
+from kerasflow.backend.ops.conv_extra import __all__ as _cx
+from kerasflow.backend.ops.embedding import __all__ as _em
+from kerasflow.backend.ops.normalization import __all__ as _bn
+from kerasflow.backend.ops.scan import __all__ as _sc
 
-__all__ = [*_m, *_r, *_s, *_l, *_st, *_rn, *_nn, *_cv, *_ck]
+__all__ = [*_m, *_r, *_s, *_l, *_st, *_rn, *_nn, *_cv, *_ck, *_cx, *_em, *_bn,
+           *_sc]

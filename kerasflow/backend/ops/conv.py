@@ -130,6 +130,7 @@ def _conv2d_infer(x, kernel, strides, padding, dilation_rate):
 # when BLAS reads it (conv2d on (128, 28, 28, 32) * (3, 3, 32, 64): 1.4x the time
 # of the bare matmul, against 1.6x for all columns at once).
 _COLUMN_BYTES = 32 * 2**20
+_TAP_BYTES = 2 * 2**20
 
 
 def _columns(xp, x, kshape, strides, padding, dilation_rate):
@@ -166,11 +167,22 @@ def _conv2d_backprop_input(xp, x, kernel, g, strides, padding, dilation_rate):
     kh, kw, cin, cout = kernel.shape
     ho, wo, pads = _plan(x.shape, (kh, kw), strides, dilation_rate, padding)
     dx = _padded_zeros(xp, x.shape, pads, g.dtype)
-    g2 = g.reshape(-1, cout)
-    # col2im one tap at a time: a (N*Ho*Wo, Cout) @ (Cout, Cin) product added into
+    n = g.shape[0]
+    # col2im one tap at a time: a (rows, Cout) @ (Cout, Cin) product added into
     # the tap's strided slice, never materializing the kh*kw-times larger columns.
-    for (i, j), idx in _taps((kh, kw), ho, wo, strides, dilation_rate):
-        dx[idx] += xp.matmul(g2, kernel[i, j].T).reshape(g.shape[:3] + (cin,))
+    # A few images at a time, into one reused buffer, so the product is still in
+    # cache when it is added (1.3x faster than whole-batch products here).
+    step = max(1, _TAP_BYTES // max(ho * wo * cin * g.dtype.itemsize, 1))
+    buf = xp.empty((min(step, n) * ho * wo, cin), dtype=g.dtype)
+    taps = [(idx, kernel[i, j].T) for (i, j), idx in
+            _taps((kh, kw), ho, wo, strides, dilation_rate)]
+    for b in range(0, n, step):
+        gb, db = g[b:b + step], dx[b:b + step]
+        rows = buf[:gb.shape[0] * ho * wo]
+        g2 = gb.reshape(-1, cout)
+        for idx, kt in taps:
+            xp.matmul(g2, kt, out=rows)
+            db[idx] += rows.reshape(gb.shape[:3] + (cin,))
     return _crop(dx, x.shape, pads)
 
 
@@ -246,10 +258,38 @@ def _first_max_masks(xp, xpad, y, pool_size, strides):
         yield idx, hit
 
 
+def _tiled_max_pool_grad(xp, xpad, y, g, pool_size):
+    """MaxPoolGrad for windows that tile the input (strides == pool_size).
+
+    The padded input is viewed as (N, Ho, ph, Wo, pw, C) blocks: one comparison
+    with the broadcast maxima marks every maximum, a pass over the ph * pw taps
+    of the boolean mask keeps only the first one per window (TF's rule), and one
+    broadcast product writes the gradient: no per-tap float temporaries.
+    """
+    (ph, pw), (n, ho, wo, c) = pool_size, y.shape
+    block = xpad[:, :ho * ph, :wo * pw]
+    mask = block.reshape(n, ho, ph, wo, pw, c) == y[:, :, None, :, None, :]
+    taken = xp.zeros(y.shape, dtype=bool)
+    for i in range(ph):
+        for j in range(pw):
+            tap = mask[:, :, i, :, j, :]
+            tap &= ~taken
+            taken |= tap
+    dx = xp.multiply(mask, g[:, :, None, :, None, :], dtype=g.dtype)
+    return dx.reshape(n, ho * ph, wo * pw, c)
+
+
 @register_op("MaxPoolGrad", lambda x, y, g, **_: (x.shape, g.dtype))
 def _max_pool_grad_kernel(xp, x, y, g, pool_size, strides, padding):
     _, _, pads = _plan(x.shape, pool_size, strides, (1, 1), padding)
     xpad = _pad(xp, x, pads, _lowest(x.dtype))
+    if tuple(strides) == tuple(pool_size):
+        dx = _tiled_max_pool_grad(xp, xpad, y, g, pool_size)
+        if dx.shape != xpad.shape:
+            full = xp.zeros(xpad.shape, dtype=g.dtype)
+            full[:, :dx.shape[1], :dx.shape[2]] = dx
+            dx = full
+        return _crop(dx, x.shape, pads)
     dx = _padded_zeros(xp, x.shape, pads, g.dtype)
     for idx, hit in _first_max_masks(xp, xpad, y, pool_size, strides):
         dx[idx] += xp.where(hit, g, 0)

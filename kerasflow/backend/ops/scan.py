@@ -1,0 +1,420 @@
+"""Recurrent loops as single ops: SimpleRNN, LSTM and GRU over a whole sequence.
+
+``RNNLoop`` runs every time step of a cell inside one kernel and
+``RNNLoopGrad`` runs backpropagation through time (Werbos 1990) inside another,
+so a graph holds two nodes whatever the sequence length: a 500-step LSTM
+builds and compiles as fast as a 5-step one. The input projection of all
+steps is one matrix product before the loop (and its gradient one after it);
+inside the loop each step costs one (batch, units) x (units, gates * units)
+product plus elementwise work.
+
+Cells follow Keras 3 exactly (gate order, bias layout):
+
+- ``simple``: ``h = act(x W + h R + b)``.
+- ``lstm`` (Hochreiter & Schmidhuber 1997; gates i, f, c, o):
+  ``z = x W + h R + b``; ``c = f * c + i * act(z_c)``; ``h = o * act(c)``,
+  with ``rec_act`` on i, f, o.
+- ``gru`` (Cho et al. 2014; gates z, r, h; ``reset_after=True``, bias (2, 3U)):
+  ``xz = x W + b[0]``, ``hr = h R + b[1]``; ``z, r = rec_act(xz + hr)``;
+  ``hh = act(xz_h + r * hr_h)``; ``h = z * h + (1 - z) * hh``.
+
+A mask (batch, steps) keeps the state unchanged (and repeats the previous
+output) at masked steps, as Keras does. ``rmask`` (batch, units) multiplies the
+state before the recurrent product (recurrent dropout, Gal & Ghahramani 2016).
+"""
+
+from __future__ import annotations
+
+from kerasflow.backend.registry import apply, register_gradient, register_op
+
+__all__ = ["rnn_loop"]
+
+_GATES = {"simple": 1, "lstm": 4, "gru": 3}
+# activation: (forward f(x, xp), derivative from the output y)
+_ACTS = {
+    "tanh": (lambda x, xp: xp.tanh(x, out=x), lambda y: 1.0 - y * y),
+    "sigmoid": (lambda x, xp: _sigmoid(x, xp), lambda y: y * (1.0 - y)),
+    "relu": (lambda x, xp: xp.maximum(x, 0, out=x), lambda y: (y > 0).astype(y.dtype)),
+    "linear": (lambda x, xp: x, lambda y: 1.0),
+    "hard_sigmoid": (lambda x, xp: _hard_sigmoid(x, xp),
+                     lambda y: ((y > 0) & (y < 1)).astype(y.dtype) / 6.0),
+}
+
+
+def _sigmoid(x, xp):
+    # 1 / (1 + exp(-x)), via tanh: no overflow warning for large |x|.
+    x *= 0.5
+    xp.tanh(x, out=x)
+    x += 1.0
+    x *= 0.5
+    return x
+
+
+def _hard_sigmoid(x, xp):
+    # clip(x / 6 + 0.5, 0, 1) in place (Keras 3's definition).
+    x /= 6.0
+    x += 0.5
+    return xp.clip(x, 0.0, 1.0, out=x)
+
+
+def _act(name):
+    return _ACTS[name][0]
+
+
+def _dact(name):
+    return _ACTS[name][1]
+
+
+def _parse(inputs, has_state, has_mask, has_rmask, cell):
+    x, w, r, b, *rest = inputs
+    h0 = c0 = mask = rmask = None
+    if has_state:
+        h0 = rest.pop(0)
+        if cell == "lstm":
+            c0 = rest.pop(0)
+    if has_mask:
+        mask = rest.pop(0)
+    if has_rmask:
+        rmask = rest.pop(0)
+    return x, w, r, b, h0, c0, mask, rmask, rest
+
+
+def _loop_infer(*specs, cell, units, activation, recurrent_activation, has_state,
+                has_mask, has_rmask):
+    x = specs[0]
+    if x.shape is not None and len(x.shape) != 3:
+        raise ValueError(f"rnn_loop expects x of rank 3 (batch, steps, features). "
+                         f"Received: x.shape={x.shape}.")
+    if x.dtype.kind != "f":
+        raise TypeError(f"rnn_loop expects a float x. Received: {x.dtype.name}.")
+    n, t = (None, None) if x.shape is None else x.shape[:2]
+    cache = {"simple": 0, "lstm": 5, "gru": 4}[cell]
+    return [((n, t, units), x.dtype),
+            ((n, t, units if cell == "lstm" else 0), x.dtype),
+            ((t, n, cache * units), x.dtype)]  # the cache is time-major
+
+
+def _fast_lstm(cell, activation, recurrent_activation):
+    return cell == "lstm" and activation == "tanh" and \
+        recurrent_activation == "sigmoid"
+
+
+def _fast_layout(xp, u, dt):
+    """Column order (i, f, o, c) of Keras' (i, f, c, o), and the pre-scales."""
+    perm = xp.concatenate([xp.arange(0, 2 * u), xp.arange(3 * u, 4 * u),
+                           xp.arange(2 * u, 3 * u)])
+    scale = xp.concatenate([xp.full(3 * u, 0.5, dt), xp.ones(u, dt)])
+    return perm, scale
+
+
+def _time_major(xp, a):
+    """(batch, steps, ...) -> a contiguous (steps, batch, ...) copy."""
+    return xp.ascontiguousarray(a.swapaxes(0, 1))
+
+
+@register_op("RNNLoop", _loop_infer, num_outputs=3)
+def _rnn_loop(xp, *inputs, cell, units, activation, recurrent_activation,
+              has_state, has_mask, has_rmask):
+    x, w, r, b, h0, c0, mask, rmask, _ = _parse(inputs, has_state, has_mask,
+                                                 has_rmask, cell)
+    n, t, d = x.shape
+    u, dt = units, x.dtype
+    act, ract = _act(activation), _act(recurrent_activation)
+    fast = _fast_lstm(cell, activation, recurrent_activation)
+    if fast:
+        # Gates reordered (i, f, o, c) and i, f, o pre-scaled by 1/2, so that
+        # one tanh over all gates gives sigmoid(v) = (tanh(v / 2) + 1) / 2 for
+        # i, f, o after two more passes: 3 elementwise passes instead of 9.
+        perm, scale = _fast_layout(xp, u, dt)
+        w, r, b = w[:, perm] * scale, r[:, perm] * scale, b[perm] * scale
+    # Time-major buffers: every per-step slice below is contiguous.
+    xw = (_time_major(xp, x).reshape(t * n, d) @ w).reshape(t, n, -1)
+    xw += b[0] if cell == "gru" else b
+    h = xp.zeros((n, u), dt) if h0 is None else h0.astype(dt, copy=True)
+    c = None
+    if cell == "lstm":
+        c = xp.zeros((n, u), dt) if c0 is None else c0.astype(dt, copy=True)
+    hs = xp.empty((t, n, u), dt)
+    cs = xp.empty((t, n, u if cell == "lstm" else 0), dt)
+    cache = xp.empty((t, n, {"simple": 0, "lstm": 5, "gru": 4}[cell] * u), dt)
+    tmp = xp.empty((n, u), dt)
+    hr = xp.empty((n, 3 * u), dt) if cell == "gru" else None
+    m = None if mask is None else _time_major(xp, mask.astype(dt))[..., None]
+    for s in range(t):
+        hr_in = h if rmask is None else h * rmask
+        h_new = hs[s]
+        if cell == "simple":
+            xp.matmul(hr_in, r, out=h_new)
+            h_new += xw[s]
+            act(h_new, xp)
+        elif cell == "lstm":
+            z = cache[s, :, :4 * u]
+            xp.matmul(hr_in, r, out=z)
+            z += xw[s]
+            if fast:
+                xp.tanh(z, out=z)
+                ifo = z[:, :3 * u]
+                ifo *= 0.5
+                ifo += 0.5
+                i, f, o, g = z[:, :u], z[:, u:2 * u], z[:, 2 * u:3 * u], z[:, 3 * u:]
+            else:
+                ract(z[:, :2 * u], xp)
+                act(z[:, 2 * u:3 * u], xp)
+                ract(z[:, 3 * u:], xp)
+                i, f, g, o = z[:, :u], z[:, u:2 * u], z[:, 2 * u:3 * u], z[:, 3 * u:]
+            c_new = cs[s]
+            xp.multiply(f, c, out=c_new)
+            xp.multiply(i, g, out=tmp)
+            c_new += tmp
+            tc = cache[s, :, 4 * u:]
+            tc[...] = c_new
+            xp.multiply(o, act(tc, xp), out=h_new)
+        else:  # gru
+            xp.matmul(hr_in, r, out=hr)
+            hr += b[1]
+            zc = cache[s]
+            zr = zc[:, :2 * u]
+            xp.add(xw[s, :, :2 * u], hr[:, :2 * u], out=zr)
+            ract(zr, xp)
+            zg, rg = zr[:, :u], zr[:, u:]
+            hh = zc[:, 2 * u:3 * u]
+            xp.multiply(rg, hr[:, 2 * u:], out=hh)
+            hh += xw[s, :, 2 * u:]
+            act(hh, xp)
+            zc[:, 3 * u:] = hr[:, 2 * u:]
+            xp.subtract(h, hh, out=h_new)      # h_new = hh + z * (h - hh)
+            h_new *= zg
+            h_new += hh
+        if m is not None:
+            ms = m[s]
+            h_new -= h                         # h_new = h + ms * (h_new - h)
+            h_new *= ms
+            h_new += h
+            if c is not None:
+                c_new -= c
+                c_new *= ms
+                c_new += c
+        h = h_new
+        if cell == "lstm":
+            c = c_new
+    # Batch-major views of the time-major buffers (the cache stays time-major).
+    return hs.swapaxes(0, 1), cs.swapaxes(0, 1), cache
+
+
+@register_gradient("RNNLoop")
+def _rnn_loop_grad(node, g_hs, g_cs, _g_cache):
+    attrs = node.attrs
+    grads = apply("RNNLoopGrad", *node.inputs, *node.outputs, g_hs, g_cs, **attrs)
+    dx, dw, dr, db, dh0, dc0 = grads
+    out = [dx, dw, dr, db]
+    if attrs["has_state"]:
+        out.append(dh0)
+        if attrs["cell"] == "lstm":
+            out.append(dc0)
+    out += [None] * (len(node.inputs) - len(out))
+    return tuple(out)
+
+
+def _grad_infer(*specs, cell, units, activation, recurrent_activation, has_state,
+                has_mask, has_rmask):
+    x, w, r, b = specs[:4]
+    n = None if x.shape is None else x.shape[0]
+    return [(x.shape, x.dtype), (w.shape, x.dtype), (r.shape, x.dtype),
+            (b.shape, x.dtype), ((n, units), x.dtype), ((n, units), x.dtype)]
+
+
+def _deriv(name, y, out, xp):
+    """``out = f'(.)`` of activation ``name`` given its output ``y`` (in place)."""
+    if name == "sigmoid":
+        xp.subtract(1.0, y, out=out)
+        out *= y
+    elif name == "tanh":
+        xp.multiply(y, y, out=out)
+        xp.subtract(1.0, out, out=out)
+    else:
+        out[...] = _dact(name)(y)
+    return out
+
+
+@register_op("RNNLoopGrad", _grad_infer, num_outputs=6)
+def _rnn_loop_grad_kernel(xp, *inputs, cell, units, activation, recurrent_activation,
+                          has_state, has_mask, has_rmask):
+    x, w, r, b, h0, c0, mask, rmask, rest = _parse(inputs, has_state, has_mask,
+                                                    has_rmask, cell)
+    hs, cs, cache, g_hs, g_cs = rest
+    n, t, d = x.shape
+    u, dt = units, x.dtype
+    k = _GATES[cell]
+    hs, cs = hs.swapaxes(0, 1), cs.swapaxes(0, 1)      # time-major again
+    g_hs = _time_major(xp, g_hs)
+    g_cs = _time_major(xp, g_cs) if cell == "lstm" else None
+    dxw = xp.empty((t, n, k * u), dt)                   # grads of x W + b
+    dzr = xp.empty((t, n, k * u), dt) if cell == "gru" else dxw  # of h R (+ b1)
+    deriv = xp.empty((n, k * u), dt)
+    dh = xp.zeros((n, u), dt)
+    dc = xp.zeros((n, u), dt) if cell == "lstm" else None
+    tmp, tmp2 = xp.empty((n, u), dt), xp.empty((n, u), dt)
+    h_init = xp.zeros((n, u), dt) if h0 is None else h0.astype(dt)
+    c_init = xp.zeros((n, u), dt) if c0 is None else c0.astype(dt)
+    m = None if mask is None else _time_major(xp, mask.astype(dt))[..., None]
+    fast = _fast_lstm(cell, activation, recurrent_activation)
+    if fast:  # the forward's cache and this dxw use the (i, f, o, c) order
+        perm, _ = _fast_layout(xp, u, dt)
+        inverse = xp.argsort(perm)
+        w, r = w[:, perm], r[:, perm]
+    rt = xp.ascontiguousarray(r.T)
+    for s in range(t - 1, -1, -1):
+        h_prev = hs[s - 1] if s > 0 else h_init
+        dh += g_hs[s]
+        dh_new, dh_keep = dh, None
+        if m is not None:
+            dh_new = dh * m[s]
+            dh_keep = dh - dh_new
+        blk = dxw[s]
+        if cell == "simple":
+            _deriv(activation, hs[s], blk, xp)
+            blk *= dh_new
+            if m is not None:
+                blk *= m[s]  # masked steps stored h_prev: no gradient through f
+        elif cell == "lstm" and fast:                    # layout (i, f, o, c)
+            c_prev = cs[s - 1] if s > 0 else c_init
+            z = cache[s]
+            i, f, o, g = z[:, :u], z[:, u:2 * u], z[:, 2 * u:3 * u], z[:, 3 * u:4 * u]
+            tc = z[:, 4 * u:]
+            dc += g_cs[s]
+            dc_new, dc_keep = dc, None
+            if m is not None:
+                dc_new = dc * m[s]
+                dc_keep = dc - dc_new
+            xp.multiply(tc, tc, out=tmp2)                # dct = dc + dh o (1 - tc^2)
+            xp.subtract(1.0, tmp2, out=tmp2)
+            tmp2 *= o
+            tmp2 *= dh_new
+            tmp2 += dc_new
+            xp.multiply(tmp2, g, out=blk[:, :u])
+            xp.multiply(tmp2, c_prev, out=blk[:, u:2 * u])
+            xp.multiply(dh_new, tc, out=blk[:, 2 * u:3 * u])
+            xp.multiply(tmp2, i, out=blk[:, 3 * u:])
+            ifo, dv = z[:, :3 * u], deriv[:, :3 * u]
+            xp.subtract(1.0, ifo, out=dv)                # sigmoid' = y (1 - y)
+            dv *= ifo
+            _deriv("tanh", g, deriv[:, 3 * u:], xp)
+            blk *= deriv
+            tmp2 *= f
+            dc, tmp2 = (tmp2, dc) if dc_keep is None else (tmp2 + dc_keep, dc)
+        elif cell == "lstm":
+            c_prev = cs[s - 1] if s > 0 else c_init
+            z = cache[s]
+            i, f, g, o = z[:, :u], z[:, u:2 * u], z[:, 2 * u:3 * u], z[:, 3 * u:4 * u]
+            tc = z[:, 4 * u:]
+            dc += g_cs[s]
+            dc_new, dc_keep = dc, None
+            if m is not None:
+                dc_new = dc * m[s]
+                dc_keep = dc - dc_new
+            _deriv(activation, tc, tmp2, xp)             # dct = dc + dh o act'(c)
+            tmp2 *= o
+            tmp2 *= dh_new
+            tmp2 += dc_new
+            dct = tmp2
+            xp.multiply(dct, g, out=blk[:, :u])
+            xp.multiply(dct, c_prev, out=blk[:, u:2 * u])
+            xp.multiply(dct, i, out=blk[:, 2 * u:3 * u])
+            xp.multiply(dh_new, tc, out=blk[:, 3 * u:])
+            _deriv(recurrent_activation, z[:, :2 * u], deriv[:, :2 * u], xp)
+            _deriv(activation, g, deriv[:, 2 * u:3 * u], xp)
+            _deriv(recurrent_activation, o, deriv[:, 3 * u:], xp)
+            blk *= deriv
+            dct *= f
+            dc = dct.copy() if dc_keep is None else dct + dc_keep
+        else:  # gru
+            z = cache[s]
+            zg, rg = z[:, :u], z[:, u:2 * u]
+            hh, hr_h = z[:, 2 * u:3 * u], z[:, 3 * u:]
+            _deriv(activation, hh, tmp, xp)             # dah = dh (1 - z) act'
+            xp.subtract(1.0, zg, out=tmp2)
+            tmp *= tmp2
+            tmp *= dh_new
+            dah = blk[:, 2 * u:]
+            dah[...] = tmp
+            xp.subtract(h_prev, hh, out=blk[:, :u])
+            blk[:, :u] *= dh_new
+            xp.multiply(dah, hr_h, out=blk[:, u:2 * u])
+            _deriv(recurrent_activation, z[:, :2 * u], deriv[:, :2 * u], xp)
+            blk[:, :2 * u] *= deriv[:, :2 * u]
+            rec = dzr[s]
+            rec[:, :2 * u] = blk[:, :2 * u]
+            xp.multiply(dah, rg, out=rec[:, 2 * u:])
+        rec = dzr[s]
+        back = rec @ rt
+        if rmask is not None:
+            back *= rmask
+        if cell == "gru":
+            xp.multiply(dh_new, zg, out=tmp)
+            back += tmp
+        dh = back if dh_keep is None else back + dh_keep
+    # The recurrent kernel's gradient: one product over all steps.
+    h_prevs = xp.concatenate([h_init[None], hs[:-1]], axis=0)
+    if rmask is not None:
+        h_prevs = h_prevs * rmask
+    dr = h_prevs.reshape(t * n, u).T @ dzr.reshape(t * n, k * u)
+    flat = dxw.reshape(t * n, k * u)
+    dx = (flat @ w.T).reshape(t, n, d).swapaxes(0, 1)
+    dw = _time_major(xp, x).reshape(t * n, d).T @ flat
+    db_in = flat.sum(axis=0)
+    db = xp.stack([db_in, dzr.reshape(t * n, k * u).sum(axis=0)]) \
+        if cell == "gru" else db_in
+    if fast:
+        dw, dr, db = dw[:, inverse], dr[:, inverse], db[inverse]
+    dc0 = dc if cell == "lstm" else xp.zeros((n, u), dt)
+    return dx, dw, dr.astype(dt), db.astype(dt), dh, dc0
+
+
+def rnn_loop(x, kernel, recurrent_kernel, bias, *, cell, activation="tanh",
+             recurrent_activation="sigmoid", initial_state=None, mask=None,
+             recurrent_mask=None):
+    """Runs a recurrent cell over every step of ``x`` in one op.
+
+    Args:
+        x: float tensor (batch, steps, features).
+        kernel: (features, G * units); recurrent_kernel: (units, G * units),
+            G = 1 (simple), 4 (lstm: i, f, c, o), 3 (gru: z, r, h).
+        bias: (G * units,), or (2, 3 * units) for gru (input and recurrent).
+        cell: 'simple', 'lstm' or 'gru'.
+        activation, recurrent_activation: one of 'tanh', 'sigmoid', 'relu',
+            'linear', 'hard_sigmoid'.
+        initial_state: list of (batch, units) tensors: [h] or, for lstm, [h, c];
+            None for zeros.
+        mask: bool (batch, steps), True for real steps; None for all.
+        recurrent_mask: (batch, units) multiplier of the state before the
+            recurrent product (recurrent dropout); None for none.
+
+    Returns:
+        (hs, cs, cache): hs (batch, steps, units) the output at every step
+        (the final state is ``hs[:, -1]``), cs the lstm cell states (width 0
+        for other cells), cache the gate values the gradient reuses.
+
+    Raises:
+        ValueError: unknown cell or activation, x not of rank 3.
+    """
+    if cell not in _GATES:
+        raise ValueError(f"rnn_loop cell must be one of {sorted(_GATES)}. "
+                         f"Received: cell={cell!r}.")
+    for name, a in (("activation", activation),
+                    ("recurrent_activation", recurrent_activation)):
+        if a not in _ACTS:
+            raise ValueError(f"rnn_loop supports {name} in {sorted(_ACTS)}. "
+                             f"Received: {name}={a!r}.")
+    units = recurrent_kernel.shape[0]
+    inputs = [x, kernel, recurrent_kernel, bias]
+    state = list(initial_state or [])
+    inputs += state
+    if mask is not None:
+        inputs.append(mask)
+    if recurrent_mask is not None:
+        inputs.append(recurrent_mask)
+    return apply("RNNLoop", *inputs, cell=cell, units=int(units),
+                 activation=activation, recurrent_activation=recurrent_activation,
+                 has_state=bool(state), has_mask=mask is not None,
+                 has_rmask=recurrent_mask is not None)
+

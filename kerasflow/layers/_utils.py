@@ -1,0 +1,113 @@
+"""Helpers shared by the layer families: argument normalization and config."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerasflow import activations, initializers, regularizers
+from kerasflow.layers.core import _get_constraint, _serialize_constraint
+
+__all__ = ["normalize_tuple", "normalize_padding", "WeightArgs", "check_rank",
+           "check_data_format"]
+
+
+def normalize_tuple(value, n, name, allow_zero=False):
+    """An int or a length-``n`` sequence of ints as a tuple of ``n`` ints.
+
+    Raises:
+        ValueError: another length, a non-int, or a value < 1 (< 0 with
+            ``allow_zero``), naming the argument and the received value.
+    """
+    vals = (value,) * n if isinstance(value, (int, np.integer)) else value
+    low = 0 if allow_zero else 1
+    if not isinstance(vals, (tuple, list)) or len(vals) != n or not all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= low
+        for v in vals
+    ):
+        kind = "non-negative" if allow_zero else "positive"
+        raise ValueError(
+            f"The `{name}` argument must be a {kind} int or a tuple of {n} "
+            f"{kind} ints. Received: {name}={value!r}."
+        )
+    return tuple(int(v) for v in vals)
+
+
+def normalize_padding(value, allowed=("valid", "same")):
+    """Lower-cased padding mode, checked against ``allowed``."""
+    mode = value.lower() if isinstance(value, str) else value
+    if mode not in allowed:
+        raise ValueError(f"The `padding` argument must be one of {list(allowed)}. "
+                         f"Received: padding={value!r}.")
+    return mode
+
+
+def check_data_format(layer_name, data_format):
+    """Only 'channels_last' (NHWC, Keras' default) is implemented."""
+    if data_format not in (None, "channels_last"):
+        raise ValueError(
+            f"Layer '{layer_name}' supports data_format='channels_last' only. "
+            f"Received: data_format={data_format!r}.")
+    return "channels_last"
+
+
+def check_rank(layer, input_shape, rank, what):
+    """Raises a ValueError naming the layer when the input rank is not ``rank``."""
+    if input_shape is not None and len(input_shape) != rank:
+        raise ValueError(
+            f"Input 0 of layer '{layer.name}' ({type(layer).__name__}) is "
+            f"incompatible with the layer: expected ndim={rank} {what}, found "
+            f"ndim={len(input_shape)}. Full shape received: {tuple(input_shape)}."
+        )
+
+
+class WeightArgs:
+    """Initializer / regularizer / constraint triples by weight name, with config.
+
+    ``WeightArgs(kwargs, "kernel", "bias")`` pops ``kernel_initializer``,
+    ``kernel_regularizer``, ``kernel_constraint`` (and the bias ones) from
+    ``kwargs``, resolves them, and ``config()`` serializes them back.
+    """
+
+    DEFAULTS = {"kernel": "glorot_uniform", "bias": "zeros",
+                "recurrent": "orthogonal", "depthwise": "glorot_uniform",
+                "pointwise": "glorot_uniform", "embeddings": "random_uniform",
+                "beta": "zeros", "gamma": "ones", "moving_mean": "zeros",
+                "moving_variance": "ones"}
+
+    def __init__(self, kwargs, *names, defaults=None):
+        self.names = names
+        self.init, self.reg, self.con = {}, {}, {}
+        defaults = {**self.DEFAULTS, **(defaults or {})}
+        for n in names:
+            self.init[n] = initializers.get(kwargs.pop(f"{n}_initializer",
+                                                       defaults[n]))
+            self.reg[n] = regularizers.get(kwargs.pop(f"{n}_regularizer", None))
+            self.con[n] = _get_constraint(kwargs.pop(f"{n}_constraint", None))
+
+    def add(self, layer, name, shape, trainable=True, weight_name=None):
+        """``layer.add_weight`` with this weight's initializer, regularizer and
+        constraint."""
+        return layer.add_weight(weight_name or name, shape, self.init[name],
+                                self.reg[name], trainable=trainable,
+                                constraint=self.con[name])
+
+    def config(self, with_constraints=True):
+        out = {}
+        for n in self.names:
+            out[f"{n}_initializer"] = initializers.serialize(self.init[n])
+            out[f"{n}_regularizer"] = (regularizers.serialize(self.reg[n])
+                                       if self.reg[n] else None)
+            if with_constraints:
+                out[f"{n}_constraint"] = _serialize_constraint(self.con[n])
+        return out
+
+
+def activity_penalty(layer, out):
+    """Records ``layer.activity_regularizer(out)`` as the layer's activity loss."""
+    if getattr(layer, "activity_regularizer", None) is not None:
+        layer._activity_penalty = layer.activity_regularizer(out)
+    return out
+
+
+def serialize_activation(fn):
+    return activations.serialize(fn)

@@ -1,0 +1,393 @@
+"""Convolution layers: Conv1D, Conv2D, Conv2DTranspose, DepthwiseConv2D,
+SeparableConv2D (Keras 3's names, arguments and defaults; channels_last).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerasflow import activations, regularizers
+from kerasflow import backend as K
+from kerasflow.backend.ops.conv import _geometry
+from kerasflow.layers._utils import (
+    WeightArgs, check_data_format, check_rank, normalize_padding, normalize_tuple,
+)
+from kerasflow.layers.base import InputSpec, Layer
+
+__all__ = ["Conv1D", "Conv2D", "Conv2DTranspose", "DepthwiseConv2D",
+           "SeparableConv2D", "ActivityRegularized"]
+
+
+class ActivityRegularized(Layer):
+    """A layer whose ``activity_regularizer`` penalty on its output joins
+    ``losses`` (as Keras' ``activity_regularizer`` argument)."""
+
+    def _set_activity_regularizer(self, value):
+        self.activity_regularizer = regularizers.get(value)
+
+    def _finish(self, out):
+        if self.activity_regularizer is not None:
+            self._activity_penalty = self.activity_regularizer(out)
+        return out
+
+    @property
+    def losses(self):
+        out = super().losses
+        if getattr(self, "activity_regularizer", None) is not None and hasattr(
+                self, "_activity_penalty"):
+            out.append(self._activity_penalty)
+        return out
+
+    def get_config(self):
+        config = super().get_config()
+        reg = self.activity_regularizer
+        config["activity_regularizer"] = regularizers.serialize(reg) if reg else None
+        return config
+
+
+def _check_output(layer, shape, kernel, strides, dilation, padding):
+    """Raises naming the layer when a 'valid' output would be empty."""
+    if padding != "valid":
+        return
+    spatial = shape[1:1 + len(kernel)]
+    for size, k, s, d in zip(spatial, kernel, strides, dilation):
+        if size is not None and _geometry(size, k, s, d, "VALID")[0] < 1:
+            raise ValueError(
+                f"Layer '{layer.name}' ({type(layer).__name__}): the kernel "
+                f"(size {tuple(kernel)}, dilation_rate {tuple(dilation)}) is larger "
+                f"than the padded input: expected spatial dims >= the dilated "
+                f"kernel with padding='valid'. Received: input shape "
+                f"{tuple(shape)}. Use padding='same' or a smaller kernel_size."
+            )
+
+
+class _Conv(ActivityRegularized):
+    """N-D convolution base (rank 1 or 2): the Keras ``BaseConv``."""
+
+    rank = 2
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid",
+                 data_format=None, dilation_rate=1, groups=1, activation=None,
+                 use_bias=True, activity_regularizer=None, **kwargs):
+        self._w = WeightArgs(kwargs, "kernel", "bias")
+        super().__init__(**kwargs)
+        r = self.rank
+        if not isinstance(filters, (int, np.integer)) or filters <= 0:
+            raise ValueError(f"Invalid value for argument `filters`: expected a "
+                             f"positive int. Received: filters={filters!r}.")
+        self.filters = int(filters)
+        self.kernel_size = normalize_tuple(kernel_size, r, "kernel_size")
+        self.strides = normalize_tuple(strides, r, "strides")
+        self.padding = normalize_padding(
+            padding, ("valid", "same", "causal") if r == 1 else ("valid", "same"))
+        self.data_format = check_data_format(self.name, data_format)
+        self.dilation_rate = normalize_tuple(dilation_rate, r, "dilation_rate")
+        if not isinstance(groups, (int, np.integer)) or groups < 1 or \
+                self.filters % groups:
+            raise ValueError(
+                f"The number of filters must be divisible by `groups`. Received: "
+                f"groups={groups!r}, filters={filters}.")
+        self.groups = int(groups)
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self._set_activity_regularizer(activity_regularizer)
+        self.input_spec = InputSpec(ndim=r + 2)
+
+    def build(self, input_shape):
+        check_rank(self, input_shape, self.rank + 2,
+                   "(batch, " + ("steps" if self.rank == 1 else "height, width")
+                   + ", channels)")
+        cin = input_shape[-1]
+        if cin is None:
+            raise ValueError(f"Layer '{self.name}' needs a known channel dimension. "
+                             f"Received: input_shape={tuple(input_shape)}.")
+        if cin % self.groups:
+            raise ValueError(
+                f"Layer '{self.name}': the input channels must be divisible by "
+                f"groups={self.groups}. Received: input_shape={tuple(input_shape)}.")
+        self.kernel = self._w.add(
+            self, "kernel", self.kernel_size + (cin // self.groups, self.filters))
+        self.bias = (self._w.add(self, "bias", (self.filters,)) if self.use_bias
+                     else None)
+        self.input_spec = InputSpec(ndim=self.rank + 2, axes={-1: cin})
+        self.built = True
+
+    def _conv(self, x, kernel):
+        if self.rank == 1:
+            pad = "valid" if self.padding == "causal" else self.padding
+            return K.conv1d(x, kernel, self.strides[0], pad, self.dilation_rate[0])
+        return K.conv2d(x, kernel, self.strides, self.padding, self.dilation_rate)
+
+    def call(self, inputs):
+        x = inputs
+        if self.padding == "causal":
+            left = (self.kernel_size[0] - 1) * self.dilation_rate[0]
+            x = K.pad(x, ((0, 0), (left, 0), (0, 0)))
+        else:
+            _check_output(self, x.shape, self.kernel_size, self.strides,
+                          self.dilation_rate, self.padding)
+        if self.groups == 1:
+            y = self._conv(x, self.kernel)
+        else:
+            xs = K.split(x, self.groups, axis=-1)
+            ks = K.split(self.kernel, self.groups, axis=-1)
+            y = K.concatenate([self._conv(a, b) for a, b in zip(xs, ks)], axis=-1)
+        if self.bias is not None:
+            y = y + self.bias
+        return self._finish(self.activation(y))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            filters=self.filters, kernel_size=list(self.kernel_size),
+            strides=list(self.strides), padding=self.padding,
+            data_format=self.data_format, dilation_rate=list(self.dilation_rate),
+            groups=self.groups, activation=activations.serialize(self.activation),
+            use_bias=self.use_bias, **self._w.config())
+        return config
+
+
+class Conv1D(_Conv):
+    """1-D convolution over (batch, steps, channels) (Keras' ``Conv1D``).
+
+    Args:
+        filters: output channels. kernel_size, strides, dilation_rate: int.
+        padding: 'valid', 'same' or 'causal' (left zero padding: output t sees
+            inputs <= t, as in WaveNet, van den Oord et al. 2016).
+        groups: channel groups (filters and channels divisible by it).
+        activation, use_bias, kernel_/bias_ initializer, regularizer,
+        constraint, activity_regularizer: as Dense.
+
+    Input: (batch, steps, channels). Output: (batch, new_steps, filters).
+
+    Raises:
+        ValueError: bad arguments; an input that is not rank 3, whose channels
+            differ from the built kernel, or shorter than the kernel ('valid').
+    """
+
+    rank = 1
+
+
+class Conv2D(_Conv):
+    """2-D convolution over (batch, height, width, channels) (Keras' ``Conv2D``).
+
+    ``y = activation(conv2d(x, kernel) + bias)``; the kernel is
+    (kh, kw, channels // groups, filters). Computed as im2col + BLAS
+    (``kerasflow.backend.conv2d``).
+
+    Args:
+        filters: output channels (positive int).
+        kernel_size, strides, dilation_rate: int or pair.
+        padding: 'valid' or 'same' (TF's rule).
+        data_format: 'channels_last' only.
+        groups: grouped convolution (Krizhevsky et al. 2012).
+        activation, use_bias, kernel_/bias_ initializer, regularizer,
+        constraint, activity_regularizer: as Dense.
+
+    Input: (batch, height, width, channels).
+    Output: (batch, new_height, new_width, filters).
+
+    Raises:
+        ValueError: bad arguments; an input that is not rank 4 (naming the
+            layer, expected and received shapes), whose channels differ from
+            the built kernel, or smaller than the dilated kernel ('valid').
+    """
+
+    rank = 2
+
+
+class Conv2DTranspose(ActivityRegularized):
+    """Transposed 2-D convolution (Keras' ``Conv2DTranspose``, "deconvolution").
+
+    The kernel is (kh, kw, filters, channels); the output size along an axis is
+    ``size * stride`` for 'same' and ``(size - 1) * stride + dilated kernel``
+    for 'valid' (``output_padding`` is not supported).
+
+    Input: (batch, height, width, channels). Output: (batch, H', W', filters).
+
+    Raises:
+        ValueError: bad arguments, a non rank-4 input, channel mismatch.
+    """
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid",
+                 output_padding=None, data_format=None, dilation_rate=1,
+                 activation=None, use_bias=True, activity_regularizer=None,
+                 **kwargs):
+        self._w = WeightArgs(kwargs, "kernel", "bias")
+        super().__init__(**kwargs)
+        if output_padding is not None:
+            raise ValueError(f"Conv2DTranspose(output_padding=...) is not "
+                             f"supported. Received: {output_padding!r}.")
+        if not isinstance(filters, (int, np.integer)) or filters <= 0:
+            raise ValueError(f"Invalid value for argument `filters`: expected a "
+                             f"positive int. Received: filters={filters!r}.")
+        self.filters = int(filters)
+        self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size")
+        self.strides = normalize_tuple(strides, 2, "strides")
+        self.padding = normalize_padding(padding)
+        self.data_format = check_data_format(self.name, data_format)
+        self.dilation_rate = normalize_tuple(dilation_rate, 2, "dilation_rate")
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self._set_activity_regularizer(activity_regularizer)
+        self.input_spec = InputSpec(ndim=4)
+
+    def build(self, input_shape):
+        check_rank(self, input_shape, 4, "(batch, height, width, channels)")
+        cin = input_shape[-1]
+        self.kernel = self._w.add(self, "kernel",
+                                  self.kernel_size + (self.filters, cin))
+        self.bias = (self._w.add(self, "bias", (self.filters,)) if self.use_bias
+                     else None)
+        self.input_spec = InputSpec(ndim=4, axes={-1: cin})
+        self.built = True
+
+    def call(self, inputs):
+        from kerasflow.backend.ops.conv_extra import (  # noqa: PLC0415
+            conv2d_transpose_output_size,
+        )
+
+        size = []
+        for a in (0, 1):
+            s = inputs.shape[1 + a]
+            if s is None:
+                raise ValueError(f"Layer '{self.name}' needs known spatial input "
+                                 f"dims. Received: input shape {inputs.shape}.")
+            size.append(conv2d_transpose_output_size(
+                s, self.kernel_size[a], self.strides[a], self.dilation_rate[a],
+                self.padding))
+        y = K.conv2d_transpose(inputs, self.kernel, size, self.strides,
+                               self.padding, self.dilation_rate)
+        if self.bias is not None:
+            y = y + self.bias
+        return self._finish(self.activation(y))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            filters=self.filters, kernel_size=list(self.kernel_size),
+            strides=list(self.strides), padding=self.padding,
+            data_format=self.data_format, dilation_rate=list(self.dilation_rate),
+            activation=activations.serialize(self.activation),
+            use_bias=self.use_bias, **self._w.config())
+        return config
+
+
+class DepthwiseConv2D(ActivityRegularized):
+    """Depthwise 2-D convolution (Keras' ``DepthwiseConv2D``): each input channel
+    is convolved with its own ``depth_multiplier`` filters (Chollet 2017,
+    Xception).
+
+    Input: (batch, height, width, channels).
+    Output: (batch, H', W', channels * depth_multiplier).
+    """
+
+    def __init__(self, kernel_size, strides=1, padding="valid", depth_multiplier=1,
+                 data_format=None, dilation_rate=1, activation=None, use_bias=True,
+                 activity_regularizer=None, **kwargs):
+        self._w = WeightArgs(kwargs, "depthwise", "bias")
+        super().__init__(**kwargs)
+        self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size")
+        self.strides = normalize_tuple(strides, 2, "strides")
+        self.padding = normalize_padding(padding)
+        self.depth_multiplier = normalize_tuple(depth_multiplier, 1,
+                                                "depth_multiplier")[0]
+        self.data_format = check_data_format(self.name, data_format)
+        self.dilation_rate = normalize_tuple(dilation_rate, 2, "dilation_rate")
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self._set_activity_regularizer(activity_regularizer)
+        self.input_spec = InputSpec(ndim=4)
+
+    def build(self, input_shape):
+        check_rank(self, input_shape, 4, "(batch, height, width, channels)")
+        cin = input_shape[-1]
+        self.kernel = self._w.add(
+            self, "depthwise", self.kernel_size + (cin, self.depth_multiplier),
+            weight_name="kernel")
+        self.bias = (self._w.add(self, "bias", (cin * self.depth_multiplier,))
+                     if self.use_bias else None)
+        self.input_spec = InputSpec(ndim=4, axes={-1: cin})
+        self.built = True
+
+    def call(self, inputs):
+        _check_output(self, inputs.shape, self.kernel_size, self.strides,
+                      self.dilation_rate, self.padding)
+        y = K.depthwise_conv2d(inputs, self.kernel, self.strides, self.padding,
+                               self.dilation_rate)
+        if self.bias is not None:
+            y = y + self.bias
+        return self._finish(self.activation(y))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            kernel_size=list(self.kernel_size), strides=list(self.strides),
+            padding=self.padding, depth_multiplier=self.depth_multiplier,
+            data_format=self.data_format, dilation_rate=list(self.dilation_rate),
+            activation=activations.serialize(self.activation),
+            use_bias=self.use_bias, **self._w.config())
+        return config
+
+
+class SeparableConv2D(ActivityRegularized):
+    """Depthwise then 1x1 pointwise convolution (Keras' ``SeparableConv2D``).
+
+    Weights: depthwise (kh, kw, channels, depth_multiplier), pointwise
+    (1, 1, channels * depth_multiplier, filters), bias (filters,).
+    """
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid",
+                 data_format=None, dilation_rate=1, depth_multiplier=1,
+                 activation=None, use_bias=True, activity_regularizer=None,
+                 **kwargs):
+        self._w = WeightArgs(kwargs, "depthwise", "pointwise", "bias")
+        super().__init__(**kwargs)
+        self.filters = normalize_tuple(filters, 1, "filters")[0]
+        self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size")
+        self.strides = normalize_tuple(strides, 2, "strides")
+        self.padding = normalize_padding(padding)
+        self.data_format = check_data_format(self.name, data_format)
+        self.dilation_rate = normalize_tuple(dilation_rate, 2, "dilation_rate")
+        self.depth_multiplier = normalize_tuple(depth_multiplier, 1,
+                                                "depth_multiplier")[0]
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self._set_activity_regularizer(activity_regularizer)
+        self.input_spec = InputSpec(ndim=4)
+
+    def build(self, input_shape):
+        check_rank(self, input_shape, 4, "(batch, height, width, channels)")
+        cin = input_shape[-1]
+        m = self.depth_multiplier
+        self.depthwise_kernel = self._w.add(self, "depthwise",
+                                            self.kernel_size + (cin, m),
+                                            weight_name="depthwise_kernel")
+        self.pointwise_kernel = self._w.add(self, "pointwise",
+                                            (1, 1, cin * m, self.filters),
+                                            weight_name="pointwise_kernel")
+        self.bias = (self._w.add(self, "bias", (self.filters,)) if self.use_bias
+                     else None)
+        self.input_spec = InputSpec(ndim=4, axes={-1: cin})
+        self.built = True
+
+    def call(self, inputs):
+        _check_output(self, inputs.shape, self.kernel_size, self.strides,
+                      self.dilation_rate, self.padding)
+        y = K.depthwise_conv2d(inputs, self.depthwise_kernel, self.strides,
+                               self.padding, self.dilation_rate)
+        y = K.conv2d(y, self.pointwise_kernel)
+        if self.bias is not None:
+            y = y + self.bias
+        return self._finish(self.activation(y))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            filters=self.filters, kernel_size=list(self.kernel_size),
+            strides=list(self.strides), padding=self.padding,
+            data_format=self.data_format, dilation_rate=list(self.dilation_rate),
+            depth_multiplier=self.depth_multiplier,
+            activation=activations.serialize(self.activation),
+            use_bias=self.use_bias, **self._w.config())
+        return config

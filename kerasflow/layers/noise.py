@@ -1,0 +1,107 @@
+"""Noise and regularization layers: SpatialDropout1D/2D, GaussianNoise,
+ActivityRegularization (Keras 3's names and arguments)."""
+
+from __future__ import annotations
+
+from kerasflow import backend as K
+from kerasflow import regularizers
+from kerasflow.layers.base import InputSpec, Layer
+
+__all__ = ["SpatialDropout1D", "SpatialDropout2D", "GaussianNoise",
+           "ActivityRegularization"]
+
+
+def _check_rate(rate):
+    if not 0 <= rate < 1:
+        raise ValueError(f"Invalid value received for argument `rate`. Expected a "
+                         f"float value between 0 and 1. Received: rate={rate}")
+    return float(rate)
+
+
+class _SpatialDropout(Layer):
+    rank = 1
+
+    def __init__(self, rate, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.rate, self.seed = _check_rate(rate), seed
+        self.input_spec = InputSpec(ndim=self.rank + 2)
+
+    def call(self, inputs, training=None):
+        if not training or self.rate == 0:
+            return inputs
+        # One draw per (sample, channel), shared along the spatial axes
+        # (Tompson et al. 2015): correlated neighbours are dropped together.
+        one = inputs[:, :1] if self.rank == 1 else inputs[:, :1, :1]
+        keep = K.dropout(K.ones_like(one), self.rate, seed=self.seed)
+        return inputs * keep
+
+    def get_config(self):
+        return {**super().get_config(), "rate": self.rate, "seed": self.seed}
+
+
+class SpatialDropout1D(_SpatialDropout):
+    """Drops whole channels of (batch, steps, channels) in training, scaling the
+    rest by 1 / (1 - rate); identity at inference."""
+
+    rank = 1
+
+
+class SpatialDropout2D(_SpatialDropout):
+    """Drops whole feature maps of (batch, h, w, channels) in training, scaling
+    the rest by 1 / (1 - rate); identity at inference."""
+
+    rank = 2
+
+
+class GaussianNoise(Layer):
+    """Adds N(0, stddev^2) noise in training; identity at inference.
+
+    Raises:
+        ValueError: a negative stddev.
+    """
+
+    def __init__(self, stddev, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if stddev < 0:
+            raise ValueError(f"Invalid value received for argument `stddev`. "
+                             f"Expected a float >= 0. Received: stddev={stddev}")
+        self.stddev, self.seed = float(stddev), seed
+
+    def call(self, inputs, training=None):
+        if not training or self.stddev == 0:
+            return inputs
+        return inputs + K.random_normal_like(inputs, 0.0, self.stddev,
+                                             dtype=inputs.dtype, seed=self.seed)
+
+    def get_config(self):
+        return {**super().get_config(), "stddev": self.stddev, "seed": self.seed}
+
+
+class ActivityRegularization(Layer):
+    """Identity that adds ``l1 * sum(|x|) + l2 * sum(x^2)`` to the model's loss.
+
+    Raises:
+        ValueError: a negative factor.
+    """
+
+    def __init__(self, l1=0.0, l2=0.0, **kwargs):
+        super().__init__(**kwargs)
+        if l1 < 0 or l2 < 0:
+            raise ValueError(f"ActivityRegularization factors must be >= 0. "
+                             f"Received: l1={l1}, l2={l2}.")
+        self.l1, self.l2 = float(l1), float(l2)
+        self._reg = regularizers.L1L2(l1=self.l1, l2=self.l2)
+
+    def call(self, inputs):
+        self._activity_penalty = self._reg(inputs)
+        return inputs
+
+    @property
+    def losses(self):
+        out = super().losses
+        if hasattr(self, "_activity_penalty"):
+            out.append(self._activity_penalty)
+        return out
+
+    def get_config(self):
+        return {**super().get_config(), "l1": self.l1, "l2": self.l2}

@@ -1,0 +1,201 @@
+"""Normalization layers: BatchNormalization and LayerNormalization (Keras 3's
+names, arguments and defaults).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerasflow import backend as K
+from kerasflow.layers._utils import WeightArgs
+from kerasflow.layers.base import InputSpec, Layer
+
+__all__ = ["BatchNormalization", "LayerNormalization"]
+
+
+def _axes(axis, ndim, layer):
+    """The normalized axes as sorted non-negative ints, checked against ndim."""
+    axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
+    out = []
+    for a in axes:
+        if not isinstance(a, (int, np.integer)) or not -ndim <= a < ndim:
+            raise ValueError(
+                f"Layer '{layer.name}': axis {a!r} is out of range for an input of "
+                f"rank {ndim}. Received: axis={axis!r}.")
+        out.append(int(a) % ndim)
+    return sorted(set(out))
+
+
+def _param_shape(input_shape, axes, layer):
+    shape = []
+    for a in axes:
+        if input_shape[a] is None:
+            raise ValueError(
+                f"Layer '{layer.name}' needs known sizes on the normalized axes "
+                f"{axes}. Received: input_shape={tuple(input_shape)}.")
+        shape.append(input_shape[a])
+    return tuple(shape)
+
+
+def _broadcastable(t, input_rank, axes):
+    """Reshapes a parameter over ``axes`` so it broadcasts against the input."""
+    if axes == [input_rank - 1]:
+        return t
+    shape = [1] * input_rank
+    for a, d in zip(axes, t.shape):
+        shape[a] = d
+    return K.reshape(t, shape)
+
+
+class BatchNormalization(Layer):
+    """Normalizes each feature with batch statistics in training and moving
+    statistics at inference (Ioffe & Szegedy 2015; Keras' ``BatchNormalization``).
+
+    Training (``training=True``, e.g. inside ``fit``):
+    ``y = gamma * (x - mean_B) / sqrt(var_B + epsilon) + beta`` with the batch
+    mean and (biased) variance over every axis but ``axis``; the moving
+    statistics are updated ``m = momentum * m + (1 - momentum) * stat`` through
+    ``add_update`` (the training step runs the updates; under a distribution
+    strategy each replica updates its own copy, tf.distribute's ON_READ).
+    Inference: the same formula with ``moving_mean`` and ``moving_variance``.
+    A frozen layer (``trainable=False``) always runs in inference mode (Keras 3).
+
+    Args:
+        axis: the feature axis (or list of axes), default -1 (channels_last).
+        momentum: moving-average momentum, default 0.99.
+        epsilon: added to the variance, default 1e-3.
+        center, scale: learn beta / gamma.
+        beta_/gamma_/moving_mean_/moving_variance_ initializer, beta_/gamma_
+        regularizer and constraint: as Dense's.
+        synchronized: only False (per-replica statistics) is supported.
+
+    Weights: gamma, beta (trainable), moving_mean, moving_variance
+    (non-trainable), each of the shape of the feature axes.
+
+    Raises:
+        ValueError: ``synchronized=True``; an axis out of range; unknown
+            feature sizes; an input whose feature size differs from the built one.
+    """
+
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True,
+                 scale=True, synchronized=False, **kwargs):
+        self._w = WeightArgs(kwargs, "beta", "gamma", "moving_mean",
+                             "moving_variance")
+        super().__init__(**kwargs)
+        if synchronized:
+            raise ValueError(
+                f"BatchNormalization(synchronized=True) is not supported: each "
+                f"replica keeps its own statistics. Received: "
+                f"synchronized={synchronized!r}.")
+        if not 0.0 <= momentum <= 1.0 or epsilon <= 0:
+            raise ValueError(f"BatchNormalization expects 0 <= momentum <= 1 and "
+                             f"epsilon > 0. Received: momentum={momentum}, "
+                             f"epsilon={epsilon}.")
+        self.axis = axis if isinstance(axis, (int, np.integer)) else list(axis)
+        self.momentum, self.epsilon = float(momentum), float(epsilon)
+        self.center, self.scale = bool(center), bool(scale)
+        self.synchronized = False
+
+    def build(self, input_shape):
+        rank = len(input_shape)
+        self._axes = _axes(self.axis, rank, self)
+        shape = _param_shape(input_shape, self._axes, self)
+        self.gamma = self._w.add(self, "gamma", shape) if self.scale else None
+        self.beta = self._w.add(self, "beta", shape) if self.center else None
+        self.moving_mean = self._w.add(self, "moving_mean", shape, trainable=False)
+        self.moving_variance = self._w.add(self, "moving_variance", shape,
+                                           trainable=False)
+        self.input_spec = InputSpec(ndim=rank, axes={
+            a: d for a, d in zip(self._axes, shape)})
+        self.built = True
+
+    def call(self, inputs, training=None):
+        rank = len(inputs.shape)
+        axes, param = self._axes, lambda t: _broadcastable(t, rank, self._axes)
+        x = inputs
+        if x.dtype != np.dtype(self.dtype):
+            x = K.cast(x, self.dtype)
+        reduce = tuple(a for a in range(rank) if a not in axes)
+        if training and self.trainable:
+            # One fused op (and one gradient op) for the batch statistics.
+            shape = tuple(self.moving_mean.shape)
+            gamma = self.gamma if self.gamma is not None else np.ones(shape,
+                                                                      self.dtype)
+            beta = self.beta if self.beta is not None else np.zeros(shape,
+                                                                    self.dtype)
+            y, mean, var = K.fused_batch_norm(x, gamma, beta, reduce, self.epsilon)
+            m = self.momentum
+            self.add_update([
+                self.moving_mean.assign(self.moving_mean * m + mean * (1 - m)),
+                self.moving_variance.assign(
+                    self.moving_variance * m + var * (1 - m)),
+            ])
+            return y
+        centered = x - param(self.moving_mean)
+        var = param(self.moving_variance)
+        scale = K.rsqrt(var + self.epsilon)
+        if self.gamma is not None:
+            scale = scale * param(self.gamma)
+        y = centered * scale
+        if self.beta is not None:
+            y = y + param(self.beta)
+        return y
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(axis=self.axis, momentum=self.momentum, epsilon=self.epsilon,
+                      center=self.center, scale=self.scale,
+                      synchronized=self.synchronized, **self._w.config())
+        return config
+
+
+class LayerNormalization(Layer):
+    """Normalizes each sample over ``axis`` (Ba et al. 2016; Keras'
+    ``LayerNormalization``): ``y = gamma * (x - mean) / sqrt(var + epsilon) +
+    beta`` with the mean and biased variance of each sample over ``axis``;
+    the same in training and inference.
+
+    Args:
+        axis: int or list of ints, default -1.
+        epsilon: default 1e-3. center, scale: learn beta / gamma.
+        beta_/gamma_ initializer, regularizer, constraint: as Dense's.
+
+    Raises:
+        ValueError: an axis out of range or of unknown size.
+    """
+
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, **kwargs):
+        self._w = WeightArgs(kwargs, "beta", "gamma")
+        super().__init__(**kwargs)
+        self.axis = axis if isinstance(axis, (int, np.integer)) else list(axis)
+        self.epsilon = float(epsilon)
+        self.center, self.scale = bool(center), bool(scale)
+
+    def build(self, input_shape):
+        rank = len(input_shape)
+        self._axes = _axes(self.axis, rank, self)
+        shape = _param_shape(input_shape, self._axes, self)
+        self.gamma = self._w.add(self, "gamma", shape) if self.scale else None
+        self.beta = self._w.add(self, "beta", shape) if self.center else None
+        self.input_spec = InputSpec(ndim=rank, axes={
+            a: d for a, d in zip(self._axes, shape)})
+        self.built = True
+
+    def call(self, inputs):
+        rank = len(inputs.shape)
+        axes = tuple(self._axes)
+        mean = K.mean(inputs, axis=axes, keepdims=True)
+        centered = inputs - mean
+        var = K.mean(K.square(centered), axis=axes, keepdims=True)
+        y = centered * K.rsqrt(var + self.epsilon)
+        if self.gamma is not None:
+            y = y * _broadcastable(self.gamma, rank, self._axes)
+        if self.beta is not None:
+            y = y + _broadcastable(self.beta, rank, self._axes)
+        return y
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(axis=self.axis, epsilon=self.epsilon, center=self.center,
+                      scale=self.scale, **self._w.config(with_constraints=True))
+        return config

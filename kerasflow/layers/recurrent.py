@@ -1,0 +1,263 @@
+"""Recurrent layers: SimpleRNN, LSTM, GRU (Keras 3's names, arguments, defaults).
+
+Each layer runs its whole sequence in one ``rnn_loop`` op (and its gradient in
+one ``RNNLoopGrad`` op): the graph does not grow with the number of time
+steps, so 500-step sequences build and compile as fast as short ones.
+``unroll`` is accepted for compatibility and changes nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerasflow import activations
+from kerasflow import backend as K
+from kerasflow.layers._masks import get_mask, set_mask
+from kerasflow.layers._utils import WeightArgs, check_rank
+from kerasflow.layers.base import InputSpec, Layer
+
+__all__ = ["SimpleRNN", "LSTM", "GRU"]
+
+_SUPPORTED = ("tanh", "sigmoid", "relu", "linear", "hard_sigmoid")
+
+
+def _act_name(layer, arg, value):
+    fn = activations.get(value)
+    name = activations.serialize(fn)
+    if name not in _SUPPORTED:
+        raise ValueError(
+            f"Layer '{layer.name}' supports {arg} in {list(_SUPPORTED)} (its loop "
+            f"op computes their derivatives). Received: {arg}={value!r}.")
+    return name
+
+
+class _RNN(Layer):
+    """Base of the recurrent layers: arguments, weights, masks, outputs."""
+
+    cell = "simple"
+    gates = 1
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid",
+                 use_bias=True, dropout=0.0, recurrent_dropout=0.0,
+                 return_sequences=False, return_state=False, go_backwards=False,
+                 stateful=False, unroll=False, seed=None, **kwargs):
+        self._w = WeightArgs(kwargs, "kernel", "recurrent", "bias",
+                             defaults=self._weight_defaults())
+        super().__init__(**kwargs)
+        if not isinstance(units, (int, np.integer)) or isinstance(units, bool) \
+                or units <= 0:
+            raise ValueError(f"Received an invalid value for argument `units`, "
+                             f"expected a positive integer, got {units!r}.")
+        for name, rate in (("dropout", dropout),
+                           ("recurrent_dropout", recurrent_dropout)):
+            if not 0.0 <= rate < 1.0:
+                raise ValueError(f"`{name}` must be in [0, 1). Received: "
+                                 f"{name}={rate!r}.")
+        if stateful:
+            raise ValueError(f"Layer '{self.name}': stateful=True is not "
+                             f"supported. Received: stateful={stateful!r}.")
+        self.units = int(units)
+        self.activation = _act_name(self, "activation", activation)
+        self.recurrent_activation = _act_name(self, "recurrent_activation",
+                                              recurrent_activation)
+        self.use_bias = bool(use_bias)
+        self.dropout, self.recurrent_dropout = float(dropout), float(recurrent_dropout)
+        self.return_sequences, self.return_state = (bool(return_sequences),
+                                                    bool(return_state))
+        self.go_backwards, self.stateful, self.unroll = (bool(go_backwards), False,
+                                                         bool(unroll))
+        self.seed = seed
+        self.input_spec = InputSpec(ndim=3)
+
+    def _weight_defaults(self):
+        return {"recurrent": "orthogonal"}
+
+    # -- weights -------------------------------------------------------------------
+    def _bias_shape(self):
+        return (self.gates * self.units,)
+
+    def _bias_initial(self, shape, dtype):
+        return self._w.init["bias"](shape, dtype=dtype)
+
+    def build(self, input_shape):
+        if isinstance(input_shape, list):  # [x, *initial_states] (Keras 2 form)
+            input_shape = input_shape[0]
+        check_rank(self, input_shape, 3, "(batch, timesteps, features)")
+        d = input_shape[-1]
+        if d is None:
+            raise ValueError(f"Layer '{self.name}' needs a known feature dimension. "
+                             f"Received: input_shape={tuple(input_shape)}.")
+        gu = self.gates * self.units
+        self.kernel = self._w.add(self, "kernel", (d, gu))
+        self.recurrent_kernel = self._w.add(self, "recurrent", (self.units, gu),
+                                            weight_name="recurrent_kernel")
+        if self.use_bias:
+            self.bias = self.add_weight(
+                "bias", self._bias_shape(), self._bias_initial,
+                self._w.reg["bias"], constraint=self._w.con["bias"])
+        else:
+            self.bias = None
+        self.input_spec = InputSpec(ndim=3, axes={-1: d})
+        self.built = True
+
+    # -- call ------------------------------------------------------------------------
+    def _zeros_bias(self):
+        return np.zeros(self._bias_shape(), self.dtype)
+
+    def call(self, inputs, mask=None, training=None, initial_state=None):
+        if isinstance(inputs, (list, tuple)):
+            # ``layer([x, h0, c0])``: states as inputs, which functional models
+            # can feed (keyword tensors are not replayed).
+            inputs, *states = inputs
+            initial_state = states or initial_state
+        if mask is None:
+            mask = get_mask(inputs)
+        x = inputs if inputs.dtype == np.dtype(self.dtype) else K.cast(
+            inputs, self.dtype)
+        if self.go_backwards:
+            x = x[:, ::-1]
+            mask = None if mask is None else mask[:, ::-1]
+        if training and self.dropout > 0:
+            x = x * K.dropout(K.ones_like(x[:, :1, :]), self.dropout, seed=self.seed)
+        rmask = None
+        if training and self.recurrent_dropout > 0:
+            ones = K.ones_like(x[:, 0, :1]) * np.ones(self.units, self.dtype)
+            rmask = K.dropout(ones, self.recurrent_dropout,
+                              seed=None if self.seed is None else self.seed + 1)
+        states = self._check_states(initial_state)
+        if mask is not None and mask.dtype != np.dtype(bool):
+            mask = K.cast(mask, "bool")
+        hs, cs, _ = K.rnn_loop(
+            x, self.kernel, self.recurrent_kernel,
+            self.bias if self.bias is not None else self._zeros_bias(),
+            cell=self.cell, activation=self.activation,
+            recurrent_activation=self.recurrent_activation,
+            initial_state=states, mask=mask, recurrent_mask=rmask)
+        last = hs[:, -1]
+        out = hs if self.return_sequences else last
+        if self.return_sequences and mask is not None:
+            set_mask(out, mask)
+        if not self.return_state:
+            return out
+        return [out, last] + ([cs[:, -1]] if self.cell == "lstm" else [])
+
+    def _check_states(self, initial_state):
+        if initial_state is None:
+            return None
+        states = list(initial_state) if isinstance(initial_state, (list, tuple)) \
+            else [initial_state]
+        want = 2 if self.cell == "lstm" else 1
+        if len(states) != want:
+            raise ValueError(
+                f"Layer '{self.name}' expects {want} initial state tensor(s) of "
+                f"shape (batch, {self.units}). Received: {len(states)}.")
+        for s in states:
+            shape = getattr(s, "shape", None)
+            if shape is not None and shape[-1] is not None and \
+                    shape[-1] != self.units:
+                raise ValueError(
+                    f"Layer '{self.name}' expects initial states of shape (batch, "
+                    f"{self.units}). Received: shape={tuple(shape)}.")
+        return states
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            units=self.units, activation=self.activation, use_bias=self.use_bias,
+            dropout=self.dropout, recurrent_dropout=self.recurrent_dropout,
+            return_sequences=self.return_sequences, return_state=self.return_state,
+            go_backwards=self.go_backwards, stateful=self.stateful,
+            unroll=self.unroll, seed=self.seed, **self._w.config())
+        if self.cell != "simple":
+            config["recurrent_activation"] = self.recurrent_activation
+        return config
+
+
+class SimpleRNN(_RNN):
+    """Fully connected recurrence ``h_t = activation(x_t W + h_{t-1} U + b)``
+    (Elman 1990; Keras' ``SimpleRNN``).
+
+    Args:
+        units: state size. activation: default 'tanh'.
+        use_bias, kernel_/recurrent_/bias_ initializer ('glorot_uniform',
+        'orthogonal', 'zeros'), regularizer, constraint: as Dense's.
+        dropout, recurrent_dropout: rates of the input and state masks (one
+            mask per sequence, Gal & Ghahramani 2016), training only.
+        return_sequences: output every step (batch, steps, units) instead of
+            the last (batch, units). return_state: also return the final state.
+        go_backwards: process the sequence reversed (outputs stay reversed).
+        stateful: only False. unroll: ignored (one loop op either way).
+
+    Input: float (batch, timesteps, features); ``mask`` (batch, timesteps) bool,
+    or the mask of ``Embedding(mask_zero=True)`` / ``Masking``. Initial states:
+    ``initial_state=[h]`` (``[h, c]`` for LSTM), or ``layer([x, h, c])`` in a
+    functional model (whose replay feeds list inputs, not keyword tensors).
+
+    Raises:
+        ValueError: bad arguments; an input that is not rank 3 (naming the
+            layer, expected and received shapes) or whose features differ from
+            the built kernel.
+    """
+
+    cell, gates = "simple", 1
+
+    def __init__(self, units, activation="tanh", **kwargs):
+        kwargs.pop("recurrent_activation", None)
+        super().__init__(units, activation=activation, **kwargs)
+
+
+class LSTM(_RNN):
+    """Long short-term memory (Hochreiter & Schmidhuber 1997; Keras' ``LSTM``).
+
+    Gates i, f, c, o in that order in kernel (features, 4 * units), recurrent
+    kernel (units, 4 * units) and bias (4 * units,); ``unit_forget_bias``
+    initializes the forget gate's bias to 1 (Jozefowicz et al. 2015). Returns
+    ``[output, h, c]`` with ``return_state``. Other arguments, input and errors
+    as ``SimpleRNN`` (recurrent_activation default 'sigmoid').
+    """
+
+    cell, gates = "lstm", 4
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid",
+                 unit_forget_bias=True, **kwargs):
+        self.unit_forget_bias = bool(unit_forget_bias)
+        super().__init__(units, activation=activation,
+                         recurrent_activation=recurrent_activation, **kwargs)
+
+    def _bias_initial(self, shape, dtype):
+        b = np.asarray(self._w.init["bias"](shape, dtype=dtype), dtype=dtype)
+        if self.unit_forget_bias:
+            b = b.copy()
+            b[self.units:2 * self.units] = 1.0
+        return b
+
+    def get_config(self):
+        return {**super().get_config(), "unit_forget_bias": self.unit_forget_bias}
+
+
+class GRU(_RNN):
+    """Gated recurrent unit (Cho et al. 2014; Keras 3's ``GRU`` with
+    ``reset_after=True``, the cuDNN-compatible form): gates z, r, h; bias
+    (2, 3 * units) for the input and recurrent products. Other arguments, input
+    and errors as ``SimpleRNN``.
+
+    Raises:
+        ValueError: ``reset_after=False`` (not supported), and as SimpleRNN.
+    """
+
+    cell, gates = "gru", 3
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid",
+                 reset_after=True, **kwargs):
+        if not reset_after:
+            raise ValueError("GRU(reset_after=False) is not supported. Received: "
+                             "reset_after=False.")
+        self.reset_after = True
+        super().__init__(units, activation=activation,
+                         recurrent_activation=recurrent_activation, **kwargs)
+
+    def _bias_shape(self):
+        return (2, 3 * self.units)
+
+    def get_config(self):
+        return {**super().get_config(), "reset_after": True}

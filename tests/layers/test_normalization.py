@@ -1,0 +1,154 @@
+"""BatchNormalization and LayerNormalization: formulas, moving statistics through
+fit, gradients (float64), contract."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from contract import check_contract, sample
+
+import kerasflow as kf
+from kerasflow import backend as K
+from kerasflow import layers as L
+from kerasflow.layers.base import collect_updates
+from tests.backend.gradcheck import check_gradients
+
+CASES = [
+    (lambda: L.BatchNormalization(), (4, 5), (4, 5)),
+    (lambda: L.BatchNormalization(momentum=0.5, center=False), (4, 3, 3, 2),
+     (4, 3, 3, 2)),
+    (lambda: L.BatchNormalization(axis=1, scale=False), (4, 3, 2), (4, 3, 2)),
+    (lambda: L.LayerNormalization(), (4, 5), (4, 5)),
+    (lambda: L.LayerNormalization(axis=[1, 2], epsilon=1e-5), (4, 3, 2), (4, 3, 2)),
+]
+
+
+@pytest.mark.parametrize("make,in_shape,out_shape", CASES)
+def test_contract(make, in_shape, out_shape, tmp_path):
+    check_contract(make, in_shape, out_shape, tmp_path)
+
+
+def _bn_ref(x, mean, var, gamma, beta, eps):
+    return gamma * (x - mean) / np.sqrt(var + eps) + beta
+
+
+def test_batchnorm_inference_uses_the_moving_statistics():
+    bn = L.BatchNormalization(epsilon=1e-3)
+    bn(K.placeholder("float32", (None, 3)))
+    rng = np.random.RandomState(0)
+    mm, mv = rng.randn(3), rng.rand(3) + 0.5
+    gamma, beta = rng.randn(3), rng.randn(3)
+    bn.set_weights([gamma, beta, mm, mv])
+    x = sample((5, 3))
+    np.testing.assert_allclose(bn(x, training=False),
+                               _bn_ref(x, mm, mv, gamma, beta, 1e-3), rtol=1e-5,
+                               atol=1e-5)
+    np.testing.assert_allclose(bn(x), bn(x, training=False))  # inference default
+
+
+def test_batchnorm_training_uses_batch_stats_and_updates_moving_ones():
+    bn = L.BatchNormalization(momentum=0.9)
+    x = sample((8, 2, 2, 3)) * 2 + 1
+    y = bn(x, training=True)  # eager call in training mode: runs the updates
+    mean, var = x.mean(axis=(0, 1, 2)), x.var(axis=(0, 1, 2))
+    np.testing.assert_allclose(y, _bn_ref(x, mean, var, 1, 0, 1e-3), rtol=1e-4,
+                               atol=1e-4)
+    np.testing.assert_allclose(bn.moving_mean.numpy(), 0.1 * mean, rtol=1e-5)
+    np.testing.assert_allclose(bn.moving_variance.numpy(), 0.9 + 0.1 * var,
+                               rtol=1e-5)
+
+
+def test_collect_updates_sees_batchnorm_updates_only_in_training():
+    bn = L.BatchNormalization()
+    x = K.placeholder("float32", (None, 4))
+    with collect_updates() as ups:
+        bn(x, training=True)
+    assert len(ups) == 2
+    with collect_updates() as ups:
+        bn(x, training=False)
+    assert ups == []
+    frozen = L.BatchNormalization(trainable=False)
+    with collect_updates() as ups:
+        frozen(x, training=True)
+    assert ups == []
+
+
+def test_fit_updates_moving_statistics():
+    np.random.seed(0)
+    model = kf.Sequential([L.BatchNormalization(momentum=0.5, input_shape=(3,)),
+                           L.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    x = (np.random.randn(64, 3) * 3 + 5).astype("float32")
+    model.fit(x, np.zeros((64, 1), "float32"), batch_size=64, epochs=12, verbose=0)
+    bn = model.layers[0]
+    np.testing.assert_allclose(bn.moving_mean.numpy(), x.mean(0), rtol=1e-3)
+    np.testing.assert_allclose(bn.moving_variance.numpy(), x.var(0), rtol=1e-2)
+    # evaluate/predict do not move them
+    before = bn.moving_mean.numpy().copy()
+    model.predict(x, verbose=0)
+    model.evaluate(x, np.zeros((64, 1), "float32"), verbose=0)
+    np.testing.assert_array_equal(bn.moving_mean.numpy(), before)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batchnorm_gradients(float64, training):
+    rng = np.random.RandomState(0)
+    x = rng.randn(6, 2, 3)
+
+    def fn(xt, gamma, beta):
+        bn = L.BatchNormalization(dtype="float64", moving_mean_initializer="ones",
+                                  moving_variance_initializer="ones")
+        bn.build(xt.shape)
+        bn.gamma, bn.beta = gamma, beta
+        return bn.call(xt, training=training)
+
+    check_gradients(fn, [x, rng.randn(3) + 2, rng.randn(3)])
+
+
+def test_layernorm_formula_and_gradients(float64):
+    rng = np.random.RandomState(1)
+    x = rng.randn(4, 3, 5)
+    ln = L.LayerNormalization(dtype="float64", epsilon=1e-3)
+    y = ln(x)
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    np.testing.assert_allclose(y, (x - mean) / np.sqrt(var + 1e-3), rtol=1e-6,
+                               atol=1e-8)
+
+    def fn(xt, gamma, beta):
+        layer = L.LayerNormalization(axis=[1, 2], dtype="float64")
+        layer.build(xt.shape)
+        layer.gamma, layer.beta = gamma, beta
+        return layer.call(xt)
+
+    check_gradients(fn, [x, rng.randn(3, 5), rng.randn(3, 5)])
+
+
+def test_normalization_errors():
+    with pytest.raises(ValueError, match="synchronized"):
+        L.BatchNormalization(synchronized=True)
+    with pytest.raises(ValueError, match="axis 3 is out of range"):
+        L.BatchNormalization(axis=3)(K.placeholder("float32", (None, 4)))
+    bn = L.BatchNormalization()
+    bn(K.placeholder("float32", (None, 4)))
+    with pytest.raises(ValueError, match="expected axis 1 of input shape to have "
+                                         "value 4"):
+        bn(K.placeholder("float32", (None, 5)))
+
+
+@pytest.mark.parametrize("shape,axes", [((6, 2, 3), (0, 1)), ((4, 3, 5), (0, 2)),
+                                        ((5, 4), (0,))])
+def test_fused_batch_norm_op(float64, shape, axes):
+    rng = np.random.RandomState(3)
+    x = rng.randn(*shape) * 2 + 1
+    pshape = tuple(d for a, d in enumerate(shape) if a not in axes)
+    gamma, beta = rng.randn(*pshape) + 2, rng.randn(*pshape)
+    y, mean, var = K.fused_batch_norm(x, gamma, beta, axes, 1e-3)
+    keep = tuple(1 if a in axes else d for a, d in enumerate(shape))
+    ref_m, ref_v = x.mean(axis=axes), x.var(axis=axes)
+    np.testing.assert_allclose(mean, ref_m, rtol=1e-12)
+    np.testing.assert_allclose(var, ref_v, rtol=1e-12)
+    np.testing.assert_allclose(
+        y, gamma.reshape(keep) * (x - ref_m.reshape(keep)) /
+        np.sqrt(ref_v.reshape(keep) + 1e-3) + beta.reshape(keep), rtol=1e-10)
+    check_gradients(lambda a, g, b: K.fused_batch_norm(a, g, b, axes, 1e-3)[0],
+                    [x, gamma, beta])
