@@ -14,8 +14,8 @@ batch the replica takes its contiguous share of the rows (rank order), and:
 
 This is ``tf.distribute.MirroredStrategy``'s all-reduce of per-replica
 gradients (loss scaled by the global batch, ``tf.nn.compute_average_loss``),
-with K steps per driver call as Keras' ``steps_per_execution``. It does not
-import ray: the worker group hosts it.
+with K steps per driver call as Keras' ``steps_per_execution``. Ray stays out
+of this module: the worker group hosts it.
 """
 
 from __future__ import annotations
