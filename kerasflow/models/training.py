@@ -13,16 +13,15 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.distribute_lib import BatchRef, DefaultStrategy, get_strategy
-from kerasflow.layers.base import collect_updates
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import data as data_mod
 from kerasflow.models import input_checks
-from kerasflow.models.train_step import EvalStep, PredictStep, TrainStep
+from kerasflow.models.step_builder import StepBuilder
 
 __all__ = ["Trainer"]
 
 
-class Trainer:
+class Trainer(StepBuilder):
     """Mixin of ``Model`` holding the training API."""
 
     def __init__(self):
@@ -95,130 +94,6 @@ class Trainer:
             raise RuntimeError(
                 f"You must call compile() on model '{self.name}' before {what}()."
             )
-
-    # -- steps -------------------------------------------------------------------------
-    def _input_placeholders(self, xs):
-        specs = self._default_input_specs()
-        phs = []
-        for i, a in enumerate(xs):
-            if specs is not None and i < len(specs):
-                shape, dtype = specs[i]
-                expected = tuple(shape[1:]) if shape is not None else None
-                if expected is not None and (len(expected) != a.ndim - 1 or any(
-                        d is not None and d != s for d, s in zip(expected, a.shape[1:]))):
-                    raise ValueError(
-                        f"Input {i} of model '{self.name}' expects data of shape "
-                        f"(None, {', '.join(str(d) for d in expected)}). Received: "
-                        f"data of shape {a.shape}."
-                    )
-            else:
-                shape = (None,) + a.shape[1:]
-                dtype = a.dtype if a.dtype.kind in "iu" and a.dtype != np.uint8 \
-                    else K.floatx()
-            phs.append(K.placeholder(dtype, shape, name=f"input_{i + 1}"))
-        return phs
-
-    def _structure_inputs(self, phs):
-        if isinstance(self._inputs_struct, dict):
-            return dict(zip(self._inputs_struct, phs))
-        return phs[0] if len(phs) == 1 else phs
-
-    def _get_step(self, kind, xs, ys=(), sw=None):
-        """The step for this signature; ``sw`` (the sample weights) tells
-        whether metrics are weighted: unit weights made by ``_ones`` are not."""
-        weighted = sw is not None and not self._unweighted(sw)
-        key = (kind, tuple((a.shape[1:], a.dtype.kind) for a in xs),
-               tuple((a.shape[1:], a.dtype.kind) for a in ys), weighted)
-        step = self._steps.get(key)
-        if step is None:
-            step = self._steps[key] = self._build_step(kind, xs, ys, weighted)
-        return step
-
-    def _unweighted(self, sw):
-        return any(sw is o or sw.base is o for o in self.__dict__.get(
-            "_ones_made", ()))
-
-    def _static_losses(self):
-        return [loss for layer in self._flatten_layers()
-                for loss in layer.__dict__.get("_added_losses", ())]
-
-    def _trace(self, xs, training):
-        if self._is_functional and any(K.is_symbolic(l)
-                                       for l in self._static_losses()):
-            # add_loss(f(inputs)) on the functional graph: feed its own Inputs.
-            self._input_placeholders(xs)  # shape checks only
-            x_phs = list(self.inputs)
-        else:
-            x_phs = self._input_placeholders(xs)
-        with collect_updates() as state_updates:
-            outputs = self(self._structure_inputs(x_phs), training=training)
-        outs = list(outputs.values()) if isinstance(outputs, dict) else \
-            list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-        return x_phs, outs, state_updates
-
-    def _build_step(self, kind, xs, ys, weighted=False):
-        x_phs, outs, state_updates = self._trace(xs, kind == "train")
-        if kind == "predict":
-            return PredictStep(x_phs, outs)
-        names = self._output_names(len(outs))
-        added = state_updates.losses + self.losses
-        if self._compiled_losses.empty and not ys:
-            loss_fns, weights = [None] * len(outs), [1.0] * len(outs)
-            if not added:
-                self._compiled_losses.resolve(names, self.name)  # raises
-        else:
-            if len(ys) != len(outs):
-                raise ValueError(
-                    f"Model '{self.name}' has {len(outs)} output(s) {names} and "
-                    f"expects one target array per output. Received: {len(ys)} "
-                    f"target array(s).")
-            loss_fns, weights = self._compiled_losses.resolve(names, self.name,
-                                                              bool(added))
-        self._metric_objs = cu.resolve_metrics(
-            self._metrics_spec if ys else None, names, outs,
-            [a.shape for a in ys], self._metric_objs)
-        y_phs = [K.placeholder(np.int64 if a.dtype.kind in "iu" else K.floatx(),
-                               (None,) + a.shape[1:], name=f"{names[i]}_target")
-                 for i, a in enumerate(ys)]
-        sw = K.placeholder(K.floatx(), (None,), name="sample_weight")
-        per_output, total = [], None
-        for y, out, loss_fn, w in zip(y_phs, outs, loss_fns, weights):
-            if loss_fn is None:
-                continue
-            value = cu.weighted_loss(loss_fn, y, out, sw)
-            per_output.append(value)
-            term = value if w == 1.0 else value * w
-            total = term if total is None else total + term
-        for penalty in added:
-            total = penalty if total is None else total + penalty
-        metric_updates = []
-        added_metrics = self.__dict__.setdefault("_added_metrics", {})
-        for name, value in state_updates.metrics:
-            from kerasflow.metrics import Mean  # noqa: PLC0415
-
-            metric = added_metrics.setdefault(name, Mean(name=name))
-            metric_updates += list(metric.update_state(value) or [])
-        for i, _, metric in self._metric_objs:
-            metric_updates += list(
-                # Keras passes no sample weights to metrics unless given some.
-                metric.update_state(y_phs[i], outs[i],
-                                    sample_weight=sw if weighted else None) or [])
-        inputs = x_phs + y_phs + [sw]
-        out_losses = per_output if len(per_output) > 1 else []
-        if kind == "train":
-            return TrainStep(inputs, total, self.optimizer, self.trainable_weights,
-                             out_losses, metric_updates, state_updates)
-        return EvalStep(inputs, total, out_losses, metric_updates)
-
-    def _prepare_targets(self, xs, ys):
-        """Targets reshaped and checked against the output shapes, once per call."""
-        outs = self._get_step("predict", xs).outputs
-        ys = cu.prepare_targets(ys, [o.shape for o in outs])
-        names = self._output_names(len(outs))
-        for a, o, name in zip(ys, outs, names):
-            if cu.is_sparse_target(a.shape, o.shape):
-                cu.check_sparse_labels(a, o.shape[-1], name)
-        return ys
 
     # -- data ----------------------------------------------------------------------------
     def _standardize(self, x, y=None, sample_weight=None, class_weight=None,
