@@ -1,0 +1,208 @@
+"""What a layer call adds to the step being traced, and eager calls.
+
+A step is traced once per input signature inside ``collect_updates()``: layers add
+state updates (``add_update``, or plain ``var.assign`` in ``call``), loss terms
+(``add_loss``) and logged means (``add_metric``) to it. An eager call on arrays
+runs the layer through a trace cached per signature (as ``tf.function``
+retraces only for a new input signature).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import numpy as np
+
+from kerasflow import backend as K
+
+__all__ = ["collect_updates", "flatten_struct", "map_struct", "TracingMixin"]
+
+_ctx = threading.local()  # the training flag of the call being traced
+_update_ctx = threading.local()
+
+
+class _Collected(list):
+    """State updates of one trace; ``.losses`` and ``.metrics`` hold what
+    ``add_loss`` / ``add_metric`` contributed during it."""
+
+    def __init__(self):
+        super().__init__()
+        self.losses: list = []
+        self.metrics: list = []  # (name, tensor)
+
+
+@contextlib.contextmanager
+def collect_updates():
+    """Collects the state updates layers add (``Layer.add_update``) while tracing.
+
+    Yields:
+        The list that receives each stateful tensor added inside the block
+        (e.g. BatchNormalization's moving-statistics assignments); the train
+        step runs them with every forward pass.
+    """
+    stack = _update_ctx.__dict__.setdefault("stack", [])
+    found = _Collected()
+    stack.append(found)
+    try:
+        with K.tracing() as trace:
+            yield found
+    finally:
+        stack.pop()
+    # Assignments made in call() without add_update (Keras' ``self.v.assign``)
+    # run with the step too, each once.
+    seen = {id(u) for u in found}
+    found.extend(u for u in trace.stateful if id(u) not in seen)
+
+
+def flatten_struct(x):
+    if isinstance(x, dict):
+        return [v for k in x for v in flatten_struct(x[k])]
+    if isinstance(x, (list, tuple)):
+        return [v for item in x for v in flatten_struct(item)]
+    return [x]
+
+
+def _after_updates(out, fn):
+    """``out`` with each output that is a Variable re-read after the updates."""
+    if fn._single:
+        t = fn.outputs[0]
+        return t.numpy() if isinstance(t, K.Variable) else out
+    vals = iter([t.numpy() if isinstance(t, K.Variable) else v
+                 for t, v in zip(fn.outputs, flatten_struct(out))])
+    return map_struct(lambda _: next(vals), out)
+
+
+def map_struct(fn, x):
+    if isinstance(x, dict):
+        return {k: map_struct(fn, v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(map_struct(fn, v) for v in x)
+    return fn(x)
+
+
+class TracingMixin:
+    """``add_loss``, ``add_metric``, ``add_update`` and the eager-call cache of
+    ``Layer``."""
+
+    def add_loss(self, loss):
+        """Adds a loss term (Keras' ``add_loss``) minimized with the compiled loss.
+
+        Args:
+            loss: a scalar tensor computed in ``call`` (it joins the step being
+                traced), a tensor of a functional model's inputs, a
+                zero-argument callable returning one, or a number.
+
+        Raises:
+            TypeError: anything else, naming it.
+        """
+        if not (K.is_symbolic(loss) or callable(loss) or isinstance(
+                loss, (int, float, np.number, np.ndarray))):
+            raise TypeError(f"add_loss takes a tensor, a callable or a number. "
+                            f"Received: {type(loss).__name__}.")
+        if not callable(loss) and not K.is_symbolic(loss):
+            loss = K.constant(np.asarray(loss, K.floatx()))
+        stack = getattr(_update_ctx, "stack", None)
+        if stack and K.is_symbolic(loss):
+            stack[-1].losses.append(loss)
+        elif getattr(_update_ctx, "calls", 0) == 0 or not K.is_symbolic(loss):
+            self.__dict__.setdefault("_added_losses", []).append(loss)
+        # else: a symbolic call while building a functional graph; the train
+        # step's trace replays the call and collects the loss then.
+
+    def add_metric(self, value, name=None, aggregation="mean"):
+        """Logs the batch mean of ``value`` under ``name`` (Keras 2's
+        ``add_metric``), when called from ``call`` during training/evaluation.
+
+        Raises:
+            ValueError: no name, or an aggregation other than 'mean'.
+        """
+        if name is None or aggregation != "mean":
+            raise ValueError(f"add_metric needs a name and aggregation='mean'. "
+                             f"Received: name={name!r}, aggregation="
+                             f"{aggregation!r}.")
+        stack = getattr(_update_ctx, "stack", None)
+        if stack and K.is_symbolic(value):
+            stack[-1].metrics.append((name, value))
+
+    def add_update(self, updates):
+        """Adds state updates (stateful tensors such as ``var.assign(...)``).
+
+        Inside a traced step (``collect_updates``) they run with every training
+        step; in an eager call or outside a trace they are dropped (Keras 2's
+        ``add_update`` on inference calls).
+        """
+        stack = getattr(_update_ctx, "stack", None)
+        ups = updates if isinstance(updates, (list, tuple)) else [updates]
+        if stack:
+            stack[-1].extend(u for u in ups if K.is_symbolic(u))
+
+    def _call_eager(self, inputs, *args, **kwargs):
+        """Runs the layer on arrays through a trace cached per input signature.
+
+        The first call with a given structure, per-sample shapes and dtypes
+        (and the same other arguments and training mode) traces the layer on
+        placeholders and compiles a ``Function``; later calls only feed it, so
+        repeated eager calls add no graph nodes, call records or memory (as
+        ``tf.function`` retraces only for a new input signature).
+        """
+        arrays = map_struct(np.asarray, inputs)
+        flat = flatten_struct(arrays)
+        key = _trace_key(inputs, flat, args, kwargs)
+        cache = self.__dict__.get("_eager_traces")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_eager_traces", cache)
+        entry = cache.get(key) if key is not None else None
+        if entry is None:
+            phs = map_struct(
+                lambda a: K.placeholder(_placeholder_dtype(a.dtype),
+                                        (None,) + a.shape[1:]),
+                arrays)
+            with collect_updates() as updates:
+                outputs = self(phs, *args, **kwargs)
+            entry = K.Function(flatten_struct(phs), outputs, updates=updates,
+                               name=f"{self.name}_eager")
+            if key is not None:
+                if len(cache) >= _MAX_EAGER_TRACES:  # drop the oldest signature
+                    cache.pop(next(iter(cache)))
+                cache[key] = entry
+        out = entry(*flat)
+        # Eagerly, code runs in order: an output that is a Variable shows the
+        # value after this call's assignments (Keras), not the one read before.
+        if entry.updates:
+            out = _after_updates(out, entry)
+        return K.to_numpy(out)
+
+    def _clear_eager_traces(self):
+        """Forgets cached eager traces (after the layer's structure changed)."""
+        self.__dict__.pop("_eager_traces", None)
+
+
+_MAX_EAGER_TRACES = 32
+
+
+def _placeholder_dtype(dtype):
+    return K.floatx() if dtype.kind in "fu" or dtype == np.uint8 else dtype
+
+
+def _structure(x):
+    if isinstance(x, dict):
+        return ("dict", tuple((k, _structure(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, tuple(_structure(v) for v in x))
+    return "leaf"
+
+
+def _trace_key(inputs, flat_arrays, args, kwargs):
+    """Hashable signature of an eager call, or None when an argument is not
+    hashable (that call is traced afresh and not cached)."""
+    key = (_structure(inputs),
+           tuple((a.shape[1:], np.dtype(_placeholder_dtype(a.dtype)).str)
+                 for a in flat_arrays),
+           args, tuple(sorted(kwargs.items())), getattr(_ctx, "training", None))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
