@@ -1,0 +1,76 @@
+"""What ``Optimizer.minimize`` returns and what optimizers hand to user code.
+
+``TrainOp`` (a fetchable op carrying its loss, variables and optimizer, so a
+strategy or Estimator can split it into compute -> reduce -> apply) and
+``LearningRateValue`` (the learning rate as Keras 3 code reads it).
+"""
+
+from __future__ import annotations
+
+from kerasflow import backend as K
+
+__all__ = ["LearningRateValue", "TrainOp", "train_op_info",
+           "trainable_variables_of"]
+
+
+class TrainOp(K.SymbolicTensor):
+    """The op ``minimize`` returns: fetch it to take one step (TF1's train op).
+
+    Besides being a fetchable op (``sess.run(train_op, feed_dict)`` returns None),
+    it carries what it was built from, so a strategy or an Estimator can split it
+    into compute -> reduce -> apply (``models.train_step.TrainStep.from_train_op``).
+
+    Attributes:
+        loss: the scalar loss tensor.
+        var_list: the trained Variables, in order.
+        optimizer: the ``Optimizer``.
+        global_step: the int64 step Variable incremented with each step, or None.
+    """
+
+    # Pickled, it travels as a plain op (graph_pickle): the graph holds the updates.
+    __slots__ = ("loss", "var_list", "optimizer", "global_step")
+
+
+def train_op_info(train_op) -> TrainOp | None:
+    """The ``TrainOp`` (with .loss, .var_list, .optimizer) if ``train_op`` is one."""
+    return train_op if isinstance(train_op, TrainOp) else None
+
+
+def trainable_variables_of(*tensors) -> list:
+    """Trainable Variables that ``tensors`` depend on, in creation order."""
+    found, seen = {}, set()
+    stack = [t.node for t in tensors]
+    while stack:
+        node = stack.pop()
+        if node.id in seen:
+            continue
+        seen.add(node.id)
+        if node.op == "Variable" and node.attrs["variable"].trainable:
+            found[node.id] = node.attrs["variable"]
+        stack.extend(t.node for t in node.inputs)
+    return [found[i] for i in sorted(found)]
+
+
+class LearningRateValue(float):
+    """The learning rate as Keras 3 code reads it: a float that also speaks the
+    variable API (``.assign(v)``, ``.value``, ``.numpy()``), so callbacks
+    written for Keras (``optimizer.learning_rate.assign(x)``) work."""
+
+    def __new__(cls, value, variable):
+        obj = float.__new__(cls, value)
+        obj._variable = variable
+        return obj
+
+    @property
+    def value(self) -> float:
+        """The current learning rate, as a float."""
+        return float(self._variable.numpy())
+
+    def numpy(self):
+        """The current learning rate as a numpy scalar array."""
+        return self._variable.numpy()
+
+    def assign(self, value):
+        """Sets the optimizer's learning rate (next step onwards)."""
+        self._variable.assign(float(value))
+        return value
