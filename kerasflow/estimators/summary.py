@@ -52,7 +52,7 @@ class EventWriter:
         """Writes the GraphDef of ``nodes`` (TF's ``FileWriter(logdir, graph)``)."""
         if self._w is None:
             return
-        from kerasflow.utils.graph_def import graph_def_from_tensors  # noqa: PLC0415
+        from kerasflow.utils.graph_def import graph_def_from_tensors
 
         self._w.add_graph(graph_def_from_tensors(nodes))
 

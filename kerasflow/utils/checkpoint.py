@@ -14,8 +14,10 @@ temporary file in the same folder, fsynced, renamed over its final name, then
 the folder fsynced), so a crash leaves either the old file or the new one,
 never half a file. Data files are read with ``read_npz`` (no pickle, zip CRC
 checked, optional SHA-256); ``kerasflow.estimators.checkpoints`` uses the same
-two primitives for its ``model.ckpt-<step>.npz`` files. The folder's ``checkpoint`` file, TF1's ``CheckpointState`` in its text
-form (``model_checkpoint_path: "model.ckpt-100"`` then one
+two primitives for its ``model.ckpt-<step>.npz`` files.
+
+The folder's ``checkpoint`` file, TF1's ``CheckpointState`` in its text form
+(``model_checkpoint_path: "model.ckpt-100"`` then one
 ``all_model_checkpoint_paths:`` line per kept checkpoint, oldest first), is
 updated last; ``latest_checkpoint(folder)`` reads it.
 
