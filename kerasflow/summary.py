@@ -22,8 +22,8 @@ import glob
 import os
 import struct
 
-__all__ = ["FileWriter", "read_events", "scalar_summary", "histogram_summary",
-           "merge_summaries"]
+__all__ = ["FileWriter", "read_events", "read_scalars", "scalar_summary",
+           "histogram_summary", "merge_summaries"]
 
 
 def _tbx():
@@ -207,3 +207,20 @@ def read_events(path) -> list:
             events.append(event_pb2.Event.FromString(data))
             pos = end
     return events
+
+
+def read_scalars(path) -> dict:
+    """``{tag: [(step, value), ...]}`` of the scalar summaries in ``path``.
+
+    Args:
+        path: an event file or a folder, as for ``read_events``.
+
+    Raises:
+        FileNotFoundError / ValueError: as ``read_events``.
+    """
+    out: dict = {}
+    for ev in read_events(path):
+        for v in ev.summary.value:
+            if v.HasField("simple_value"):
+                out.setdefault(v.tag, []).append((ev.step, v.simple_value))
+    return out

@@ -9,11 +9,14 @@ import numpy as np
 import pytest
 
 from kerasflow.utils.checkpoint import (
+    CheckpointError,
     checkpoint_exists,
     get_checkpoint_state,
     latest_checkpoint,
     load_checkpoint,
+    read_npz,
     save_checkpoint,
+    write_npz,
 )
 
 
@@ -63,3 +66,23 @@ def test_bad_input_and_corrupt_files_raise_clearly(tmp_path):
     with pytest.raises(ValueError, match=r"indexed as shape \(4,\).*Received: "
                                          r"shape \(2, 2\)"):
         load_checkpoint(prefix)
+
+
+def test_truncated_or_modified_data_is_refused(tmp_path):
+    # The Saver's files and the Estimator's share read_npz: zip CRC, SHA-256.
+    prefix = save_checkpoint(tmp_path / "t", {"w": np.arange(1000.0)})
+    data = (tmp_path / "t.npz").read_bytes()
+    (tmp_path / "t.npz").write_bytes(data[:len(data) // 2])
+    with pytest.raises(CheckpointError, match="unreadable or incomplete"):
+        load_checkpoint(prefix)
+    path = write_npz(tmp_path / "x.npz", {"a": np.ones(3)})
+    flipped = bytearray(open(path, "rb").read())
+    flipped[60] ^= 0xFF  # inside the stored member: its CRC-32 no longer matches
+    open(path, "wb").write(bytes(flipped))
+    with pytest.raises(CheckpointError):
+        read_npz(path)
+    good = write_npz(tmp_path / "y.npz", {"a": np.ones(3)})
+    np.testing.assert_array_equal(read_npz(good)["a"], np.ones(3))
+    with pytest.raises(CheckpointError, match="checksum"):
+        read_npz(good, sha256="0" * 64)
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".tmp-")]

@@ -9,12 +9,14 @@ Layout (TF Estimator's, with numpy files in place of TF's tensor bundles)::
         checkpoint                     JSON index: latest path, every kept path
                                        and its step
 
-Every file is written to a temporary file in ``model_dir``, flushed, fsynced
-and renamed into place, and the index is replaced last: a process killed at
-any point leaves either the old or the new index, each naming only complete
-checkpoint files. Reading uses ``allow_pickle=False`` and zip's per-member
-CRC-32 (a flipped bit or a truncated file fails to load; an index entry may
-also carry a SHA-256 that is then checked). A newest checkpoint that
+Files are written and read with the primitives of ``kerasflow.utils.checkpoint``
+(``write_npz`` / ``read_npz``, on ``kerasflow.utils.file_io.atomic_write``):
+each is a temporary file in ``model_dir``, fsynced and renamed into place, and
+the index is replaced last, so a process killed at any point leaves either the
+old or the new index, each naming only complete checkpoint files. Reading uses
+``allow_pickle=False`` and zip's per-member CRC-32 (a flipped bit or a
+truncated file fails to load; an index entry may also carry a SHA-256 that is
+then checked). A newest checkpoint that
 is truncated, corrupt or missing is reported with a warning and the previous
 valid one is used (TF's ``tf.train.latest_checkpoint`` trusts its index alone).
 """
@@ -22,18 +24,16 @@ valid one is used (TF's ``tf.train.latest_checkpoint`` trusts its index alone).
 from __future__ import annotations
 
 import glob
-import hashlib
-import io
 import json
 import os
 import re
-import tempfile
 import warnings
-import zipfile
 
 import numpy as np
 
 from kerasflow.backend import to_numpy
+from kerasflow.utils.checkpoint import CheckpointError, read_npz, write_npz
+from kerasflow.utils.file_io import atomic_write
 
 __all__ = [
     "CheckpointError",
@@ -45,40 +45,6 @@ __all__ = [
 
 INDEX = "checkpoint"
 _PATTERN = re.compile(r"^model\.ckpt-(\d+)\.npz$")
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file that cannot be read back completely."""
-
-
-def _fsync_dir(folder):
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # some platforms cannot open folders
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path, write_fn):
-    """Calls ``write_fn(file)`` on a temp file next to ``path``, then renames."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write_fn(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    _fsync_dir(folder)
 
 
 def _read_index(model_dir):
@@ -157,7 +123,7 @@ def save_checkpoint(model_dir, variables, global_step: int, keep_max: int | None
     payload["__meta__"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
     base = f"model.ckpt-{int(global_step)}.npz"
     path = os.path.join(model_dir, base)
-    _atomic_write(path, lambda f: np.savez(f, **payload))
+    write_npz(path, payload)
     # Entries at or after this step are from an abandoned run (training resumed
     # from an older checkpoint because they were unreadable): drop them.
     previous = list_checkpoints(model_dir)
@@ -172,17 +138,11 @@ def save_checkpoint(model_dir, variables, global_step: int, keep_max: int | None
              "all_model_checkpoint_paths": [
                  {"path": os.path.basename(e["path"]), "step": e["step"],
                   "sha256": e["sha256"]} for e in kept]}
-    data = json.dumps(index, indent=1).encode()
-    _atomic_write(os.path.join(model_dir, INDEX), lambda f: f.write(data))
+    atomic_write(os.path.join(model_dir, INDEX), json.dumps(index, indent=1).encode())
     for e in dropped:
         try:
             os.remove(e["path"])
         except FileNotFoundError:
-            pass
-    for tmp in glob.glob(os.path.join(glob.escape(model_dir), ".tmp-*.part")):
-        try:  # leftovers of a killed writer
-            os.remove(tmp)
-        except OSError:
             pass
     return path
 
@@ -195,21 +155,12 @@ def load_checkpoint(path, sha256: str | None = None) -> tuple[dict, int]:
             mismatch, or a pickled payload (never unpickled).
     """
     path = os.fspath(path)
+    npz = read_npz(path, sha256)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise CheckpointError(f"Checkpoint '{path}' cannot be read: {e}") from None
-    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
-        raise CheckpointError(f"Checkpoint '{path}' does not match the checksum in "
-                              f"its index (truncated or modified).")
-    try:
-        npz = np.load(io.BytesIO(data), allow_pickle=False)
         meta = json.loads(bytes(npz["__meta__"]).decode())
         values = {n: npz[f"v{i}"] for i, n in enumerate(meta["names"])}
         step = int(meta["global_step"])
-    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile,
-            UnicodeDecodeError, TypeError) as e:
+    except (ValueError, KeyError, UnicodeDecodeError, TypeError) as e:
         raise CheckpointError(f"Checkpoint '{path}' is unreadable or incomplete: "
                               f"{e}") from None
     for n, dt, shape in zip(meta["names"], meta["dtypes"], meta["shapes"]):

@@ -9,11 +9,15 @@ A checkpoint is a *path prefix* (``/tmp/model/model.ckpt-100``), as in TF1's
   npz entry, shape and dtype. It is written after the data, so an index always
   describes a complete data file.
 
-Each file is written to a temporary file in the same folder, flushed to disk
-and renamed over its final name (``os.replace`` is atomic on POSIX and
-Windows), so a crash leaves either the old file or the new one, never half a
-file. The folder's ``checkpoint`` file, TF1's ``CheckpointState`` in its text
-form (``model_checkpoint_path: "model.ckpt-100"`` then one
+Each file is written with ``kerasflow.utils.file_io.atomic_write`` (a
+temporary file in the same folder, fsynced, renamed over its final name, then
+the folder fsynced), so a crash leaves either the old file or the new one,
+never half a file. Data files are read with ``read_npz`` (no pickle, zip CRC
+checked, optional SHA-256); ``kerasflow.estimators.checkpoints`` uses the same
+two primitives for its ``model.ckpt-<step>.npz`` files.
+
+The folder's ``checkpoint`` file, TF1's ``CheckpointState`` in its text form
+(``model_checkpoint_path: "model.ckpt-100"`` then one
 ``all_model_checkpoint_paths:`` line per kept checkpoint, oldest first), is
 updated last; ``latest_checkpoint(folder)`` reads it.
 
@@ -28,14 +32,22 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import re
-import tempfile
+import zipfile
+import zlib
 
 import numpy as np
 
+from kerasflow.utils.file_io import atomic_write
+
 __all__ = [
+    "CheckpointError",
+    "read_npz",
+    "write_npz",
     "save_checkpoint",
     "load_checkpoint",
     "latest_checkpoint",
@@ -50,20 +62,50 @@ STATE_FILE = "checkpoint"
 _STATE_LINE = re.compile(r'^\s*(\w+)\s*:\s*"((?:[^"\\]|\\.)*)"\s*$')
 
 
-def _atomic_write(path: str, write) -> None:
-    """Calls ``write(fileobj)`` on a temp file next to ``path``, then renames."""
-    folder = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be read back completely."""
+
+
+def write_npz(path, arrays: dict) -> str:
+    """Writes ``arrays`` (``{key: numeric array}``) as the npz file ``path``.
+
+    Atomic (``file_io.atomic_write``: temp file, fsync, rename, folder fsync),
+    so a crash leaves the old file or the new one, never half a file.
+
+    Returns:
+        The path written (symlinks resolved).
+    """
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return atomic_write(path, buf.getvalue())
+
+
+def read_npz(path, sha256: str | None = None) -> dict:
+    """Reads the npz file ``path`` as ``{key: array}``, never unpickling.
+
+    Zip's per-member CRC-32 is checked on read, so a flipped bit or a truncated
+    file fails here; ``sha256``, when given, is checked on the whole file.
+
+    Raises:
+        CheckpointError: a missing, truncated or corrupt file, a checksum
+            mismatch, or a pickled (object) member.
+    """
+    path = os.fspath(path)
     try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise CheckpointError(f"Checkpoint '{path}' cannot be read: {e}") from None
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise CheckpointError(f"Checkpoint '{path}' does not match the checksum in "
+                              f"its index (truncated or modified).")
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile,
+            zlib.error) as e:
+        raise CheckpointError(f"Checkpoint '{path}' is unreadable or incomplete: "
+                              f"{e}") from None
 
 
 def _check_prefix(path_prefix) -> str:
@@ -123,10 +165,9 @@ def save_checkpoint(path_prefix, arrays: dict, max_to_keep: int | None = None,
     folder = os.path.dirname(path_prefix)
     if folder:
         os.makedirs(folder, exist_ok=True)
-    _atomic_write(path_prefix + ".npz", lambda f: np.savez(f, **data))
+    write_npz(path_prefix + ".npz", data)
     index = {"format": FORMAT, "version": VERSION, "entries": entries}
-    _atomic_write(path_prefix + ".json",
-                  lambda f: f.write(json.dumps(index, indent=1).encode()))
+    atomic_write(path_prefix + ".json", json.dumps(index, indent=1).encode())
     if update_state:
         _update_state(path_prefix, max_to_keep)
     return path_prefix
@@ -156,20 +197,20 @@ def load_checkpoint(path_prefix) -> dict:
         raise ValueError(f"'{index_path}' is not a kerasflow checkpoint index "
                          f"(format {FORMAT!r}).")
     out = {}
-    with np.load(data_path, allow_pickle=False) as data:
-        for e in index["entries"]:
-            if e["key"] not in data.files:
-                raise ValueError(f"Checkpoint '{path_prefix}' is missing the data "
-                                 f"of '{e['name']}' (entry {e['key']}).")
-            value = data[e["key"]]
-            if (list(value.shape) != e["shape"]
-                    or value.dtype != np.dtype(e["dtype"])):
-                raise ValueError(
-                    f"Checkpoint '{path_prefix}': '{e['name']}' is indexed as "
-                    f"shape {tuple(e['shape'])} dtype {np.dtype(e['dtype'])}. "
-                    f"Received: shape {value.shape} dtype {value.dtype}."
-                )
-            out[e["name"]] = value
+    data = read_npz(data_path)
+    for e in index["entries"]:
+        if e["key"] not in data:
+            raise ValueError(f"Checkpoint '{path_prefix}' is missing the data "
+                             f"of '{e['name']}' (entry {e['key']}).")
+        value = data[e["key"]]
+        if (list(value.shape) != e["shape"]
+                or value.dtype != np.dtype(e["dtype"])):
+            raise ValueError(
+                f"Checkpoint '{path_prefix}': '{e['name']}' is indexed as "
+                f"shape {tuple(e['shape'])} dtype {np.dtype(e['dtype'])}. "
+                f"Received: shape {value.shape} dtype {value.dtype}."
+            )
+        out[e["name"]] = value
     return out
 
 
@@ -256,4 +297,4 @@ def _update_state(path_prefix: str, max_to_keep: int | None) -> None:
     lines = [f"model_checkpoint_path: {_quote(rel(path_prefix))}"]
     lines += [f"all_model_checkpoint_paths: {_quote(rel(p))}" for p in listed]
     text = "\n".join(lines) + "\n"
-    _atomic_write(os.path.join(folder, STATE_FILE), lambda f: f.write(text.encode()))
+    atomic_write(os.path.join(folder, STATE_FILE), text.encode())

@@ -11,6 +11,8 @@ it into place, so a crash never leaves a half-written file, and:
   (``O_TMPFILE``: an unnamed inode, named only once complete); elsewhere it is
   named ``.tmp-<pid>-<random>.part`` and later writes into the same folder
   remove such files left by dead processes (``remove_stale_temp_files``);
+- the data is fsynced before the rename and the folder after it, so the new
+  file survives a power loss once ``atomic_write`` returns;
 - errors name the target path, not the temporary one.
 
 ``read_zip_member`` reads one member of a zip archive after checking its
@@ -198,6 +200,7 @@ def atomic_write(path, data: bytes, overwrite: bool = True) -> str:
         if not _write_unnamed(folder, tmp, data, mode):
             _write_named(tmp, data, mode)
         os.replace(tmp, target)
+        _fsync_dir(folder)
     except OSError as e:
         _remove_quietly(tmp)
         raise type(e)(e.errno, f"Cannot save to '{path}': {e.strerror}",
@@ -206,6 +209,20 @@ def atomic_write(path, data: bytes, overwrite: bool = True) -> str:
         _remove_quietly(tmp)
         raise
     return target
+
+
+def _fsync_dir(folder):
+    """Makes a rename in ``folder`` durable (where folders can be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # some platforms cannot open folders
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _write_unnamed(folder, tmp, data, mode) -> bool:
