@@ -136,7 +136,10 @@ def run_call(strategy, entry, data_key, batches):
 
     def push_apply(slices):
         for s in range(n_ps):
-            args = slices if not plan["separable"] else [x[s] for x in slices]
+            # Not separable: every worker's every slice, worker-major (flat, so
+            # Ray resolves the refs).
+            args = [x[s] for x in slices] if plan["separable"] else \
+                [r for x in slices for r in x]
             apply_tok[s] = ps.call(s, "apply", apply_tok[s] or 0, *args)
 
     def take_over(r, task):
