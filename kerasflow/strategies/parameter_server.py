@@ -28,8 +28,10 @@ because the chief forwards a push only after its task returned), and the
 worker group is re-created at the next call; a dead shard, or a wait past its
 deadline, restores every shard from the chief's last snapshot (taken after
 each ``run_steps`` call) and runs the call again, so at most
-``steps_per_execution`` steps are redone. Not done: sparse embedding
-push/pull, and pinning actors to the hosts a TF_CONFIG names.
+``steps_per_execution`` steps are redone. Embedding gradients (row-sparse)
+are pushed as row ids + rows; pulls are dense (workers pull every weight,
+not only the rows their batch touches). Not done: sparse pulls, and pinning
+actors to the hosts a TF_CONFIG names.
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ def run_call(strategy, entry, data_key, batches):
     tau, timeout = strategy.staleness, strategy._timeout
     n_parts, n_ps = strategy.num_workers, strategy.num_ps
     plan, key = entry["plan"], entry["key"]
-    ranges = [(lo, hi) for _, _, lo, hi in plan["ranges"]]
+    ranges = plan["push"]
     async_mode = tau is None
     K_ = len(batches)
     first = strategy._global_step

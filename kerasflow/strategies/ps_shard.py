@@ -32,7 +32,8 @@ import numpy as np
 
 from kerasflow.strategies.partitioners import row_bounds
 
-__all__ = ["PSShard", "plan_shards"]
+__all__ = ["PSShard", "decode_push", "encode_push", "plan_shards",
+           "push_layout"]
 
 
 def _walk(tensors):
@@ -85,6 +86,59 @@ def _cuts(sizes, num_ps, nearest):
             cuts.append(len(sizes))
     cuts.append(len(sizes))
     return cuts
+
+
+def push_layout(step, ranges, pieces):
+    """Per shard ``(lo, hi, sparse)``: its flat range and, for the pieces of
+    embedding tables (a gradient that is an ``IndexedSlicesToDense`` node),
+    ``(flat_lo, flat_hi, row_len)`` segments that workers push as row ids +
+    rows (ps-lite's sparse key-value push)."""
+    out = []
+    for (_, _, lo, hi), mine in zip(ranges, pieces):
+        sparse = []
+        for i, _, _, flo, fhi in mine:
+            g, sh = step.grads[i], step.layout.entries[i][1]
+            if getattr(g.node, "op", None) == "IndexedSlicesToDense" and len(sh) > 1:
+                sparse.append((flo, fhi, int(np.prod(sh[1:], dtype=np.int64))))
+        out.append((lo, hi, sparse))
+    return out
+
+
+def encode_push(grads, lo, hi, sparse):
+    """The push of flat ``grads[lo:hi]``: the array itself, or with sparse
+    segments a dict ``dense`` (the array with those segments cut out) and
+    ``rows`` (per segment: int64 ids of its nonzero rows, and those rows)."""
+    if not sparse:
+        return grads[lo:hi]
+    dense, rows, at = [], [], lo
+    for flo, fhi, rl in sparse:
+        dense.append(grads[at:flo])
+        block = grads[flo:fhi].reshape(-1, rl)
+        ids = np.flatnonzero(np.any(block != 0, axis=1))
+        rows.append((ids, block[ids]))
+        at = fhi
+    dense.append(grads[at:hi])
+    return dict(dense=np.concatenate(dense), rows=rows)
+
+
+def decode_push(push, lo, hi, sparse, out):
+    """Writes the push of ``encode_push`` into ``out`` (length hi-lo);
+    returns the number of sparse rows received."""
+    if not isinstance(push, dict):
+        np.copyto(out, push)
+        return 0
+    at, d, n = lo, 0, 0
+    dense = push["dense"]
+    for (flo, fhi, rl), (ids, rows) in zip(sparse, push["rows"]):
+        out[at - lo:flo - lo] = dense[d:d + flo - at]
+        d += flo - at
+        seg = out[flo - lo:fhi - lo].reshape(-1, rl)
+        seg[...] = 0
+        seg[ids] = rows
+        n += len(ids)
+        at = fhi
+    out[at - lo:hi - lo] = dense[d:]
+    return n
 
 
 def plan_shards(step, num_ps, partitioner=None):
@@ -174,7 +228,8 @@ def plan_shards(step, num_ps, partitioner=None):
         for t in every:
             owner[t] = 0
         return dict(ranges=ranges, pieces=pieces, separable=False,
-                    updates=updates, owner=owner, split={})
+                    updates=updates, owner=owner, split={},
+                    push=push_layout(step, ranges, pieces))
     for k in range(num_ps):
         for i in sorted(reach[k]):
             if owner[i] is None:
@@ -190,7 +245,8 @@ def plan_shards(step, num_ps, partitioner=None):
     for t, where in split.items():
         owner[t] = where[0][0]
     return dict(ranges=ranges, pieces=pieces, separable=separable,
-                updates=updates, owner=owner, split=split)
+                updates=updates, owner=owner, split=split,
+                push=push_layout(step, ranges, pieces))
 
 
 class PSShard:
@@ -206,6 +262,7 @@ class PSShard:
         self.progress = self.version = 0
         self.step = self.plan = self._apply = None
         self.apply_seconds = 0.0
+        self.sparse_rows = 0
 
     def load(self, step, plan):
         """Takes the step (variables at the chief's values) and the plan."""
@@ -258,14 +315,22 @@ class PSShard:
         """
         t0 = time.perf_counter()
         buf = self._buf
+        push = self.plan["push"]
         if self.plan["separable"]:
-            np.copyto(buf, slices[0])
-            for g in slices[1:]:
-                np.add(buf, g, out=buf)
+            lo, hi, sp = push[self.rank]
+            tmp = np.empty_like(buf)
+            for w, g in enumerate(slices):
+                self.sparse_rows += decode_push(g, lo, hi, sp, buf if w == 0 else tmp)
+                if w:
+                    np.add(buf, tmp, out=buf)
         else:
             s = self.world
+            part = np.empty_like(buf)
             for w in range(len(slices) // s):
-                part = np.concatenate(slices[w * s:(w + 1) * s])
+                for k in range(s):
+                    lo, hi, sp = push[k]
+                    self.sparse_rows += decode_push(slices[w * s + k], lo, hi, sp,
+                                                    part[lo:hi])
                 if w == 0:
                     np.copyto(buf, part)
                 else:
@@ -318,4 +383,5 @@ class PSShard:
         return int(sum(np.asarray(a).nbytes for a in arrays))
 
     def stats(self):
-        return dict(version=self.version, apply_seconds=self.apply_seconds)
+        return dict(version=self.version, apply_seconds=self.apply_seconds,
+                    sparse_rows=self.sparse_rows)

@@ -111,3 +111,35 @@ def test_fixed_shards_partitioner_equals_single_process(float64, name, kind,
     for a, b in zip(ref_model.optimizer.variables, model.optimizer.variables):
         np.testing.assert_allclose(np.asarray(b.numpy()), np.asarray(a.numpy()),
                                    rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(180)
+@pytest.mark.usefixtures("ray_cluster")
+def test_partitioned_embedding_sparse_push_equals_dense_single_process(float64):
+    # Workers push only the table rows their batch touched (ids + rows); the
+    # shards of the row-partitioned table sum them into a dense update, which
+    # for SGD equals one process's update on the same global batches.
+    make_opt = lambda: kf.optimizers.SGD(0.5)  # noqa: E731
+    ref_model, ref_hist = _fit(None, make_opt, "embedding")
+    strategy = kf.distribute.ParameterServerStrategy(
+        num_ps=2, num_workers=2, staleness=0, steps_per_execution=8,
+        variable_partitioner=kf.distribute.FixedShardsPartitioner(2))
+    x, y = _data("embedding")
+    with strategy.scope():
+        model = _model(make_opt(), "embedding")
+        np.random.seed(7)
+        hist = model.fit(x, y, batch_size=16, epochs=2, shuffle=True, verbose=0)
+        ps = strategy._ps
+        stats = ps.wait([ps.call(s, "stats") for s in range(2)], timeout=60,
+                        what="stats", ranks=[0, 1])
+    push = strategy._last_plan["push"]
+    assert [len(sp) for _, _, sp in push] == [1, 1]  # a table block per shard
+    rows = sum(s["sparse_rows"] for s in stats)
+    # 20 steps x 2 workers x 8 samples x 4 ids: at most 1280 distinct rows
+    # pushed in all, where dense pushes would send 20 x 2 x 300 rows.
+    assert 0 < rows <= 1280, rows
+    for a, b in zip(ref_model.get_weights(), model.get_weights()):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(hist.history["loss"], ref_hist.history["loss"],
+                               rtol=1e-5)
