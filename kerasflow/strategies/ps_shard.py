@@ -26,6 +26,7 @@ This module does not import ray: a ``WorkerGroup`` hosts :class:`PSShard`.
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -62,7 +63,7 @@ def _units(step, partitioner):
             continue
         per = n // rows
         b = row_bounds(rows, k)
-        for r0, r1 in zip(b[:-1], b[1:]):
+        for r0, r1 in itertools.pairwise(b):
             units.append((i, r0, r1, o + r0 * per, o + r1 * per))
     return units
 
