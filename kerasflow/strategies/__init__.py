@@ -2,7 +2,8 @@
 ``kerasflow.distribute_lib``, re-exported here with ``DefaultStrategy``.
 
 ``MirroredStrategy``, ``MultiWorkerMirroredStrategy``,
-``ParameterServerStrategy`` and ``CommunicationOptions`` load on first use,
+``ParameterServerStrategy``, its partitioners (``FixedShardsPartitioner``,
+``MinSizePartitioner``) and ``CommunicationOptions`` load on first use,
 so ``import kerasflow`` does not import ray.
 """
 
@@ -18,7 +19,9 @@ __all__ = [
     "BatchRef",
     "CommunicationOptions",
     "DefaultStrategy",
+    "FixedShardsPartitioner",
     "InputContext",
+    "MinSizePartitioner",
     "MirroredStrategy",
     "MultiWorkerMirroredStrategy",
     "ParameterServerStrategy",
@@ -33,6 +36,8 @@ _LAZY = {
     "CommunicationOptions": "kerasflow.strategies.sync_strategy",
     "InputContext": "kerasflow.strategies.multi_worker",
     "ParameterServerStrategy": "kerasflow.strategies.parameter_server",
+    "FixedShardsPartitioner": "kerasflow.strategies.partitioners",
+    "MinSizePartitioner": "kerasflow.strategies.partitioners",
 }
 
 

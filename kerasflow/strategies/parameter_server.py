@@ -28,9 +28,10 @@ because the chief forwards a push only after its task returned), and the
 worker group is re-created at the next call; a dead shard, or a wait past its
 deadline, restores every shard from the chief's last snapshot (taken after
 each ``run_steps`` call) and runs the call again, so at most
-``steps_per_execution`` steps are redone. Not done: TF's variable
-partitioners (whole variables are placed), sparse embedding push/pull, and
-pinning actors to the hosts a TF_CONFIG names.
+``steps_per_execution`` steps are redone. Embedding gradients (row-sparse)
+are pushed as row ids + rows; pulls are dense (workers pull every weight,
+not only the rows their batch touches). Not done: sparse pulls, and pinning
+actors to the hosts a TF_CONFIG names.
 """
 
 from __future__ import annotations
@@ -110,8 +111,12 @@ class ParameterServerStrategy(Strategy):
             (asynchronous: every push applied on arrival, each worker's loss
             is its own batch mean, so one global batch makes num_workers
             optimizer steps, as TF's async PS training).
-        variable_partitioner: only None is supported (whole variables are
-            placed on shards, balancing bytes); TF's partitioners are not.
+        variable_partitioner: None (whole variables are placed on shards,
+            balancing bytes) or a ``FixedShardsPartitioner`` /
+            ``MinSizePartitioner`` (``kerasflow.strategies.partitioners``):
+            the row blocks it cuts a variable into may land on different
+            shards (contiguous key ranges, cut at the block boundary nearest
+            each shard's byte quota), each shard updating its rows.
         worker_resources / ps_resources: Ray resources per actor, e.g.
             ``{"CPU": 1}`` (default workers 0.5 CPU, shards 0.25 CPU).
         timeout: seconds, the deadline of every wait on an actor.
@@ -122,9 +127,9 @@ class ParameterServerStrategy(Strategy):
 
     Raises:
         ValueError: num_ps or num_workers < 1, negative staleness, a
-            partitioner, or actors the cluster cannot place
+            or actors the cluster cannot place
             (``PlacementError``, a ValueError, naming requested and available).
-        TypeError: wrong argument types.
+        TypeError: wrong argument types (a partitioner that is not callable).
 
     Attributes:
         recoveries: one dict per recovery (``kind`` "worker" or "ps",
@@ -154,10 +159,12 @@ class ParameterServerStrategy(Strategy):
                 raise ValueError(f"ParameterServerStrategy expects staleness >= 0 "
                                  f"(0 sync, tau bounded delay) or None (async). "
                                  f"Received: staleness={staleness}")
-        if variable_partitioner is not None:
-            raise ValueError(f"ParameterServerStrategy places whole variables "
-                             f"(variable_partitioner=None); partitioners are not "
-                             f"supported. Received: {variable_partitioner!r}")
+        if variable_partitioner is not None and not callable(variable_partitioner):
+            raise TypeError(f"ParameterServerStrategy expects variable_partitioner "
+                            f"to be None or a partitioner such as "
+                            f"FixedShardsPartitioner(2). "
+                            f"Received: {variable_partitioner!r}")
+        self.variable_partitioner = variable_partitioner
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ValueError(f"ParameterServerStrategy expects timeout > 0 seconds. "
                              f"Received: timeout={timeout!r}")
@@ -175,7 +182,7 @@ class ParameterServerStrategy(Strategy):
         self.recoveries, self.clock_trace = [], []
         self.max_clock_gap = self.steals = 0
         self.idle_seconds = self.busy_seconds = 0.0
-        self.cluster_spec = None
+        self.cluster_spec = self._last_plan = None
         from kerasflow.strategies.worker_group import PlacementError, check_placement
         w, p = self._wres, self._pres
         if (w["num_cpus"], w["num_gpus"], w["extra"]) == (
@@ -280,7 +287,8 @@ class ParameterServerStrategy(Strategy):
         e = self._entry
         if e is None or e["step"] is not step:
             key = f"s{time.time_ns()}"
-            plan = plan_shards(step, self.num_ps)
+            plan = self._last_plan = plan_shards(step, self.num_ps,
+                                                 self.variable_partitioner)
             ref = ps.put(step)
             ps.execute("load", ref, plan)
             wk.execute("load_step", key, ref)
@@ -312,10 +320,13 @@ class ParameterServerStrategy(Strategy):
         """The chief's copy of every variable: shard-owned ones from their
         shard, per-worker state (BN statistics) from worker 0."""
         state = step.get_state()
-        owner = e["plan"]["owner"]
-        by = {}
+        owner, split = e["plan"]["owner"], e["plan"].get("split", {})
+        by, rows = {}, {}
         for i, s in enumerate(owner):
-            if s is not None:
+            if i in split:
+                for s_, r0, r1 in split[i]:
+                    rows.setdefault(s_, []).append((i, r0, r1))
+            elif s is not None:
                 by.setdefault(s, []).append(i)
         shards = sorted(by)
         refs = [self._ps.call(s, "get_state", by[s]) for s in shards]
@@ -323,6 +334,15 @@ class ParameterServerStrategy(Strategy):
         for s, vals in zip(shards, got):
             for i, v in zip(by[s], vals):
                 state[i] = np.array(v)
+        if rows:  # split variables: each shard's rows
+            shards = sorted(rows)
+            refs = [self._ps.call(s, "get_rows", rows[s]) for s in shards]
+            got = self._ps.wait(refs, timeout=self._timeout, what="snapshot",
+                                ranks=shards)
+            for s, vals in zip(shards, got):
+                for (i, r0, r1), v in zip(rows[s], vals):
+                    state[i] = np.array(state[i])
+                    state[i][r0:r1] = v
         if e["other"]:
             r = min(set(range(self.num_workers)) - self._dead)
             vals = self._workers.wait(

@@ -72,7 +72,7 @@ def run_call(strategy, entry, data_key, batches):
     tau, timeout = strategy.staleness, strategy._timeout
     n_parts, n_ps = strategy.num_workers, strategy.num_ps
     plan, key = entry["plan"], entry["key"]
-    ranges = [(lo, hi) for _, _, lo, hi in plan["ranges"]]
+    ranges = plan["push"]
     async_mode = tau is None
     K_ = len(batches)
     first = strategy._global_step
@@ -136,7 +136,10 @@ def run_call(strategy, entry, data_key, batches):
 
     def push_apply(slices):
         for s in range(n_ps):
-            args = slices if not plan["separable"] else [x[s] for x in slices]
+            # Not separable: every worker's every slice, worker-major (flat, so
+            # Ray resolves the refs).
+            args = [x[s] for x in slices] if plan["separable"] else \
+                [r for x in slices for r in x]
             apply_tok[s] = ps.call(s, "apply", apply_tok[s] or 0, *args)
 
     def take_over(r, task):

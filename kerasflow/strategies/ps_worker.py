@@ -88,7 +88,9 @@ class PSWorker:
                 worker's task).
             async_mode: scale the loss by the worker's own batch (each push
                 is a full optimizer step), not the global batch.
-            ranges: per shard ``(lo, hi)`` flat offsets.
+            ranges: per shard ``(lo, hi)`` flat offsets, or ``(lo, hi,
+                sparse)`` (``ps_shard.push_layout``): embedding rows are
+                pushed as row ids + rows.
             *weights: each shard's weight slice, in shard order.
 
         Returns:
@@ -137,7 +139,9 @@ class PSWorker:
         self._last_end = end
         info = dict(loss=float(loss), count=n, n=hi - lo, deltas=deltas,
                     output_losses=outs, idle=idle, busy=end - t0, rank=self.rank)
-        return (info,) + tuple(grads[lo_:hi_] for lo_, hi_ in ranges)
+        from kerasflow.strategies.ps_shard import encode_push
+        return (info,) + tuple(encode_push(grads, *r) if len(r) == 3 else
+                               grads[r[0]:r[1]] for r in ranges)
 
     def emit(self, nbytes):
         """A float32 array of ``nbytes`` (push bandwidth benchmark)."""

@@ -174,7 +174,7 @@ def test_killed_actor_is_recovered(reference, float64, role, caplog):
     (dict(num_ps=1.5), TypeError, "num_ps to be an int"),
     (dict(staleness=-1), ValueError, "staleness >= 0"),
     (dict(staleness=1.5), TypeError, "staleness to be an int"),
-    (dict(variable_partitioner="fixed"), ValueError, "partitioners are not"),
+    (dict(variable_partitioner="fixed"), TypeError, "variable_partitioner"),
     (dict(num_workers=50), ValueError, "Cannot place"),
 ])
 def test_bad_arguments(kwargs, exc, words):
