@@ -24,14 +24,11 @@ from kerasflow.strategies.sync_strategy import CommunicationOptions, SyncReplica
 __all__ = ["InputContext", "MultiWorkerMirroredStrategy", "parse_tf_config"]
 
 
-def parse_tf_config(tf_config):
-    """Number of workers described by a TF_CONFIG dict or JSON string.
-
-    Counts the ``chief`` and ``worker`` tasks of ``cluster`` (TF's rule:
-    the chief is a worker too).
+def load_tf_config(tf_config) -> dict:
+    """A ``TF_CONFIG`` given as a JSON string or a dict, as a dict.
 
     Raises:
-        ValueError: not valid JSON, or no ``cluster`` with workers.
+        ValueError: not valid JSON (naming the position).
         TypeError: neither a str nor a dict.
     """
     if isinstance(tf_config, str):
@@ -43,6 +40,20 @@ def parse_tf_config(tf_config):
     if not isinstance(tf_config, dict):
         raise TypeError(f"TF_CONFIG must be a JSON object or dict. "
                         f"Received: {type(tf_config).__name__}")
+    return tf_config
+
+
+def parse_tf_config(tf_config):
+    """Number of workers described by a TF_CONFIG dict or JSON string.
+
+    Counts the ``chief`` and ``worker`` tasks of ``cluster`` (TF's rule:
+    the chief is a worker too).
+
+    Raises:
+        ValueError: not valid JSON, or no ``cluster`` with workers.
+        TypeError: neither a str nor a dict.
+    """
+    tf_config = load_tf_config(tf_config)
     cluster = tf_config.get("cluster")
     if not isinstance(cluster, dict):
         raise TypeError(f"TF_CONFIG expects a 'cluster' object. Received: "

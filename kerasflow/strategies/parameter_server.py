@@ -37,7 +37,6 @@ actors to the hosts a TF_CONFIG names.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import time
@@ -45,6 +44,8 @@ import time
 import numpy as np
 
 from kerasflow.distribute_lib import DefaultStrategy, Strategy
+from kerasflow.strategies.multi_worker import load_tf_config
+from kerasflow.strategies.shipping import ship_arrays
 
 __all__ = ["ParameterServerStrategy", "parse_ps_tf_config"]
 
@@ -60,15 +61,7 @@ def parse_ps_tf_config(tf_config):
         ValueError: malformed JSON, no ``ps`` task or no ``worker`` task.
         TypeError: not a str/dict, or a job that is not a list of addresses.
     """
-    if isinstance(tf_config, str):
-        try:
-            tf_config = json.loads(tf_config)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"TF_CONFIG must be valid JSON. Received: {tf_config!r} "
-                             f"({e.msg} at position {e.pos})") from None
-    if not isinstance(tf_config, dict):
-        raise TypeError(f"TF_CONFIG must be a JSON object or dict. "
-                        f"Received: {type(tf_config).__name__}")
+    tf_config = load_tf_config(tf_config)
     cluster = tf_config.get("cluster")
     if not isinstance(cluster, dict):
         raise ValueError(  # noqa: TRY004 - a missing value, not a wrong type
@@ -304,16 +297,7 @@ class ParameterServerStrategy(Strategy):
                 ps.execute("set_state", ref)
                 wk.execute("set_state", e["key"], ref)
                 e["state"] = now
-        data_key = None
-        if batches[0].indices is not None:
-            arrays = batches[0].arrays
-            if self._data is None or self._data[0] is not arrays:
-                if self._data is not None:
-                    wk.execute("drop_data", self._data[1])
-                data_key = f"d{time.time_ns()}"
-                wk.execute("load_data", data_key, wk.put(list(arrays)))
-                self._data = (arrays, data_key)
-            data_key = self._data[1]
+        data_key, self._data = ship_arrays(wk, batches, self._data)
         return e, data_key
 
     def _snapshot(self, step, e):

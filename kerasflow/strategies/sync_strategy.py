@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from kerasflow.distribute_lib import DefaultStrategy, ReduceOp, Strategy
+from kerasflow.strategies.shipping import ship_arrays
 
 __all__ = ["CommunicationOptions", "SyncReplicaStrategy"]
 
@@ -159,16 +160,7 @@ class SyncReplicaStrategy(Strategy):
         if self._coll != want:
             group.setup_collective(want[0], want[1], self._transport, self._timeout)
             self._coll = want
-        data_key = None
-        if batches[0].indices is not None:
-            arrays = batches[0].arrays
-            if self._data is None or self._data[0] is not arrays:
-                if self._data is not None:
-                    group.execute("drop_data", self._data[1])
-                data_key = f"d{time.time_ns()}"
-                group.execute("load_data", data_key, group.put(list(arrays)))
-                self._data = (arrays, data_key)
-            data_key = self._data[1]
+        data_key, self._data = ship_arrays(group, batches, self._data)
         return entry, data_key
 
     def _check_batches(self, batches):

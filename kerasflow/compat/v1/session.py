@@ -23,6 +23,7 @@ import sys
 
 from kerasflow import backend as K
 from kerasflow.backend import default_session as _default
+from kerasflow.backend.function import _flatten
 from kerasflow.compat.v1 import graph as G
 
 __all__ = ["Session", "InteractiveSession", "ConfigProto", "GPUOptions",
@@ -197,7 +198,7 @@ class Session(K.Session):
         from kerasflow.compat.v1.summary import expand_fetches  # noqa: PLC0415
 
         plain, rebuild = expand_fetches(fetches)
-        flat = [t for t in _flatten(plain) if isinstance(t, K.SymbolicTensor)]
+        flat = [t for t in _flatten(plain, []) if isinstance(t, K.SymbolicTensor)]
         target = self._placement(flat)
         if target is not None and target[0] == "gpu":
             values = self._run_on_gpu(plain, feed_dict, flat)
@@ -268,19 +269,6 @@ class Session(K.Session):
 
 def _gpu_count() -> int:
     return 1 if K.gpu_available() else 0
-
-
-def _flatten(struct, out=None):
-    out = [] if out is None else out
-    if isinstance(struct, dict):
-        for v in struct.values():
-            _flatten(v, out)
-    elif isinstance(struct, (list, tuple)):
-        for v in struct:
-            _flatten(v, out)
-    else:
-        out.append(struct)
-    return out
 
 
 class InteractiveSession(Session):
