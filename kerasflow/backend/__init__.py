@@ -14,9 +14,10 @@ from kerasflow.backend.autodiff import gradients
 from kerasflow.backend.function import Function, Session, function
 from kerasflow.backend.fusion import fusion_enabled, set_fusion
 from kerasflow.backend.graph import (
-    SymbolicTensor, TensorSpec, Variable, assign_all, constant, in_tracing,
-    is_symbolic, name_scope, placeholder, tracing,
+    SymbolicTensor, TensorSpec, constant, in_tracing, is_symbolic, name_scope,
+    placeholder, reachable_variables, tracing, walk,
 )
+from kerasflow.backend.variables import Variable, assign_all
 from kerasflow.backend.ops import *  # noqa: F403
 from kerasflow.backend.keras_ops import *  # noqa: F403
 from kerasflow.backend.keras_ops import __all__ as _keras_all
@@ -29,5 +30,6 @@ __all__ = [
     "function", "SymbolicTensor", "TensorSpec", "Variable", "constant",
     "is_symbolic", "name_scope", "placeholder", "assign_all", "apply", "get_op",
     "register_gradient", "register_op", "tracing", "in_tracing", "set_fusion",
+    "walk", "reachable_variables",
     "fusion_enabled", *_ops_all, *_keras_all,
 ]

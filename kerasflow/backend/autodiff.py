@@ -10,7 +10,7 @@ broadcast shape are summed back to the input's shape ("unbroadcast").
 
 from __future__ import annotations
 
-from kerasflow.backend.graph import SymbolicTensor
+from kerasflow.backend.graph import SymbolicTensor, walk
 from kerasflow.backend.ops.math import add_n, cast, ones_like, zeros_like
 from kerasflow.backend.registry import apply, get_op, register_gradient, register_op
 
@@ -174,21 +174,7 @@ def _nodes_between(ys, xs):
     kept, so rules' results for other inputs are dropped.
     """
     # Forward reachability from xs, computed over the backward-reachable set.
-    back = []  # postorder of nodes reachable from ys
-    seen = set()
-    stack = [(t.node, False) for t in ys]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            back.append(node)
-            continue
-        if node.id in seen:
-            continue
-        seen.add(node.id)
-        stack.append((node, True))
-        for t in node.inputs:
-            if t.node.id not in seen:
-                stack.append((t.node, False))
+    back = walk(ys)  # inputs before users
     x_set = set(xs)
     reaches: set = set()  # tensors that depend on some x
     for node in back:

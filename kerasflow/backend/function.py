@@ -15,34 +15,16 @@ from collections import deque
 
 import numpy as np
 
+from kerasflow import tree
 from kerasflow.backend import array as _array
 from kerasflow.backend import default_session as _default
 from kerasflow.backend import fusion as _fusion
 from kerasflow.backend.feeding import cast_fed
-from kerasflow.backend.graph import SymbolicTensor, Variable
+from kerasflow.backend.graph import SymbolicTensor
 from kerasflow.backend.registry import get_op
+from kerasflow.backend.variables import Variable
 
 __all__ = ["Function", "Session", "function"]
-
-
-def _flatten(struct, out):
-    if isinstance(struct, dict):
-        for k in struct:
-            _flatten(struct[k], out)
-    elif isinstance(struct, (list, tuple)):
-        for v in struct:
-            _flatten(v, out)
-    else:
-        out.append(struct)
-    return out
-
-
-def _pack(struct, it):
-    if isinstance(struct, dict):
-        return {k: _pack(v, it) for k, v in struct.items()}
-    if isinstance(struct, (list, tuple)):
-        return type(struct)(_pack(v, it) for v in struct)
-    return next(it)
 
 
 def _schedule(roots, fed):
@@ -120,7 +102,7 @@ class Function:
         self.name = name
         self._structure = outputs
         self._single = isinstance(outputs, SymbolicTensor)
-        self.outputs = _flatten(outputs, [])
+        self.outputs = tree.flatten(outputs)
         for t in self.inputs + self.outputs:
             if not isinstance(t, SymbolicTensor):
                 raise TypeError(
@@ -273,7 +255,7 @@ class Function:
             raise err.with_traceback(None) from e
         if self._single:
             return flat[0]
-        return _pack(self._structure, iter(flat))
+        return tree.pack_sequence_as(self._structure, flat)
 
     def _failed_node(self, exc):
         tb = exc.__traceback__
@@ -344,7 +326,7 @@ class Session:
         for k in feed_dict:
             if not isinstance(k, SymbolicTensor):
                 raise TypeError(f"feed_dict keys are tensors. Received key: {k!r}.")
-        flat = _flatten(fetches, [])
+        flat = tree.flatten(fetches)
         # An op applied to arrays already ran (eagerly): TF1 would have made it a
         # constant, so fetching its value returns it.
         known = {i: _array.to_numpy(f) for i, f in enumerate(flat)
@@ -366,7 +348,7 @@ class Session:
                          for t, v in zip(flat, values)])
         out = [known[i] if i in known else next(computed)
                for i in range(len(known) + len(flat))]
-        return _pack(fetches, iter(out))
+        return tree.pack_sequence_as(fetches, out)
 
     def close(self):
         """Drops the cached plans; later ``run`` calls raise RuntimeError."""

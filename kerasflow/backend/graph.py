@@ -22,13 +22,13 @@ from kerasflow.backend import array as _array
 __all__ = [
     "SymbolicTensor",
     "Node",
-    "Variable",
     "placeholder",
     "constant",
     "name_scope",
     "is_symbolic",
     "TensorSpec",
-    "assign_all",
+    "walk",
+    "reachable_variables",
 ]
 
 _node_ids = itertools.count(1)
@@ -415,5 +415,62 @@ def cast_checked(value, dtype, what):
         ) from None
 
 
-# Variable lives in its own module; re-exported here for old imports.
-from kerasflow.backend.variables import Variable, assign_all  # noqa: E402,F401
+def walk(roots) -> list:
+    """Every node reachable from ``roots``, each once, inputs before their users.
+
+    The one graph traversal of kerasflow: pruning, pickling, GraphDef export,
+    seed offsets and variable discovery all use it. Iterative, so chains of any
+    length are fine; nodes are told apart by identity.
+
+    Args:
+        roots: iterable of ``SymbolicTensor`` (Variables included) or ``Node``.
+
+    Returns:
+        list of ``Node`` in a topological order (a node's inputs' nodes come
+        before it). The order depends only on the graph's structure and the
+        order of ``roots``, so a pickled copy walks in the same order.
+
+    Raises:
+        TypeError: a root is neither a tensor nor a node.
+    """
+    order, seen = [], set()
+    for root in roots:
+        node = root.node if isinstance(root, SymbolicTensor) else root
+        if not isinstance(node, Node):
+            raise TypeError(f"walk() expects SymbolicTensors or Nodes. "
+                            f"Received: {root!r}.")
+        stack = [(node, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                order.append(node)
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            stack.extend((t.node, False) for t in reversed(node.inputs)
+                         if id(t.node) not in seen)
+    return order
+
+
+def reachable_variables(roots, trainable: bool | None = None) -> list:
+    """The Variables that ``roots`` read or write, each once, in creation order.
+
+    Creation order is TF1's collection order (``tf.trainable_variables()``), so
+    an optimizer's slots and a flat gradient buffer line up with the model's
+    weights.
+
+    Args:
+        roots: iterable of ``SymbolicTensor`` or ``Node``.
+        trainable: True or False keeps only Variables with that ``trainable``
+            flag; None keeps all.
+
+    Returns:
+        list of ``Variable``.
+    """
+    found = [n for n in walk(roots) if n.op == "Variable"
+             and (trainable is None
+                  or n.attrs["variable"].trainable == trainable)]
+    found.sort(key=lambda n: n.id)
+    return [n.attrs["variable"] for n in found]

@@ -21,32 +21,12 @@ from __future__ import annotations
 import weakref
 
 from kerasflow.backend import array as _array
-from kerasflow.backend.graph import Node, SymbolicTensor, TensorSpec, _node_ids
+from kerasflow.backend.graph import Node, SymbolicTensor, TensorSpec, _node_ids, walk
 
 __all__ = ["GraphPack", "pack", "unpack"]
 
 # uid -> the live copy made in this process (originals are never in it).
 _COPIES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-
-def _topological(roots):
-    """Nodes reachable from ``roots`` (tensors), inputs before users, iteratively."""
-    order, seen = [], set()
-    for root in roots:
-        stack = [(root.node, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if expanded:
-                order.append(node)
-                continue
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            stack.append((node, True))
-            for t in reversed(node.inputs):
-                if id(t.node) not in seen:
-                    stack.append((t.node, False))
-    return order
-
 
 class GraphPack:
     """The graph behind ``roots`` as a flat, picklable table.
@@ -64,7 +44,7 @@ class GraphPack:
             self.records, self.roots = records, root_refs
             return
         roots = list(roots)
-        order = _topological(roots)
+        order = walk(roots)
         index = {id(n): i for i, n in enumerate(order)}
         records = []
         for node in order:

@@ -17,9 +17,11 @@ from collections import defaultdict
 import numpy as np
 
 from kerasflow import backend as K
+from kerasflow import tree
 from kerasflow import train as train_lib
 from kerasflow.backend import graph as graph_mod
 from kerasflow.estimators.model_fn import EstimatorSpec
+from kerasflow.utils.graph_def import collect_nodes
 
 __all__ = [
     "call_model_fn",
@@ -108,12 +110,8 @@ def make_placeholders(struct, prefix):
 
 
 def flatten_batch(struct):
-    """Arrays of a batch struct in placeholder order (dict order as built)."""
-    if struct is None:
-        return []
-    if isinstance(struct, dict):
-        return list(struct.values())
-    return [struct]
+    """Arrays of a batch struct in placeholder order (``tree.flatten``'s)."""
+    return [] if struct is None else tree.flatten(struct)
 
 
 def signature_of(struct):
@@ -168,42 +166,15 @@ def call_model_fn(model_fn, features, labels, mode, params, config):
     return spec, gs
 
 
-def _flat_tensors(struct):
-    out = []
-    if isinstance(struct, dict):
-        for v in struct.values():
-            out += _flat_tensors(v)
-    elif isinstance(struct, (list, tuple)):
-        for v in struct:
-            out += _flat_tensors(v)
-    elif K.is_symbolic(struct):
-        out.append(struct)
-    return out
+def _tensors(roots):
+    return [t for t in tree.flatten(list(roots)) if K.is_symbolic(t)]
 
 
 def collect_variables(*roots):
     """Every Variable the roots' graph reads or writes, in creation order."""
-    found, seen = {}, set()
-    stack = [t.node for t in _flat_tensors(list(roots))]
-    while stack:
-        node = stack.pop()
-        if node.id in seen:
-            continue
-        seen.add(node.id)
-        if node.op == "Variable":
-            found[node.id] = node.attrs["variable"]
-        stack.extend(t.node for t in node.inputs)
-    return [found[i] for i in sorted(found)]
+    return K.reachable_variables(_tensors(roots))
 
 
 def graph_nodes(*roots):
     """Every Node reachable from roots, in creation order (for the GraphDef)."""
-    found = {}
-    stack = [t.node for t in _flat_tensors(list(roots))]
-    while stack:
-        node = stack.pop()
-        if node.id in found:
-            continue
-        found[node.id] = node
-        stack.extend(t.node for t in node.inputs)
-    return [found[i] for i in sorted(found)]
+    return collect_nodes(_tensors(roots))

@@ -15,6 +15,8 @@ import threading
 import numpy as np
 
 from kerasflow import backend as K
+from kerasflow.tree import flatten as flatten_struct
+from kerasflow.tree import map_structure as map_struct
 
 __all__ = ["collect_updates", "flatten_struct", "map_struct", "TracingMixin"]
 
@@ -55,14 +57,6 @@ def collect_updates():
     found.extend(u for u in trace.stateful if id(u) not in seen)
 
 
-def flatten_struct(x):
-    if isinstance(x, dict):
-        return [v for k in x for v in flatten_struct(x[k])]
-    if isinstance(x, (list, tuple)):
-        return [v for item in x for v in flatten_struct(item)]
-    return [x]
-
-
 def _after_updates(out, fn):
     """``out`` with each output that is a Variable re-read after the updates."""
     if fn._single:
@@ -71,14 +65,6 @@ def _after_updates(out, fn):
     vals = iter([t.numpy() if isinstance(t, K.Variable) else v
                  for t, v in zip(fn.outputs, flatten_struct(out))])
     return map_struct(lambda _: next(vals), out)
-
-
-def map_struct(fn, x):
-    if isinstance(x, dict):
-        return {k: map_struct(fn, v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return type(x)(map_struct(fn, v) for v in x)
-    return fn(x)
 
 
 class TracingMixin:

@@ -109,26 +109,6 @@ def _metric_deltas(updates):
     return variables, [deltas[v] for v in variables]
 
 
-def _unique_variables(tensors):
-    seen, out = set(), []
-    for node in _walk(tensors):
-        if node.op == "Variable" and id(node) not in seen:
-            seen.add(id(node))
-            out.append(node.attrs["variable"])
-    return out
-
-
-def _walk(tensors):
-    seen, stack = set(), [t.node for t in tensors]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        yield node
-        stack.extend(t.node for t in node.inputs)
-
-
 class _Step:
     """Graph-data base: named tensor lists that pickle as one GraphPack."""
 
@@ -236,7 +216,7 @@ class TrainStep(_Step):
         self.state_updates = list(state_updates)
         self.run_updates = (list(optimizer.apply_gradients(pairs)) + extra
                             + list(metric_updates) + self.state_updates)
-        self.variables = _unique_variables(
+        self.variables = K.reachable_variables(
             self.outputs + self.grads + self.apply_updates + self.run_updates)
         self.num_outputs = len(self.outputs)
         self._fns = {}
@@ -313,7 +293,7 @@ class EvalStep(_Step):
         self.outputs = [loss * scale] + [o * scale for o in output_losses]
         self.metric_updates = list(metric_updates)
         self.metric_variables, self.deltas = _metric_deltas(self.metric_updates)
-        self.variables = _unique_variables(self.outputs + self.metric_updates)
+        self.variables = K.reachable_variables(self.outputs + self.metric_updates)
         self.num_outputs = len(self.outputs)
         self._fns = {}
 
@@ -347,7 +327,7 @@ class PredictStep(_Step):
 
     def __init__(self, inputs, outputs):
         self.inputs, self.outputs = list(inputs), list(outputs)
-        self.variables = _unique_variables(self.outputs)
+        self.variables = K.reachable_variables(self.outputs)
         self._fns = {}
 
     def run(self, arrays) -> list:

@@ -38,17 +38,7 @@ def train_op_info(train_op) -> TrainOp | None:
 
 def trainable_variables_of(*tensors) -> list:
     """Trainable Variables that ``tensors`` depend on, in creation order."""
-    found, seen = {}, set()
-    stack = [t.node for t in tensors]
-    while stack:
-        node = stack.pop()
-        if node.id in seen:
-            continue
-        seen.add(node.id)
-        if node.op == "Variable" and node.attrs["variable"].trainable:
-            found[node.id] = node.attrs["variable"]
-        stack.extend(t.node for t in node.inputs)
-    return [found[i] for i in sorted(found)]
+    return K.reachable_variables(tensors, trainable=True)
 
 
 class LearningRateValue(float):

@@ -31,15 +31,11 @@ import time
 
 import numpy as np
 
+from kerasflow.backend.graph import walk
 from kerasflow.strategies.partitioners import row_bounds
 
 __all__ = ["PSShard", "decode_push", "encode_push", "plan_shards",
            "push_layout"]
-
-
-def _walk(tensors):
-    from kerasflow.models.train_step import _walk as walk
-    return walk(tensors)
 
 
 _ROW_UNSAFE = frozenset({"Sum", "Mean", "Max", "Min", "Prod", "ReducedCount",
@@ -192,7 +188,7 @@ def plan_shards(step, num_ps, partitioner=None):
     var_index = {id(v): i for i, v in enumerate(step.variables)}
     common, split, every = set(), {}, set()
     for u_i, u in enumerate(step.apply_updates):
-        nodes = list(_walk([u]))
+        nodes = walk([u])
         reads = {ph[id(n)] for n in nodes if id(n) in ph}
         owners = {k for i in reads for k, _, _ in shards_of[i]}
         touched = {var_index[id(n.attrs["variable"])] for n in nodes

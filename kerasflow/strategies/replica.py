@@ -24,6 +24,8 @@ import time
 
 import numpy as np
 
+from kerasflow.backend.graph import walk
+from kerasflow.backend.registry import get_op
 from kerasflow.strategies.collective import CollectiveEndpoint
 
 __all__ = ["Replica", "shard_bounds"]
@@ -182,22 +184,15 @@ class Replica:
 
 
 def _offset_seeds(step, rank):
-    from kerasflow.backend.registry import get_op
     tensors = [t for name in step._GRAPH for t in getattr(step, name)
                if hasattr(t, "node")]
-    seen, stack = set(), [t.node for t in tensors]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in walk(tensors):
         try:
             random = get_op(node.op).random
         except KeyError:  # Variable, Placeholder, Const
             random = False
         if random and node.attrs.get("seed") is not None:
             node.attrs["seed"] = int(node.attrs["seed"]) + 7_919 * rank
-        stack.extend(t.node for t in node.inputs)
 
 
 def _take(arrays, idx):

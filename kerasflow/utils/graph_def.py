@@ -16,6 +16,8 @@ import numbers
 
 import numpy as np
 
+from kerasflow.backend.graph import walk
+
 __all__ = ["graph_def_from_tensors", "collect_nodes"]
 
 # numpy dtype name -> tensorflow/core/framework/types.proto DataType.
@@ -26,20 +28,7 @@ _PRODUCER = 27  # a GraphDef version TensorBoard reads without warnings
 
 def collect_nodes(roots) -> list:
     """Every node reachable from ``roots`` (tensors or nodes), by creation id."""
-    seen, stack = {}, []
-    for r in roots:
-        node = getattr(r, "node", r)
-        if not hasattr(node, "op") or not hasattr(node, "inputs"):
-            raise TypeError(f"collect_nodes expects tensors or graph nodes. "
-                            f"Received: {r!r}.")
-        stack.append(node)
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen[id(node)] = node
-        stack.extend(t.node for t in node.inputs)
-    return sorted(seen.values(), key=lambda n: n.id)
+    return sorted(walk(roots), key=lambda n: n.id)
 
 
 def _attr(pb, value):

@@ -22,8 +22,8 @@ import re
 import sys
 
 from kerasflow import backend as K
+from kerasflow import tree
 from kerasflow.backend import default_session as _default
-from kerasflow.backend.function import _flatten
 from kerasflow.compat.v1 import graph as G
 
 __all__ = ["Session", "InteractiveSession", "ConfigProto", "GPUOptions",
@@ -198,7 +198,7 @@ class Session(K.Session):
         from kerasflow.compat.v1.summary import expand_fetches  # noqa: PLC0415
 
         plain, rebuild = expand_fetches(fetches)
-        flat = [t for t in _flatten(plain, []) if isinstance(t, K.SymbolicTensor)]
+        flat = [t for t in tree.flatten(plain) if isinstance(t, K.SymbolicTensor)]
         target = self._placement(flat)
         if target is not None and target[0] == "gpu":
             values = self._run_on_gpu(plain, feed_dict, flat)
