@@ -42,10 +42,14 @@ class BatchRef(NamedTuple):
             ``indices`` afterwards.
         indices: int64 (batch,) row numbers of this batch, or None when
             ``arrays`` already are the batch (generators).
+        weighted: True when the sample weights (the last array) came from the
+            user (sample or class weights): metrics are then weighted too, as
+            in Keras; False when they are the unit weights put in their place.
     """
 
     arrays: list
     indices: np.ndarray | None
+    weighted: bool = False
 
     def materialize(self) -> list:
         """The batch's arrays: each source array's rows ``indices``."""

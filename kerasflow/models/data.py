@@ -7,15 +7,46 @@ the per-batch path only slices arrays.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import numpy as np
 
 from kerasflow.backend import floatx
 from kerasflow.distribute_lib import BatchRef
+from kerasflow.models import compile_utils as cu
 from kerasflow.models import input_checks
 
-__all__ = ["standardize", "to_list", "check_arrays", "split_validation", "ArrayBatches",
-           "GeneratorBatches", "class_weights_to_sample_weights", "is_generator",
-           "chunks"]
+__all__ = ["Standardized", "standardize", "to_list", "check_arrays",
+           "split_validation", "ArrayBatches", "GeneratorBatches",
+           "class_weights_to_sample_weights", "is_generator", "chunks"]
+
+
+class Standardized(NamedTuple):
+    """Checked data in model order.
+
+    Attributes:
+        xs: list of input arrays, (n, ...) each.
+        ys: list of target arrays, (n, ...) each; empty without targets.
+        sw: (n,) floatx sample weights (ones when the user gave none).
+        weighted: whether ``sw`` came from the user (sample or class weights).
+    """
+
+    xs: list
+    ys: list
+    sw: np.ndarray
+    weighted: bool
+
+    @property
+    def arrays(self) -> list:
+        """``xs + ys + [sw]``: a step's input order."""
+        return [*self.xs, *self.ys, self.sw]
+
+    def split(self, arrays) -> Standardized:
+        """The same kind of data from ``arrays`` laid out as ``self.arrays``."""
+        n_x, n_y = len(self.xs), len(self.ys)
+        return Standardized(arrays[:n_x], arrays[n_x:n_x + n_y], arrays[-1],
+                            self.weighted)
 
 
 def is_generator(x):
@@ -65,43 +96,63 @@ def to_list(x, names=None, what="x"):
     return [input_checks.as_array(x, what)]
 
 
-def standardize(model, x, y=None, sample_weight=None, class_weight=None,
-                batch_size=None):
-    """A model's data as (xs, ys, sample weights): lists of checked arrays.
+def standardize(x, y=None, sample_weight=None, class_weight=None, batch_size=None,
+                *, input_names: list | None = None,
+                output_names: list = ("output_1",),
+                output_shapes: Callable[[list], list] | None = None,
+                model_name: str = "model") -> Standardized:
+    """A model's data as lists of checked arrays in model order.
 
     Inputs and targets are put in model order (dicts by input/output name);
     1-D features become one column (Keras 2); targets are reshaped and checked
     against the output shapes; sample weights (times class weights) are always
     returned, as ones when none are given, in floatx.
 
+    Args:
+        x, y, sample_weight, class_weight, batch_size: as ``Model.fit`` takes them.
+        input_names: names keying dict inputs, in model order; None for one
+            unnamed input.
+        output_names: the model's output names, in order.
+        output_shapes: callable ``xs -> [static output shape, ...]`` (batch axis
+            first); called only when targets or class weights are given.
+        model_name: for error messages.
+
+    Returns:
+        ``Standardized(xs, ys, sw, weighted)``.
+
     Raises:
         ValueError / TypeError: see ``check_arrays``, ``to_list`` and the class
             weight and sparse label checks; each names expected and received.
     """
-    xs = to_list(x, model._input_names(), "x")
-    n_out = len(model.outputs) if model._is_functional else 1
-    out_names = model._output_names(n_out)
+    xs = to_list(x, input_names, "x")
+    n_out = len(output_names)
     if y is not None:
-        input_checks.check_targets_count(y, out_names, model.name)
-    ys = to_list(y, out_names if n_out > 1 else None, "y")
+        input_checks.check_targets_count(y, output_names, model_name)
+    ys = to_list(y, output_names if n_out > 1 else None, "y")
     if ys is not None and n_out > 1 and len(ys) == 1 and not isinstance(y, dict):
         ys = [np.asarray(v) for v in y]
     xs = [a.reshape(-1, 1) if a.ndim == 1 else a for a in xs]
     sw = None if sample_weight is None else np.asarray(sample_weight, np.float64)
     n = check_arrays(xs, ys, sw, batch_size)
+    shapes = output_shapes(xs) if ys is not None else None
     if ys is not None:
-        ys = model._prepare_targets(xs, ys)
+        ys = cu.prepare_targets(ys, shapes)
+        for i, (a, shape) in enumerate(zip(ys, shapes)):
+            if cu.is_sparse_target(a.shape, shape):
+                name = output_names[i] if i < n_out else f"output_{i + 1}"
+                cu.check_sparse_labels(a, shape[-1], name)
     ys = [] if ys is None else ys
     if class_weight is not None:
         if len(ys) != 1:
             raise ValueError("class_weight needs exactly one target array.")
-        shape = model._get_step("predict", xs).outputs[0].shape
+        shape = shapes[0]
         n_classes = shape[-1] if shape and shape[-1] and shape[-1] > 1 else None
         class_weight = input_checks.check_class_weight(class_weight, n_classes)
         cw = class_weights_to_sample_weights(ys[0], class_weight)
         sw = cw if sw is None else sw * cw
-    sw = model._ones(n) if sw is None else sw.astype(floatx())
-    return xs, ys, sw
+    weighted = sw is not None
+    sw = np.ones(n, floatx()) if sw is None else sw.astype(floatx())
+    return Standardized(xs, ys, sw, weighted)
 
 
 def check_arrays(xs, ys, sample_weight, batch_size):
@@ -202,9 +253,11 @@ class ArrayBatches:
     training reproducible (as in Keras).
     """
 
-    def __init__(self, arrays, batch_size, shuffle=False, steps=None, n_inputs=None):
+    def __init__(self, arrays, batch_size, shuffle=False, steps=None, n_inputs=None,
+                 weighted=False):
         self.arrays = arrays
         self.n_inputs = n_inputs  # how many of ``arrays`` are model inputs
+        self.weighted = weighted  # the last array holds the user's weights
         self.n = len(arrays[0])
         self.batch_size = batch_size
         self.shuffle = shuffle
@@ -220,7 +273,7 @@ class ArrayBatches:
                 idx = np.arange(i * bs, min((i + 1) * bs, self.n))
             else:
                 idx = np.sort(perm[i * bs:(i + 1) * bs])  # sorted: cache-friendly
-            yield BatchRef(self.arrays, idx)
+            yield BatchRef(self.arrays, idx, self.weighted)
 
 
 class GeneratorBatches:
@@ -229,11 +282,10 @@ class GeneratorBatches:
     Args:
         gen: the generator (or iterator).
         steps: batches per epoch; None runs until the generator is exhausted.
-        ones: callable n -> (n,) float array of unit sample weights.
     """
 
-    def __init__(self, gen, steps, ones):
-        self.gen, self.ones = gen, ones
+    def __init__(self, gen, steps):
+        self.gen = gen
         self.steps = steps if steps is not None else num_batches(gen)
         self.n_inputs = None  # inputs in the latest batch (the rest: y, weights)
 
@@ -271,7 +323,8 @@ class GeneratorBatches:
             n = check_arrays(bx, by, sw, None)
             count += 1
             self.n_inputs = len(bx)
-            yield BatchRef(bx + by + [self.ones(n) if sw is None else sw], None)
+            weights = np.ones(n, floatx()) if sw is None else sw
+            yield BatchRef(bx + by + [weights], None, sw is not None)
         if hasattr(self.gen, "on_epoch_end"):
             self.gen.on_epoch_end()
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from kerasflow import backend as K
 from kerasflow.layers import base as layer_base
-from kerasflow.layers.base import Layer, flatten_struct, map_struct, training_context
+from kerasflow import tree
+from kerasflow.layers.base import Layer, training_context
 from kerasflow.models.training import Trainer
 
 __all__ = ["Model"]
@@ -55,8 +56,8 @@ class Model(Trainer, Layer):
     def _init_graph(self, inputs, outputs):
         self._inputs_struct = inputs
         self._outputs_struct = outputs
-        self.inputs = flatten_struct(inputs)
-        self.outputs = flatten_struct(outputs)
+        self.inputs = tree.flatten(inputs)
+        self.outputs = tree.flatten(outputs)
         input_ids = {id(t) for t in self.inputs}
         for t in self.inputs:
             hist = layer_base.get_history(t)
@@ -85,7 +86,7 @@ class Model(Trainer, Layer):
                     f"Graph disconnected: the outputs depend on input '{layer.name}', "
                     f"which is not among the model's inputs."
                 )
-            for u in flatten_struct(record.inputs):
+            for u in tree.flatten(record.inputs):
                 if K.is_symbolic(u):
                     visit(u, path + [layer.name])
             seen.add(key)
@@ -133,16 +134,16 @@ class Model(Trainer, Layer):
         for old, new in zip(self.inputs, new_flat):
             mapping[id(old)] = new
         for layer, record in self._graph_nodes:
-            new_in = map_struct(
+            new_in = tree.map_structure(
                 lambda t: mapping[id(t)] if K.is_symbolic(t) else t, record.inputs)
             kwargs = dict(record.kwargs)
             if "training" in kwargs and record.kwargs.get("training") is None:
                 kwargs["training"] = training
             out = layer(*new_in, **kwargs) if record.nargs else layer(new_in,
                                                                      **kwargs)
-            for o, n in zip(flatten_struct(record.outputs), flatten_struct(out)):
+            for o, n in zip(tree.flatten(record.outputs), tree.flatten(out)):
                 mapping[id(o)] = n
-        return map_struct(lambda t: mapping[id(t)], self._outputs_struct)
+        return tree.map_structure(lambda t: mapping[id(t)], self._outputs_struct)
 
     def _match_inputs(self, inputs):
         if isinstance(self._inputs_struct, dict) and isinstance(inputs, dict):
@@ -150,7 +151,7 @@ class Model(Trainer, Layer):
             if missing:
                 raise ValueError(f"Model '{self.name}' is missing inputs "
                                  f"{sorted(missing)}.")
-            return [inputs[k] for k in self._inputs_struct]
+            return tree.flatten({k: inputs[k] for k in self._inputs_struct})
         if isinstance(inputs, dict):
             names = [layer_base.get_history(t)[0].name for t in self.inputs]
             missing = [n for n in names if n not in inputs]
@@ -158,7 +159,7 @@ class Model(Trainer, Layer):
                 raise ValueError(f"Model '{self.name}' expects inputs named {names}. "
                                  f"Received keys: {sorted(inputs)}.")
             return [inputs[n] for n in names]
-        flat = flatten_struct(inputs)
+        flat = tree.flatten(inputs)
         if len(flat) != len(self.inputs):
             raise ValueError(
                 f"Model '{self.name}' expects {len(self.inputs)} input(s). "
@@ -243,7 +244,7 @@ class Model(Trainer, Layer):
         for layer, record in self._graph_nodes:
             node_list.append({
                 "layer": layer.name,
-                "inputs": map_struct(lambda t: ref(t) if K.is_symbolic(t) else t,
+                "inputs": tree.map_structure(lambda t: ref(t) if K.is_symbolic(t) else t,
                                      record.inputs),
                 "kwargs": {k: v for k, v in record.kwargs.items()
                            if k != "training" or v is not None},
@@ -254,8 +255,8 @@ class Model(Trainer, Layer):
             "layers": [{"name": l.name, **layers_mod.serialize(l)}
                        for l in self._layers],
             "nodes": node_list,
-            "input_layers": map_struct(ref, self._inputs_struct),
-            "output_layers": map_struct(ref, self._outputs_struct),
+            "input_layers": tree.map_structure(ref, self._inputs_struct),
+            "output_layers": tree.map_structure(ref, self._outputs_struct),
             # JSON has no tuples: remember them so from_config returns the same.
             "output_tuple": isinstance(self._outputs_struct, tuple),
         }
@@ -281,7 +282,7 @@ class Model(Trainer, Layer):
                 outputs_of[name] = [layer.output]
 
         def resolve(r):
-            return flatten_struct(outputs_of[r[0]][r[1]])[r[2]]
+            return tree.flatten(outputs_of[r[0]][r[1]])[r[2]]
 
         def is_ref(v):
             return isinstance(v, list) and len(v) == 3 and isinstance(v[0], str)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow import backend as K
+from kerasflow import tree
 from kerasflow.layers.base import collect_updates
 from kerasflow.models import compile_utils as cu
 from kerasflow.models.train_step import EvalStep, PredictStep, TrainStep
@@ -45,23 +46,18 @@ class StepBuilder:
 
     def _structure_inputs(self, phs):
         if isinstance(self._inputs_struct, dict):
-            return dict(zip(self._inputs_struct, phs))
+            return tree.pack_sequence_as(self._inputs_struct, phs)
         return phs[0] if len(phs) == 1 else phs
 
-    def _get_step(self, kind, xs, ys=(), sw=None):
-        """The step for this signature; ``sw`` (the sample weights) tells
-        whether metrics are weighted: unit weights made by ``_ones`` are not."""
-        weighted = sw is not None and not self._unweighted(sw)
+    def _get_step(self, kind, xs, ys=(), weighted=False):
+        """The step for this signature; ``weighted``: the sample weights came
+        from the user, so metrics are weighted too (Keras)."""
         key = (kind, tuple((a.shape[1:], a.dtype.kind) for a in xs),
                tuple((a.shape[1:], a.dtype.kind) for a in ys), weighted)
         step = self._steps.get(key)
         if step is None:
             step = self._steps[key] = self._build_step(kind, xs, ys, weighted)
         return step
-
-    def _unweighted(self, sw):
-        return any(sw is o or sw.base is o for o in self.__dict__.get(
-            "_ones_made", ()))
 
     def _static_losses(self):
         return [loss for layer in self._flatten_layers()
@@ -77,8 +73,7 @@ class StepBuilder:
             x_phs = self._input_placeholders(xs)
         with collect_updates() as state_updates:
             outputs = self(self._structure_inputs(x_phs), training=training)
-        outs = list(outputs.values()) if isinstance(outputs, dict) else \
-            list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        outs = tree.flatten(outputs)
         return x_phs, outs, state_updates
 
     def _build_step(self, kind, xs, ys, weighted=False):
@@ -117,7 +112,7 @@ class StepBuilder:
         for penalty in added:
             total = penalty if total is None else total + penalty
         metric_updates = []
-        added_metrics = self.__dict__.setdefault("_added_metrics", {})
+        added_metrics = self._added_metrics
         for name, value in state_updates.metrics:
             from kerasflow.metrics import Mean  # noqa: PLC0415
 
@@ -134,13 +129,3 @@ class StepBuilder:
             return TrainStep(inputs, total, self.optimizer, self.trainable_weights,
                              out_losses, metric_updates, state_updates)
         return EvalStep(inputs, total, out_losses, metric_updates)
-
-    def _prepare_targets(self, xs, ys):
-        """Targets reshaped and checked against the output shapes, once per call."""
-        outs = self._get_step("predict", xs).outputs
-        ys = cu.prepare_targets(ys, [o.shape for o in outs])
-        names = self._output_names(len(outs))
-        for a, o, name in zip(ys, outs, names):
-            if cu.is_sparse_target(a.shape, o.shape):
-                cu.check_sparse_labels(a, o.shape[-1], name)
-        return ys

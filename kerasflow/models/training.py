@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow import backend as K
+from kerasflow import tree
 from kerasflow.distribute_lib import BatchRef, DefaultStrategy, get_strategy
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import data as data_mod
@@ -35,6 +36,7 @@ class Trainer(StepBuilder):
         self._compiled_losses = None
         self._loss_spec = self._metrics_spec = self._loss_weights = None
         self._compiled_strategy = None
+        self._added_metrics: dict = {}  # add_metric name -> Mean
 
     def _reset_steps(self):
         self._steps = {}
@@ -97,17 +99,20 @@ class Trainer(StepBuilder):
 
     # -- data ----------------------------------------------------------------------------
     def _standardize(self, x, y=None, sample_weight=None, class_weight=None,
-                     batch_size=None):
-        """(xs, ys, sample weights) as lists of checked arrays in model order."""
-        return data_mod.standardize(self, x, y, sample_weight, class_weight,
-                                    batch_size)
+                     batch_size=None) -> data_mod.Standardized:
+        """Checked arrays in model order (``data.standardize``)."""
+        n_out = len(self.outputs) if self._is_functional else 1
+        return data_mod.standardize(
+            x, y, sample_weight, class_weight, batch_size,
+            input_names=self._input_names(), output_names=self._output_names(n_out),
+            output_shapes=self._output_shapes, model_name=self.name)
 
-    def _ones(self, n):
-        ones = self.__dict__.get("_ones_cache")
-        if ones is None or len(ones) < n:
-            ones = self._ones_cache = np.ones(max(n, 256), dtype=K.floatx())
-            self.__dict__.setdefault("_ones_made", []).append(ones)
-        return ones[:n]
+    def _output_shapes(self, xs):
+        """Static output shapes for inputs like ``xs``: the functional graph's,
+        else those of the traced predict step (cached per signature)."""
+        if self._is_functional:
+            return [t.shape for t in self.outputs]
+        return [o.shape for o in self._get_step("predict", xs).outputs]
 
     def _spe(self, strategy):
         return self.steps_per_execution or strategy.default_steps_per_execution
@@ -115,7 +120,7 @@ class Trainer(StepBuilder):
     # -- logs ----------------------------------------------------------------------------
     def _all_metrics(self):
         return [(name, m) for _, name, m in self._metric_objs or []] + list(
-            self.__dict__.get("_added_metrics", {}).items())
+            self._added_metrics.items())
 
     def reset_metrics(self):
         """Zeroes every compiled (and add_metric) metric's state."""
@@ -170,6 +175,7 @@ class Trainer(StepBuilder):
         strategy = self._strategy()
         verbose = 1 if verbose == "auto" else int(verbose)
         gen = data_mod.is_generator(x)
+        val = None
         if gen:
             if y is not None:
                 raise ValueError(
@@ -179,25 +185,22 @@ class Trainer(StepBuilder):
             if validation_split:
                 raise ValueError("validation_split is not supported with "
                                  "generators; pass validation_data.")
-            batches = data_mod.GeneratorBatches(x, steps_per_epoch, self._ones)
+            batches = data_mod.GeneratorBatches(x, steps_per_epoch)
             steps, samples = batches.steps, None
         else:
             batch_size = 32 if batch_size is None else batch_size
             if y is None and not self._compiled_losses.empty:
                 raise ValueError("fit() needs targets y when x is an array "
                                  "(unless the loss comes from add_loss()).")
-            xs, ys, sw = self._standardize(x, y, sample_weight, class_weight,
-                                           batch_size)
+            data = self._standardize(x, y, sample_weight, class_weight, batch_size)
             if validation_split and validation_data is None:
-                n_x, n_y = len(xs), len(ys)
-                train, held = data_mod.split_validation(xs + ys + [sw],
+                train, held = data_mod.split_validation(data.arrays,
                                                         validation_split)
-                xs, ys, sw = train[:n_x], train[n_x:n_x + n_y], train[-1]
-                validation_data = (held[:n_x], held[n_x:n_x + n_y], held[-1])
-            batches = data_mod.ArrayBatches(xs + ys + [sw], batch_size, shuffle,
-                                            steps_per_epoch, n_inputs=len(xs))
-            steps, samples = batches.steps, len(xs[0])
-        val = None
+                data, val = data.split(train), data.split(held)
+            batches = data_mod.ArrayBatches(data.arrays, batch_size, shuffle,
+                                            steps_per_epoch, len(data.xs),
+                                            data.weighted)
+            steps, samples = batches.steps, len(data.xs[0])
         if validation_data is not None:
             if not isinstance(validation_data, (tuple, list)) or len(
                     validation_data) not in (2, 3):
@@ -231,7 +234,7 @@ class Trainer(StepBuilder):
                 cbs.on_train_batch_begin(index)
                 arrays, n_in = chunk[0].arrays, batches.n_inputs
                 step = self._get_step("train", arrays[:n_in], arrays[n_in:-1],
-                                      arrays[-1])
+                                      chunk[0].weighted)
                 results = strategy.run_steps(step, chunk)
                 for j, r in enumerate(results):
                     if j:
@@ -247,7 +250,7 @@ class Trainer(StepBuilder):
                 raise ValueError("The training data yielded no batches.")
             epoch_logs = dict(logs)
             if val is not None and (epoch + 1) % validation_freq == 0:
-                vlogs = self._evaluate_arrays(*val, validation_batch_size or
+                vlogs = self._evaluate_arrays(val, validation_batch_size or
                                               batch_size or 32, validation_steps)
                 epoch_logs.update({f"val_{k}": v for k, v in vlogs.items()})
             cbs.on_epoch_end(epoch, epoch_logs)
@@ -261,12 +264,13 @@ class Trainer(StepBuilder):
         return self.history
 
     # -- evaluate / predict ---------------------------------------------------------------
-    def _evaluate_arrays(self, xs, ys, sw, batch_size, steps=None, callbacks=None):
+    def _evaluate_arrays(self, data, batch_size, steps=None, callbacks=None):
         strategy = self._strategy()
         self.reset_metrics()
-        step = self._get_step("eval", xs, ys, sw)
+        step = self._get_step("eval", data.xs, data.ys, data.weighted)
         total, seen, index, per_out = 0.0, 0, 0, None
-        batches = data_mod.ArrayBatches(xs + ys + [sw], batch_size, False, steps)
+        batches = data_mod.ArrayBatches(data.arrays, batch_size, False, steps,
+                                        weighted=data.weighted)
         for chunk in data_mod.chunks(batches, self._spe(strategy)):
             if callbacks is not None:
                 callbacks.on_test_batch_begin(index)
@@ -302,12 +306,12 @@ class Trainer(StepBuilder):
         self._require_compiled("evaluate")
         steps = input_checks.check_steps(steps)
         batch_size = batch_size or 32
-        xs, ys, sw = self._standardize(x, y, sample_weight, None, batch_size)
+        data = self._standardize(x, y, sample_weight, None, batch_size)
         verbose = 1 if verbose == "auto" else int(verbose)
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self,
-                           verbose=verbose, steps=-(-len(xs[0]) // batch_size))
+                           verbose=verbose, steps=-(-len(data.xs[0]) // batch_size))
         cbs.on_test_begin()
-        logs = self._evaluate_arrays(xs, ys, sw, batch_size, steps, cbs)
+        logs = self._evaluate_arrays(data, batch_size, steps, cbs)
         cbs.on_test_end(logs)
         if return_dict:
             return logs
@@ -318,7 +322,8 @@ class Trainer(StepBuilder):
         """Model outputs for ``x`` in batches (Keras' ``Model.predict``).
 
         Returns:
-            A numpy array (batch, ...) or a list of them for several outputs.
+            A numpy array (batch, ...), a list of them for several outputs, or a
+            dict keyed like the outputs of a functional model built with a dict.
         """
         strategy = self._strategy()
         batch_size = batch_size or 32
@@ -334,23 +339,25 @@ class Trainer(StepBuilder):
                 chunks = [[o] for o in outs] if chunks is None else [
                     c + [o] for c, o in zip(chunks, outs)]
         results = [np.concatenate(c, axis=0) for c in chunks]
+        if self._is_functional and isinstance(self._outputs_struct, dict):
+            return tree.pack_sequence_as(self._outputs_struct, results)  # Keras 3
         return results[0] if len(results) == 1 else results
 
     def _input_names(self):
         """Names keying dict inputs (functional models), else None."""
         if not self._is_functional:
             return None
-        if isinstance(self._inputs_struct, dict):
-            return list(self._inputs_struct)
+        if isinstance(self._inputs_struct, dict):  # in tree.flatten's order
+            return tree.flatten({k: k for k in self._inputs_struct})
         from kerasflow.layers.base import get_history  # noqa: PLC0415
 
         return [get_history(t)[0].name for t in self.inputs]
 
     def _on_batch(self, kind, x, y, sample_weight, class_weight=None):
-        xs, ys, sw = self._standardize(x, y, sample_weight, class_weight)
+        data = self._standardize(x, y, sample_weight, class_weight)
         self.reset_metrics()
-        step = self._get_step(kind, xs, ys or [], sw)
-        return self._strategy().run_step(step, BatchRef(xs + ys + [sw], None))
+        step = self._get_step(kind, data.xs, data.ys, data.weighted)
+        return self._strategy().run_step(step, BatchRef(data.arrays, None))
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):

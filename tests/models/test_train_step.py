@@ -77,7 +77,7 @@ def test_split_step_in_spawned_process_equals_fused_run(dtype, rtol):
     try:
         model = _two_output_model(0)
         x, ys, sw = _data()
-        xs, ys, sw = model._standardize(x, ys, sw, None)
+        xs, ys, sw, _ = model._standardize(x, ys, sw, None)
         from kerasflow.models.data import class_weights_to_sample_weights
 
         cw = {0: 1.0, 1: 2.0, 2: 0.5}  # class weights on the first output
@@ -110,7 +110,7 @@ def test_split_step_in_spawned_process_equals_fused_run(dtype, rtol):
 def test_summed_replica_gradients_equal_global_batch_gradient(float64):
     model = _two_output_model(3)
     x, ys, sw = _data(10)
-    xs, ys, sw = model._standardize(x, ys, sw, None)
+    xs, ys, sw, _ = model._standardize(x, ys, sw, None)
     arrays = xs + ys + [sw]
     step = model._get_step("train", xs, ys)
     whole = step.compute_gradients(arrays, 10)
@@ -140,7 +140,7 @@ def test_pickled_step_carries_each_variable_once():
     model = kf.Sequential([L.Dense(64, input_shape=(100,)), L.Dense(10)])
     model.compile("adam", "mse")
     x, y = np.zeros((4, 100), "float32"), np.zeros((4, 10), "float32")
-    xs, ys, _ = model._standardize(x, y)
+    xs, ys, _, _ = model._standardize(x, y)
     step = model._get_step("train", xs, ys)
     pack = GraphPack([t for k in step._GRAPH for t in getattr(step, k)])
     var_records = [r for r in pack.records if r[1] == "Variable"]
