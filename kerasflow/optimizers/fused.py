@@ -29,7 +29,7 @@ import inspect
 import numpy as np
 
 from kerasflow.backend import fusion, jit
-from kerasflow.optimizers import kernels as K
+from kerasflow.optimizers import kernels
 
 __all__ = ["adagrad_update", "adam_update", "momentum_update", "rmsprop_update",
            "sgd_update"]
@@ -126,7 +126,7 @@ def _flat(var, grad, slots):
     g = np.ascontiguousarray(g, dtype=w.dtype).reshape(-1)
     flat = []
     for s in slots:
-        K._check_slot(var, s)
+        kernels._check_slot(var, s)
         if s.shape != w.shape or s.dtype != w.dtype or not s.flags.c_contiguous:
             return None
         flat.append(s.reshape(-1))
@@ -139,12 +139,12 @@ def _run(fn, var, grad, slots, wd, body):
     if views is None:
         return None
     w, g, flat = views
-    new = K._output_buffer(np, var)
+    new = kernels._output_buffer(np, var)
     dt = w.dtype.type
     use_wd = wd is not None
     body(functools.partial(jit.launch, fn, w.size), w, g, flat, new.reshape(-1), dt,
          dt(wd if use_wd else 0.0), use_wd)
-    return K._publish(var, new)
+    return kernels._publish(var, new)
 
 
 def _make(numpy_kernel, pyfunc, body):
@@ -157,7 +157,7 @@ def _make(numpy_kernel, pyfunc, body):
         decay = attrs.get("decay", False)
 
         def kernel(var, grad, scalar, *rest):
-            wd, slots = K._split_decay(rest, decay)
+            wd, slots = kernels._split_decay(rest, decay)
             out = _run(fn, var, grad, slots, wd,
                        functools.partial(body, scalar=scalar, attrs=attrs))
             if out is None:
@@ -200,12 +200,12 @@ def _adagrad_body(fn, w, g, s, new, dt, wd, use_wd, scalar, attrs):
 
 
 fusion.register_fused_kernel("ApplyGradientDescent", _make(
-    K._apply_gradient_descent, sgd_update, _sgd_body))
+    kernels._apply_gradient_descent, sgd_update, _sgd_body))
 fusion.register_fused_kernel("ApplyMomentum", _make(
-    K._apply_momentum, momentum_update, _momentum_body))
+    kernels._apply_momentum, momentum_update, _momentum_body))
 fusion.register_fused_kernel("ApplyAdam", _make(
-    K._apply_adam, adam_update, _adam_body))
+    kernels._apply_adam, adam_update, _adam_body))
 fusion.register_fused_kernel("ApplyRMSProp", _make(
-    K._apply_rmsprop, rmsprop_update, _rmsprop_body))
+    kernels._apply_rmsprop, rmsprop_update, _rmsprop_body))
 fusion.register_fused_kernel("ApplyAdagrad", _make(
-    K._apply_adagrad, adagrad_update, _adagrad_body))
+    kernels._apply_adagrad, adagrad_update, _adagrad_body))

@@ -287,8 +287,25 @@ def test_flags_parse_like_tf_app_flags():
     rest = fv(["prog", "--steps=5", "--nofake", "--lr", "0.5", "extra"])
     assert (fv.data_dir, fv.steps, fv.lr, fv.fake) == ("/tmp", 5, 0.5, False)
     assert rest == ["prog", "extra"]
-    with pytest.raises(SystemExit):
+    with pytest.raises(tf_flags.IllegalFlagValueError, match="many"):
         fv(["prog", "--steps=many"])
-    with pytest.raises(AttributeError, match="Unknown flag"):
+    with pytest.raises(AttributeError, match="nothing"):
         _ = fv.nothing
+
+
+def test_flag_bounds_and_enum_values_are_checked():
+    fv = tf_flags.FlagValues()
+    tf_flags.DEFINE_integer("workers", 2, "how many", lower_bound=1, upper_bound=8,
+                            flag_values=fv)
+    tf_flags.DEFINE_enum("mode", "train", ["train", "eval"], "what", flag_values=fv)
+    with pytest.raises(tf_flags.IllegalFlagValueError, match="workers"):
+        fv(["prog", "--workers=0"])
+    with pytest.raises(tf_flags.IllegalFlagValueError, match="workers"):
+        fv(["prog", "--workers=9"])
+    with pytest.raises(tf_flags.IllegalFlagValueError, match="mode"):
+        fv(["prog", "--mode=serve"])
+    with pytest.raises(tf_flags.IllegalFlagValueError):
+        tf_flags.DEFINE_integer("bad_default", 0, "x", lower_bound=1, flag_values=fv)
+    fv(["prog", "--workers=8", "--mode=eval"])
+    assert (fv.workers, fv.mode) == (8, "eval")
     assert tf.app.flags is tf.flags

@@ -1,4 +1,5 @@
-"""Regression tests for behavioural bugs found in review of models/ and layers/."""
+"""Model structure: pass-through layers on inputs, frozen and nested models, training
+mode propagation, single-element lists, subclassed call signatures, config round trips."""
 
 from __future__ import annotations
 
