@@ -91,32 +91,29 @@ class Variable(SymbolicTensor):
             )
         self.value = value.copy()
 
+    def _update(self, op, value, eager):
+        """A graph node ``op(self, value)`` when ``value`` is symbolic or a trace
+        is recording, else sets ``eager(value)`` now and returns the new value."""
+        if is_symbolic(value) or in_tracing():
+            node = getattr(_ops(), op)(self, value)
+            record_stateful(node)
+            return node
+        self._set(eager(value))
+        return self.value
+
     def assign(self, value):
         """Sets the value (eagerly for arrays, as a graph node for tensors)."""
-        if is_symbolic(value) or in_tracing():
-            op = _ops().assign(self, value)
-            record_stateful(op)
-            return op
-        self._set(value)
-        return self.value
+        return self._update("assign", value, lambda v: v)
 
     def assign_add(self, delta):
         """Adds ``delta`` (broadcastable to the variable's shape)."""
-        if is_symbolic(delta) or in_tracing():
-            op = _ops().assign_add(self, delta)
-            record_stateful(op)
-            return op
-        self._set(self.value + _array.to_device(delta, dtype=self.dtype))
-        return self.value
+        return self._update("assign_add", delta, lambda d: self.value + (
+            _array.to_device(d, dtype=self.dtype)))
 
     def assign_sub(self, delta):
         """Subtracts ``delta`` (broadcastable to the variable's shape)."""
-        if is_symbolic(delta) or in_tracing():
-            op = _ops().assign_sub(self, delta)
-            record_stateful(op)
-            return op
-        self._set(self.value - _array.to_device(delta, dtype=self.dtype))
-        return self.value
+        return self._update("assign_sub", delta, lambda d: self.value - (
+            _array.to_device(d, dtype=self.dtype)))
 
     def __repr__(self):
         return (
