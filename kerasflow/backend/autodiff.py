@@ -10,8 +10,9 @@ broadcast shape are summed back to the input's shape ("unbroadcast").
 
 from __future__ import annotations
 
-from kerasflow.backend.graph import SymbolicTensor, walk
+from kerasflow.backend.graph import SymbolicTensor, constant, walk
 from kerasflow.backend.ops.math import add_n, cast, ones_like, zeros_like
+from kerasflow.backend.ops.shape import broadcast_like
 from kerasflow.backend.registry import apply, get_op, register_gradient, register_op
 
 __all__ = ["gradients", "sum_to_like"]
@@ -30,8 +31,6 @@ def _sum_to_like(xp, g, x):
 
 @register_gradient("SumToLike")
 def _sum_to_like_grad(node, gg):
-    from kerasflow.backend.ops.shape import broadcast_like  # noqa: PLC0415
-
     return broadcast_like(gg, node.inputs[0]), None
 
 
@@ -67,8 +66,6 @@ def _ensure_shape_like_grad(node, gg):
 def _check_grad_y(gy, y, i):
     """``gy`` as a tensor of y's dtype and shape (static check, else at run time)."""
     if not isinstance(gy, SymbolicTensor):
-        from kerasflow.backend.graph import constant  # noqa: PLC0415
-
         gy = constant(gy, dtype=y.dtype)
     if gy.dtype != y.dtype:
         raise TypeError(

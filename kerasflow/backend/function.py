@@ -21,6 +21,8 @@ from kerasflow.backend import default_session as _default
 from kerasflow.backend import fusion as _fusion
 from kerasflow.backend.feeding import cast_fed
 from kerasflow.backend.graph import SymbolicTensor
+from kerasflow.backend.ops.random import make_rng
+from kerasflow.backend.ops.state import assign
 from kerasflow.backend.registry import get_op
 from kerasflow.backend.variables import Variable
 
@@ -117,8 +119,6 @@ class Function:
     @staticmethod
     def _as_update(u):
         if isinstance(u, tuple) and len(u) == 2 and isinstance(u[0], Variable):
-            from kerasflow.backend.ops.state import assign  # noqa: PLC0415
-
             return assign(u[0], u[1])
         if not isinstance(u, SymbolicTensor):
             raise TypeError(f"An update is a stateful tensor or (variable, value). "
@@ -168,8 +168,6 @@ class Function:
             opdef = get_op(node.op)
             attrs = dict(node.attrs)
             if opdef.random:
-                from kerasflow.backend.ops.random import make_rng  # noqa: PLC0415
-
                 attrs["rng"] = make_rng(xp, attrs.get("seed"))
             bind = getattr(opdef.kernel, "bind", None)
             fused = _fusion.kernel_for(node, xp, attrs)

@@ -22,6 +22,7 @@ import weakref
 
 from kerasflow.backend import array as _array
 from kerasflow.backend.graph import Node, SymbolicTensor, TensorSpec, _node_ids, walk
+from kerasflow.backend.variables import Variable
 
 __all__ = ["GraphPack", "pack", "unpack"]
 
@@ -75,8 +76,6 @@ class GraphPack:
 
 
 def _rebuild(uid, op, name, attrs, inputs, outputs, nodes):
-    from kerasflow.backend.variables import Variable  # noqa: PLC0415 (cycle)
-
     node = Node.__new__(Node)
     node.id = next(_node_ids)  # ids are per process; topological order is kept
     node.uid = uid

@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from kerasflow.backend import Variable
+from kerasflow.backend import Function, Variable, to_numpy
 from kerasflow.backend.graph import is_symbolic
 
 __all__ = ["MetricVariable", "host_result", "recording_update"]
@@ -120,8 +120,6 @@ def recording_update(update_state):
             # (``v.assign(ops.maximum(v, x))``): run it now, as Keras would.
             pending = recorded
             if pending:
-                from kerasflow.backend import Function  # noqa: PLC0415
-
                 Function([], [], updates=pending, name=f"{self.name}_update")()
             return []
         ops_out = [] if returned is None else (
@@ -146,8 +144,6 @@ def host_result(result):
         if isinstance(value, Variable):
             return _out(value.numpy())
         if is_symbolic(value):  # an expression of the state Variables
-            from kerasflow.backend import Function, to_numpy  # noqa: PLC0415
-
             return _out(to_numpy(Function([], [value])()[0]))
         if isinstance(value, (float, dict)):
             return value

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow import backend as K
+from kerasflow import losses
+from kerasflow import metrics as metrics_mod
 
 __all__ = ["CompiledLosses", "resolve_metrics", "prepare_targets",
            "check_sparse_labels", "is_sparse_target", "weighted_loss"]
@@ -100,8 +102,6 @@ def _per_output(spec, names, what):
 
 def weighted_loss(loss_fn, y, out, sw):
     """The mean over the batch of ``loss_fn(y, out)`` weighted by ``sw`` (n,)."""
-    from kerasflow import losses  # noqa: PLC0415
-
     if isinstance(loss_fn, losses.Loss):
         return loss_fn(y, out, sample_weight=sw)
     per_sample = loss_fn(y, out)
@@ -123,8 +123,6 @@ class CompiledLosses:
     """
 
     def __init__(self, loss, loss_weights=None):
-        from kerasflow import losses  # noqa: PLC0415
-
         self.spec, self.weights_spec = loss, loss_weights
         items = (loss.values() if isinstance(loss, dict) else
                  loss if isinstance(loss, (list, tuple)) else [loss])
@@ -146,8 +144,6 @@ class CompiledLosses:
         Raises:
             ValueError: no loss at all and no ``add_loss`` term.
         """
-        from kerasflow import losses  # noqa: PLC0415
-
         fns = [None if spec is None else losses.get(spec)
                for spec in _per_output(self.spec, names, "loss")]
         if all(f is None for f in fns) and not has_added_losses:
@@ -169,8 +165,6 @@ def resolve_metrics(spec, names, outputs, target_shapes, existing=None):
     ``existing`` (a previous result of the same length) is reused so that the
     train and eval steps of one model share metric state.
     """
-    from kerasflow import metrics as metrics_mod  # noqa: PLC0415
-
     spec = spec or []
     if isinstance(spec, dict):
         per = [list(spec.get(n) or []) for n in names]

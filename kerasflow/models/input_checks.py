@@ -14,6 +14,8 @@ import numbers
 
 import numpy as np
 
+from kerasflow.callbacks import Callback
+
 __all__ = ["as_array", "check_callbacks", "check_class_weight", "check_epochs",
            "check_generator_args", "check_loss_weights", "check_sparse_labels",
            "check_steps", "check_targets_count", "check_trainable",
@@ -110,8 +112,6 @@ def check_callbacks(callbacks) -> list:
         TypeError: a single callback instead of a list, or a list element that
             is not a ``Callback``.
     """
-    from kerasflow.callbacks import Callback  # noqa: PLC0415
-
     if callbacks is None:
         return []
     if isinstance(callbacks, Callback) or not isinstance(callbacks, (list, tuple)):

@@ -10,9 +10,12 @@ how training and inference graphs are traced and how models nest inside models
 from __future__ import annotations
 
 from kerasflow import backend as K
-from kerasflow.layers import base as layer_base
+from kerasflow import layers as layers_mod
 from kerasflow import tree
+from kerasflow.layers import base as layer_base
 from kerasflow.layers.base import Layer, training_context
+from kerasflow.models import saving
+from kerasflow.models.summary import summary_text
 from kerasflow.models.training import Trainer
 
 __all__ = ["Model"]
@@ -187,39 +190,27 @@ class Model(Trainer, Layer):
     # -- inspection and saving ------------------------------------------------------------------
     def summary(self, print_fn=None, line_length=80):
         """Prints a table of layers, output shapes and parameter counts."""
-        from kerasflow.models.summary import summary_text  # noqa: PLC0415
-
         text = summary_text(self, line_length)
         (print_fn or print)(text)
 
     def save(self, filepath, overwrite=True):
         """Writes one zip file: architecture JSON + weights .npz (atomic)."""
-        from kerasflow.models import saving  # noqa: PLC0415
-
         saving.save_model(self, filepath, overwrite=overwrite)
 
     def save_weights(self, filepath, overwrite=True):
         """Writes the weights as a .npz file (atomic)."""
-        from kerasflow.models import saving  # noqa: PLC0415
-
         saving.save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath):
         """Loads weights written by ``save_weights`` (or a model file)."""
-        from kerasflow.models import saving  # noqa: PLC0415
-
         saving.load_weights(self, filepath)
 
     def to_json(self, **kwargs):
         """The architecture as a JSON string (``model_from_json`` rebuilds it)."""
-        from kerasflow.models import saving  # noqa: PLC0415
-
         return saving.to_json(self, **kwargs)
 
     def to_yaml(self, **kwargs):
         """The architecture as YAML (``model_from_yaml`` rebuilds it)."""
-        from kerasflow.models import saving  # noqa: PLC0415
-
         return saving.to_yaml(self, **kwargs)
 
     # -- config ----------------------------------------------------------------------------
@@ -234,8 +225,6 @@ class Model(Trainer, Layer):
                 f"Subclassed model '{self.name}' has no config: use save_weights() "
                 f"and rebuild it in code, or build it with the functional API."
             )
-        from kerasflow import layers as layers_mod  # noqa: PLC0415
-
         def ref(t):
             layer, record, i = layer_base.get_history(t)
             return [layer.name, self._record_pos(layer, record), i]
@@ -271,8 +260,6 @@ class Model(Trainer, Layer):
     def from_config(cls, config, custom_objects=None):
         """Rebuilds a functional model from ``get_config()`` output by calling
         the deserialized layers on each other in the recorded order."""
-        from kerasflow import layers as layers_mod  # noqa: PLC0415
-
         by_name = {}
         for spec in config["layers"]:
             by_name[spec["name"]] = layers_mod.deserialize(spec, custom_objects)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow.layers.base import Layer
+from kerasflow import layers as layers_mod
+from kerasflow.layers.base import Layer, get_history
+from kerasflow.layers.core import InputLayer
 from kerasflow.models.model import Model
 
 __all__ = ["Sequential"]
@@ -44,9 +46,6 @@ class Sequential(Model):
     def add(self, layer):
         """Appends a layer (an ``InputLayer`` or a ``kf.Input`` tensor sets the
         input shape)."""
-        from kerasflow.layers.core import InputLayer  # noqa: PLC0415
-        from kerasflow.layers.base import get_history  # noqa: PLC0415
-
         if K.is_symbolic(layer):
             hist = get_history(layer)
             layer = hist[0] if hist else None
@@ -141,8 +140,6 @@ class Sequential(Model):
     @classmethod
     def from_config(cls, config, custom_objects=None):
         """Rebuilds the stack (and its weights, when the input shape is known)."""
-        from kerasflow import layers as layers_mod  # noqa: PLC0415
-
         model = cls(name=config.get("name"))
         for spec in config["layers"]:
             model._stack.append(layers_mod.deserialize(spec, custom_objects))
@@ -154,6 +151,4 @@ class Sequential(Model):
 
 
 def _serialize(layer):
-    from kerasflow import layers as layers_mod  # noqa: PLC0415
-
     return layers_mod.serialize(layer)

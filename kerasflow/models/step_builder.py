@@ -14,6 +14,7 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow import tree
 from kerasflow.layers.base import collect_updates
+from kerasflow.metrics import Mean
 from kerasflow.models import compile_utils as cu
 from kerasflow.models.train_step import EvalStep, PredictStep, TrainStep
 
@@ -114,8 +115,6 @@ class StepBuilder:
         metric_updates = []
         added_metrics = self._added_metrics
         for name, value in state_updates.metrics:
-            from kerasflow.metrics import Mean  # noqa: PLC0415
-
             metric = added_metrics.setdefault(name, Mean(name=name))
             metric_updates += list(metric.update_state(value) or [])
         for i, _, metric in self._metric_objs:

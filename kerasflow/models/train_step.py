@@ -31,6 +31,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.backend.graph_pickle import GraphPack
+from kerasflow.optimizers.base import TrainOp
 
 __all__ = ["StepResult", "FlatLayout", "TrainStep", "EvalStep", "PredictStep"]
 
@@ -233,8 +234,6 @@ class TrainStep(_Step):
         Raises:
             TypeError: ``train_op`` is not a ``TrainOp``.
         """
-        from kerasflow.optimizers.base import TrainOp  # noqa: PLC0415
-
         if not isinstance(train_op, TrainOp):
             raise TypeError(f"from_train_op needs the op optimizer.minimize() "
                             f"returns. Received: {train_op!r}.")

@@ -12,8 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow import tree
+from kerasflow import optimizers, tree
+from kerasflow.callbacks import CallbackList
 from kerasflow.distribute_lib import BatchRef, DefaultStrategy, get_strategy
+from kerasflow.layers.base import get_history
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import data as data_mod
 from kerasflow.models import input_checks
@@ -64,8 +66,6 @@ class Trainer(StepBuilder):
             ValueError: unknown names (from the registries), naming them, or a
                 steps_per_execution that is not a positive int.
         """
-        from kerasflow import optimizers  # noqa: PLC0415
-
         if steps_per_execution is not None and (
                 not isinstance(steps_per_execution, (int, np.integer))
                 or isinstance(steps_per_execution, bool) or steps_per_execution < 1):
@@ -165,8 +165,6 @@ class Trainer(StepBuilder):
                 shapes, NaNs, labels out of range, batch_size <= 0, empty arrays),
                 naming what was expected and received.
         """
-        from kerasflow.callbacks import CallbackList  # noqa: PLC0415
-
         self._require_compiled("fit")
         epochs, initial_epoch = input_checks.check_epochs(epochs, initial_epoch)
         steps_per_epoch = input_checks.check_steps(steps_per_epoch, "steps_per_epoch")
@@ -301,8 +299,6 @@ class Trainer(StepBuilder):
             The loss (a float) when there are no metrics, else ``[loss, *metrics]``;
             a dict of them with ``return_dict=True``.
         """
-        from kerasflow.callbacks import CallbackList  # noqa: PLC0415
-
         self._require_compiled("evaluate")
         steps = input_checks.check_steps(steps)
         batch_size = batch_size or 32
@@ -349,8 +345,6 @@ class Trainer(StepBuilder):
             return None
         if isinstance(self._inputs_struct, dict):  # in tree.flatten's order
             return tree.flatten({k: k for k in self._inputs_struct})
-        from kerasflow.layers.base import get_history  # noqa: PLC0415
-
         return [get_history(t)[0].name for t in self.inputs]
 
     def _on_batch(self, kind, x, y, sample_weight, class_weight=None):

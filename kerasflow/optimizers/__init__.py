@@ -27,6 +27,7 @@ from kerasflow.optimizers.ftrl import Ftrl
 from kerasflow.optimizers.proximal import ProximalAdagrad, ProximalGradientDescent
 from kerasflow.optimizers.rmsprop import RMSprop
 from kerasflow.optimizers.sgd import SGD, GradientDescentOptimizer
+from kerasflow.utils.serialization import deserialize_object
 
 __all__ = [
     "SGD",
@@ -85,8 +86,6 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Optimizer:
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"deserialize expects a dict with 'class_name' and "
                          f"'config'. Received: {config!r}.")
-    from kerasflow.utils.serialization import deserialize_object  # noqa: PLC0415
-
     return deserialize_object(config, _BY_NAME, "optimizer", custom_objects,
                               case_insensitive=True)
 

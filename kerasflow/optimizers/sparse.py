@@ -25,6 +25,7 @@ earlier sees the change. A read-only buffer (from ``ray.get``) is copied once.
 from __future__ import annotations
 
 from kerasflow.backend.ops.embedding import indexed_slices, unique_rows
+from kerasflow.backend.ops.math import cast
 from kerasflow.backend.registry import apply, get_op, register_op
 
 __all__ = ["sparse_update"]
@@ -84,8 +85,6 @@ def sparse_update(dense_update, grad):
     values, ids, _ = sliced
     var = node.inputs[0]
     if values.dtype != var.dtype:
-        from kerasflow.backend.ops.math import cast  # noqa: PLC0415
-
         values = cast(values, var.dtype)
     return apply("SparseApply", var, values, ids, *node.inputs[2:],
                  dense_op=node.op, dense_attrs=dict(node.attrs))

@@ -29,28 +29,53 @@ import logging as _logging
 
 from kerasflow import backend as _K
 from kerasflow.compat.v1 import dtypes, flags, layers, losses, nn, summary, train
+from kerasflow.compat.v1 import session as _session
 from kerasflow.compat.v1 import tensor_shape as _tensor_shape
 from kerasflow.compat.v1._missing import Namespace as _Namespace
 from kerasflow.compat.v1._missing import missing_attribute as _missing_attribute
 from kerasflow.compat.v1.array_ops import *  # noqa: F403
 from kerasflow.compat.v1.array_ops import __all__ as _array_all
 from kerasflow.compat.v1.dtypes import (  # noqa: F401
-    DType, as_dtype, bool, double, float16, float32, float64, half, int8, int16,
-    int32, int64, string, uint8, uint16,
+    DType,
+    as_dtype,
+    bool,
+    double,
+    float16,
+    float32,
+    float64,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    string,
+    uint8,
+    uint16,
 )
 from kerasflow.compat.v1.graph import (  # noqa: F401
-    Graph, GraphKeys, add_to_collection, get_collection, get_collection_ref,
-    get_default_graph, reset_default_graph,
+    Graph,
+    GraphKeys,
+    add_to_collection,
+    get_collection,
+    get_collection_ref,
+    get_default_graph,
+    reset_default_graph,
 )
 from kerasflow.compat.v1.math_ops import *  # noqa: F403
 from kerasflow.compat.v1.math_ops import __all__ as _math_all
 from kerasflow.compat.v1.session import (  # noqa: F401
-    ConfigProto, GPUOptions, InteractiveSession, RunMetadata, RunOptions, Session,
-    device, get_default_session,
+    ConfigProto,
+    GPUOptions,
+    InteractiveSession,
+    RunMetadata,
+    RunOptions,
+    Session,
+    device,
+    get_default_session,
 )
-from kerasflow.compat.v1 import session as _session
 from kerasflow.compat.v1.variables import *  # noqa: F403
 from kerasflow.compat.v1.variables import __all__ as _variables_all
+from kerasflow.utils.tbx import import_tensorboardx
 
 __version__ = VERSION = "1.15.0"  # the TF API level this module follows
 
@@ -168,7 +193,5 @@ _missing = _missing_attribute("tf", globals())
 
 def __getattr__(name):
     if name == "Summary":  # the protobuf class, for hand-made summaries
-        from kerasflow.utils.tbx import import_tensorboardx  # noqa: PLC0415
-
         return import_tensorboardx("proto.summary_pb2").Summary
     return _missing(name)

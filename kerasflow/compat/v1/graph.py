@@ -21,6 +21,8 @@ import weakref
 import numpy as np
 
 from kerasflow import backend as K
+from kerasflow.backend import stack
+from kerasflow.utils.graph_def import collect_nodes, graph_def_from_tensors
 
 __all__ = ["Graph", "GraphKeys", "get_default_graph", "reset_default_graph",
            "add_to_collection", "get_collection", "get_collection_ref",
@@ -123,8 +125,6 @@ class Graph:
 
     def get_operations(self) -> list:
         """Every node the recorded tensors depend on, in creation order."""
-        from kerasflow.utils.graph_def import collect_nodes  # noqa: PLC0415
-
         return collect_nodes(self._roots())
 
     def get_tensor_by_name(self, name: str):
@@ -149,8 +149,6 @@ class Graph:
 
     def as_graph_def(self, add_shapes: bool = False):
         """The ``GraphDef`` of every recorded node (TensorBoard's Graphs tab)."""
-        from kerasflow.utils.graph_def import graph_def_from_tensors  # noqa: PLC0415
-
         roots = self._roots()
         devices = {n.id: d for n in self.get_operations()
                    if (d := self.device_of(n)) is not None}
@@ -229,8 +227,6 @@ def as_tensor(value, dtype=None):
         return value
     if isinstance(value, (list, tuple)) and any(
             isinstance(v, K.SymbolicTensor) for v in value):
-        from kerasflow.backend import stack  # noqa: PLC0415
-
         return stack([as_tensor(v, dtype) for v in value])
     arr = np.asarray(K.to_numpy(value))
     if dtype is not None:

@@ -25,6 +25,8 @@ from kerasflow import backend as K
 from kerasflow import tree
 from kerasflow.backend import default_session as _default
 from kerasflow.compat.v1 import graph as G
+from kerasflow.compat.v1.summary import expand_fetches
+from kerasflow.utils.graph_def import collect_nodes
 
 __all__ = ["Session", "InteractiveSession", "ConfigProto", "GPUOptions",
            "RunOptions", "RunMetadata", "get_default_session", "device",
@@ -195,8 +197,6 @@ class Session(K.Session):
             InvalidArgumentError: an op placed on a GPU that is not there,
                 without ``allow_soft_placement``.
         """
-        from kerasflow.compat.v1.summary import expand_fetches  # noqa: PLC0415
-
         plain, rebuild = expand_fetches(fetches)
         flat = [t for t in tree.flatten(plain) if isinstance(t, K.SymbolicTensor)]
         target = self._placement(flat)
@@ -218,8 +218,6 @@ class Session(K.Session):
 
     def _place(self, flat):
         graph = self._graph
-        from kerasflow.utils.graph_def import collect_nodes  # noqa: PLC0415
-
         nodes = collect_nodes(flat)
         wanted = {}
         for node in nodes:
@@ -253,8 +251,6 @@ class Session(K.Session):
         return target
 
     def _run_on_gpu(self, plain, feed_dict, flat):
-        from kerasflow.utils.graph_def import collect_nodes  # noqa: PLC0415
-
         if K.get_device() != "gpu":
             # One device per process in the backend: the first GPU placement
             # moves the session's work (and the variables it touches) there.
