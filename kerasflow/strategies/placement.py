@@ -2,8 +2,9 @@
 cluster's nodes can ever hold it (Ray placement-group strategies ``PACK``,
 ``STRICT_PACK``, ``SPREAD``, ``STRICT_SPREAD``).
 
-Pure functions of resource dicts (``{"CPU": 4.0, "GPU": 0.0}`` per node), so
-they run without ray; ``worker_group`` feeds them the alive nodes. Checking
+Pure functions of the alive nodes as ``worker_group.cluster_summary`` lists
+them (``[(node_id, {"CPU": 4.0, "GPU": 0.0}), ...]``), so they run without
+ray. Checking
 the cluster's *total* resources first turns an impossible request into an
 error at once, instead of a placement timeout.
 """
@@ -31,8 +32,9 @@ def bundle_for(num_cpus=0.5, num_gpus=0, extra=None) -> dict:
 def check_fits(nodes, bundle, count, strategy, num_workers, name):
     """Raises :class:`PlacementError` when ``count`` bundles (each holding
     ``num_workers // count`` actors named ``name``) cannot fit on ``nodes``
-    (resource dicts of the alive nodes) under ``strategy``, whatever else
-    runs there."""
+    (``(node_id, resources)`` pairs) under ``strategy``, whatever else runs
+    there."""
+    totals = [res for _, res in nodes]
     counted = {k: v for k, v in bundle.items() if k in _COUNTED and v}
 
     def holds(res, k):
@@ -44,11 +46,11 @@ def check_fits(nodes, bundle, count, strategy, num_workers, name):
         return int(min((res.get(k, 0) + 1e-9) // v for k, v in counted.items()))
 
     if strategy == "STRICT_SPREAD":
-        ok = sum(holds(r, 1) for r in nodes) >= count
+        ok = sum(holds(r, 1) for r in totals) >= count
     elif strategy == "STRICT_PACK":
-        ok = any(holds(r, count) for r in nodes)
+        ok = any(holds(r, count) for r in totals)
     else:
-        ok = sum(fit(r) for r in nodes) >= count
+        ok = sum(fit(r) for r in totals) >= count
     if not ok:
         raise PlacementError(
             f"Cannot place {num_workers} {name}s: requested {count} bundle(s) of "
@@ -60,5 +62,5 @@ def describe_nodes(nodes) -> str:
     if not nodes:
         return "no alive nodes"
     parts = [", ".join(f"{k}={v:g}" for k, v in sorted(res.items())) or "no CPU/GPU"
-             for res in nodes]
+             for _, res in nodes]
     return f"{len(nodes)} node(s): " + "; ".join(f"[{p}]" for p in parts)

@@ -55,20 +55,20 @@ def _ray():
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def _pythonpath():
+    return [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+
+
 def _runtime_env():
     """Lets workers import this process's copy of kerasflow."""
-    paths = [_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(
-        os.pathsep) if p]
-    return {"env_vars": {"PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}}
+    paths = dict.fromkeys([_ROOT] + _pythonpath())
+    return {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
 
 
 def _actor_runtime_env():
     """None when workers already import this kerasflow (PYTHONPATH or the job's
     runtime env): an actor-level env would stop Ray reusing pooled workers."""
-    if _STARTED["job_env"] or _ROOT in os.environ.get(
-            "PYTHONPATH", "").split(os.pathsep):
-        return None
-    return _runtime_env()
+    return None if _STARTED["job_env"] or _ROOT in _pythonpath() else _runtime_env()
 
 
 def init_ray(address=None, **kwargs):
@@ -219,8 +219,7 @@ class WorkerGroup:
         self.actors, self.pg = [], None
         self.bundle = bundle = bundle_for(num_cpus, num_gpus, bundle_resources)
         big = {k: v * per for k, v in bundle.items()}
-        nodes = [res for _, res in cluster_summary()]
-        check_fits(nodes, big, num_workers // per, strategy, num_workers, name)
+        check_fits(cluster_summary(), big, num_workers // per, strategy, num_workers, name)
         _LIVE.add(self)
         self.pg = placement_group([dict(big)] * (num_workers // per), strategy=strategy)
         try:
@@ -231,7 +230,7 @@ class WorkerGroup:
                 f"Cannot place {num_workers} {name}s with {bundle} each "
                 f"({num_workers // per} bundles of {big}, {strategy}) within "
                 f"{placement_timeout:g} s. The cluster has "
-                f"{describe_nodes([res for _, res in cluster_summary()])}.") from None
+                f"{describe_nodes(cluster_summary())}.") from None
         cls = _actor_class()
         for rank in range(num_workers):
             opts = dict(num_cpus=bundle.get("CPU", 0), num_gpus=bundle.get("GPU", 0),
@@ -446,5 +445,5 @@ def check_placement(num_workers, num_cpus=0.5, num_gpus=0, strategy="PACK",
     actor is started; the placement timeout covers busy clusters)."""
     per = int(workers_per_bundle)
     big = {k: v * per for k, v in bundle_for(num_cpus, num_gpus).items()}
-    check_fits([res for _, res in cluster_summary()], big, num_workers // per,
-               strategy, num_workers, name)
+    check_fits(cluster_summary(), big, num_workers // per, strategy, num_workers,
+               name)
