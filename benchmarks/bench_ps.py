@@ -6,7 +6,8 @@ tau=0, 1.7% at tau=16, tau=8 the best trade-off). A 32-64-10 MLP (Adam,
 float32) on synthetic data, 2 workers and 2 shards, ``--steps`` global
 batches of 64 per mode, one chief call per ``--steps`` (no barrier inside).
 Straggling is made on purpose with the test hook
-``kerasflow.strategies.stragglers.slow_workers``: every task sleeps a uniform random time in [0, 2d] (d = ``--delay``), and
+``kerasflow.strategies.stragglers.slow_workers``: every task sleeps a
+uniform random time in [0, 2d] (d = ``--delay``), and
 worker 1 sleeps ``--slow`` x d more (one slow worker). Prints, per mode
 (tau = 0, 1, 4, 8, 16, async): global steps/s, the workers' idle share (time
 between tasks over time between + in tasks), tasks taken over by the free

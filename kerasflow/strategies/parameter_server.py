@@ -89,7 +89,7 @@ class ParameterServerStrategy(ActorStrategy):
             optimizer steps, as TF's async PS training).
         variable_partitioner: None (whole variables are placed on shards,
             balancing bytes) or a ``FixedShardsPartitioner`` /
-            ``MinSizePartitioner`` (``kerasflow.strategies.partitioners``):
+            ``MinSizePartitioner`` (``kf.distribute``):
             the row blocks it cuts a variable into may land on different
             shards (contiguous key ranges, cut at the block boundary nearest
             each shard's byte quota), each shard updating its rows.

@@ -53,7 +53,8 @@ def check_op(op) -> str:
 def check_buffer(buf, size, dtype, who):
     """Raises unless ``buf`` is a contiguous 1-D array of ``size`` ``dtype``."""
     if not isinstance(buf, np.ndarray):
-        raise TypeError(f"{who} expects a numpy.ndarray. Received: {type(buf).__name__}")
+        raise TypeError(f"{who} expects a numpy.ndarray. "
+                        f"Received: {type(buf).__name__}")
     if buf.ndim != 1 or buf.size != size or buf.dtype != dtype:
         raise ValueError(
             f"{who} expects a 1-D buffer of {size} {np.dtype(dtype).name} values. "

@@ -219,7 +219,8 @@ class WorkerGroup:
         self.actors, self.pg = [], None
         self.bundle = bundle = bundle_for(num_cpus, num_gpus, bundle_resources)
         big = {k: v * per for k, v in bundle.items()}
-        check_fits(cluster_summary(), big, num_workers // per, strategy, num_workers, name)
+        check_fits(cluster_summary(), big, num_workers // per, strategy, num_workers,
+                   name)
         _LIVE.add(self)
         self.pg = placement_group([dict(big)] * (num_workers // per), strategy=strategy)
         try:
