@@ -30,20 +30,10 @@ from kerasflow.distribute_lib import (
     get_strategy,
 )
 
-__all__ = [
-    "BatchRef",
-    "CommunicationOptions",
-    "DefaultStrategy",
-    "FixedShardsPartitioner",
-    "InputContext",
-    "MinSizePartitioner",
-    "MirroredStrategy",
-    "MultiWorkerMirroredStrategy",
-    "ParameterServerStrategy",
-    "ReduceOp",
-    "Strategy",
-    "get_strategy",
-]
+__all__ = ["BatchRef", "CommunicationOptions", "DefaultStrategy",
+           "FixedShardsPartitioner", "InputContext", "MinSizePartitioner",
+           "MirroredStrategy", "MultiWorkerMirroredStrategy", "ParameterServerStrategy",
+           "ReduceOp", "Strategy", "get_strategy"]
 
 _LAZY = {
     "MirroredStrategy": "kerasflow.strategies.mirrored",

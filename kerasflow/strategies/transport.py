@@ -13,18 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = [
-    "REDUCE_OPS",
-    "Collective",
-    "CollectiveError",
-    "CollectivePeerError",
-    "CollectiveTimeoutError",
-    "LocalCollective",
-    "check_buffer",
-    "check_op",
-    "finish_op",
-    "reduce_into",
-]
+__all__ = ["REDUCE_OPS", "Collective", "CollectiveError", "CollectivePeerError",
+           "CollectiveTimeoutError", "LocalCollective", "check_buffer", "check_op",
+           "finish_op", "reduce_into"]
 
 REDUCE_OPS = ("SUM", "MEAN", "MAX", "MIN")
 

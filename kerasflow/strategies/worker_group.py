@@ -4,14 +4,14 @@ This is the only kerasflow module that imports ray, and it does so lazily.
 A :class:`WorkerGroup` owns N actors in one placement group (Ray Train's
 ``WorkerGroup``): it creates them (fractional CPUs or one GPU each), waits
 for placement with a timeout and names what was requested against what
-exists, calls a method on every rank with a deadline, maps unfinished calls
-back to ranks, turns Ray's failures (``RayActorError`` incl.
-``ActorUnavailableError``, ``RayTaskError``-wrapped ones) into
-:class:`WorkerGroupError` subclasses naming the rank, and polls a separate
-``ctl`` concurrency group (``ping``) so a replica that answers but makes no
-progress is reported as stuck. Actors run with ``max_restarts=0``: a restarted
-actor has lost its state, so recovery rebuilds the group (as Ray Train and
-Horovod elastic do).
+exists (the arithmetic is in ``placement``), calls a method on every rank
+with a deadline, maps unfinished calls back to ranks, turns Ray's failures
+(``RayActorError`` incl. ``ActorUnavailableError``, ``RayTaskError``-wrapped
+ones) into ``errors.WorkerGroupError`` subclasses naming the rank, and polls
+a separate ``ctl`` concurrency group (``ping``) so a replica that answers but
+makes no progress is reported as stuck. Actors run with ``max_restarts=0``:
+a restarted actor has lost its state, so recovery rebuilds the group (as Ray
+Train and Horovod elastic do).
 
 With no cluster to join, :func:`init_ray` starts a quiet local Ray (no
 dashboard, logs under a temp folder, token auth off) and stops it at exit.
@@ -20,6 +20,7 @@ dashboard, logs under a temp folder, token auth off) and stops it at exit.
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import tempfile
@@ -157,16 +158,12 @@ class _Host:
         return dict(progress=getattr(self.obj, "progress", None), current=self.current)
 
 
-_ACTOR = {}
-
-
+@functools.cache
 def _actor_class():
-    if "cls" not in _ACTOR:
-        ray = _ray()
-        cls = type("KerasflowReplica", (_Host,), {
-            "ping": ray.method(concurrency_group="ctl")(_Host.ping)})
-        _ACTOR["cls"] = ray.remote(concurrency_groups={"ctl": 1})(cls)
-    return _ACTOR["cls"]
+    ray = _ray()
+    cls = type("KerasflowReplica", (_Host,), {
+        "ping": ray.method(concurrency_group="ctl")(_Host.ping)})
+    return ray.remote(concurrency_groups={"ctl": 1})(cls)
 
 
 class WorkerGroup:
@@ -218,9 +215,8 @@ class WorkerGroup:
         self.stall_timeout = stall_timeout
         self.actors, self.pg = [], None
         self.bundle = bundle = bundle_for(num_cpus, num_gpus, bundle_resources)
-        big = {k: v * per for k, v in bundle.items()}
-        check_fits(cluster_summary(), big, num_workers // per, strategy, num_workers,
-                   name)
+        big = check_placement(num_workers, num_cpus, num_gpus, strategy, per, name,
+                              bundle_resources)
         _LIVE.add(self)
         self.pg = placement_group([dict(big)] * (num_workers // per), strategy=strategy)
         try:
@@ -440,11 +436,13 @@ def wait_any(refs, timeout):
 
 
 def check_placement(num_workers, num_cpus=0.5, num_gpus=0, strategy="PACK",
-                    workers_per_bundle=1, name="replica"):
-    """Raises :class:`PlacementError` at once when the cluster's total
-    resources cannot hold the group :class:`WorkerGroup` would ask for (no
-    actor is started; the placement timeout covers busy clusters)."""
+                    workers_per_bundle=1, name="replica", extra=None):
+    """The bundle of ``workers_per_bundle`` actors that :class:`WorkerGroup`
+    asks for; raises :class:`PlacementError` at once when the cluster's total
+    resources cannot hold the group (no actor is started; the placement
+    timeout covers busy clusters)."""
     per = int(workers_per_bundle)
-    big = {k: v * per for k, v in bundle_for(num_cpus, num_gpus).items()}
+    big = {k: v * per for k, v in bundle_for(num_cpus, num_gpus, extra).items()}
     check_fits(cluster_summary(), big, num_workers // per, strategy, num_workers,
                name)
+    return big
