@@ -195,4 +195,3 @@ def _offset_seeds(step, rank):
         if random and node.attrs.get("seed") is not None:
             node.attrs["seed"] = int(node.attrs["seed"]) + 7_919 * rank
         stack.extend(t.node for t in node.inputs)
-
