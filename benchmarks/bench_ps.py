@@ -5,8 +5,9 @@ bandwidth, in one run.
 tau=0, 1.7% at tau=16, tau=8 the best trade-off). A 32-64-10 MLP (Adam,
 float32) on synthetic data, 2 workers and 2 shards, ``--steps`` global
 batches of 64 per mode, one chief call per ``--steps`` (no barrier inside).
-Straggling is made on purpose with the benchmark-only ``worker_delay`` hook:
-every task sleeps a uniform random time in [0, 2d] (d = ``--delay``), and
+Straggling is made on purpose with the test hook
+``kerasflow.strategies.stragglers.slow_workers``: every task sleeps a
+uniform random time in [0, 2d] (d = ``--delay``), and
 worker 1 sleeps ``--slow`` x d more (one slow worker). Prints, per mode
 (tau = 0, 1, 4, 8, 16, async): global steps/s, the workers' idle share (time
 between tasks over time between + in tasks), tasks taken over by the free
@@ -15,7 +16,8 @@ steps.
 
 (b) Push/pull bandwidth for a 40 MB model: a shard's 40 MB float32 buffer
 pulled by a worker (Ray passes it actor to actor), a worker's 40 MB buffer
-pushed to a shard, each timed as the chief sees it (one call each, median
+pushed to a shard (benchmark-only actors with the shards' and workers'
+resources), each timed as the chief sees it (one call each, median
 of ``--reps``), against ``np.copyto`` of 40 MB measured in the same run.
 
 Run: OPENBLAS_NUM_THREADS=1 python benchmarks/bench_ps.py [--steps 200]
@@ -34,15 +36,15 @@ MB = 1 << 20
 
 def sweep(steps, delay, slow, modes=(0, 1, 4, 8, 16, None)):
     import kerasflow as kf
+    from kerasflow.strategies.stragglers import slow_workers
     rng = np.random.default_rng(0)
     x = rng.standard_normal((steps * 64, 32)).astype("float32")
     y = (x[:, :10] @ rng.standard_normal(10) > 0).astype(int) + 2 * (x[:, 0] > 1)
     rows = []
     for tau in modes:
-        strategy = kf.distribute.ParameterServerStrategy(
-            num_ps=2, num_workers=2, staleness=tau, steps_per_execution=steps,
-            worker_delay={0: (0.0, 2 * delay),
-                          1: (slow * delay, (2 + slow) * delay)})
+        strategy = slow_workers(kf.distribute.ParameterServerStrategy(
+            num_ps=2, num_workers=2, staleness=tau, steps_per_execution=steps),
+            {0: (0.0, 2 * delay), 1: (slow * delay, (2 + slow) * delay)})
         with strategy.scope():
             np.random.seed(0)
             model = kf.Sequential([kf.layers.Dense(64, activation="relu",
@@ -74,13 +76,28 @@ def sweep(steps, delay, slow, modes=(0, 1, 4, 8, 16, None)):
     return rows
 
 
+class Endpoint:
+    """Benchmark-only actor body: makes and takes buffers."""
+
+    def __init__(self, rank, world):
+        self.buf = None
+
+    def emit(self, nbytes):
+        """A float32 array of ``nbytes``."""
+        if self.buf is None or self.buf.nbytes != nbytes:
+            self.buf = np.ones(nbytes // 4, np.float32)
+        return self.buf
+
+    def receive(self, *arrays):
+        """Bytes received (the arrays come from the other group's actor)."""
+        return int(sum(np.asarray(a).nbytes for a in arrays))
+
+
 def bandwidth(reps, size=40 * MB):
-    from kerasflow.strategies.ps_shard import PSShard
-    from kerasflow.strategies.ps_worker import PSWorker
-    from kerasflow.strategies.worker_group import WorkerGroup, init_ray
-    init_ray()
-    ps = WorkerGroup(PSShard, 1, num_cpus=0.25, name="shard")
-    wk = WorkerGroup(PSWorker, 1, num_cpus=0.5, name="worker")
+    from kerasflow.strategies.worker_group import WorkerGroup
+    # The resources of ParameterServerStrategy's default shard and worker.
+    ps = WorkerGroup(Endpoint, 1, num_cpus=0.25, name="shard")
+    wk = WorkerGroup(Endpoint, 1, num_cpus=0.5, name="worker")
     try:
         def timed(fn):
             out = []

@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 import kerasflow as kf
+from kerasflow.strategies.stragglers import slow_workers
 
 
 def build_model(dropout=0.2):
@@ -48,8 +49,9 @@ def run_mode(mode, data, epochs=3, batch_size=128, workers=2, ps=2, slow=0.0,
     np.random.seed(seed)
     kf.backend.set_random_seed(seed)
     strategy = kf.distribute.ParameterServerStrategy(
-        num_ps=ps, num_workers=workers, staleness=_staleness(mode),
-        worker_delay={1: slow} if slow else 0.0)
+        num_ps=ps, num_workers=workers, staleness=_staleness(mode))
+    if slow:
+        slow_workers(strategy, {1: slow})
     with strategy.scope():
         model = build_model()
         # Async: every push is an optimizer step on a worker's half batch.

@@ -18,7 +18,7 @@ iteration t once iterations up to t - tau - 1 are applied.
 prints, per tau, the objective ``mean logloss + l1 * ||w||_1`` on the whole
 training set against wall time (from the start of fit, actor start-up
 included; one worker is made a straggler on purpose
-with ``worker_delay``, as the paper's heterogeneous cluster).
+with the test hook ``slow_workers``, as the paper's heterogeneous cluster).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 import kerasflow as kf
+from kerasflow.strategies.stragglers import slow_workers
 
 __all__ = ["load_adult", "main", "objective", "run_tau"]
 
@@ -107,8 +108,9 @@ def run_tau(tau, ids, y, d, epochs=3, batch_size=1024, lr=20.0, l1=1e-5,
     (the first point is before training) and the fraction of zero weights."""
     strategy = kf.distribute.ParameterServerStrategy(
         num_ps=ps, num_workers=workers, staleness=tau, steps_per_execution=every,
-        variable_partitioner=kf.distribute.FixedShardsPartitioner(ps),
-        worker_delay={workers - 1: delay} if delay else 0.0)
+        variable_partitioner=kf.distribute.FixedShardsPartitioner(ps))
+    if delay:
+        slow_workers(strategy, {workers - 1: delay})
     with strategy.scope():
         model = kf.Sequential([
             kf.layers.Embedding(d, 1, input_length=ids.shape[1],

@@ -15,15 +15,14 @@ from kerasflow import layers
 from kerasflow import callbacks
 from kerasflow import models
 from kerasflow import datasets, summary, utils
-from kerasflow import strategies
-from kerasflow import strategies as distribute  # tf.distribute's name
+from kerasflow import distribute  # tf.distribute's names; Ray loads on first use
 from kerasflow.layers import Input
 from kerasflow.models import Model, Sequential
 
 __version__ = "0.1.0"
 __all__ = ["backend", "ops", "activations", "constraints", "initializers", "regularizers",
            "losses", "metrics", "optimizers", "layers", "callbacks", "models",
-           "datasets", "summary", "utils", "strategies", "distribute", "Input",
+           "datasets", "summary", "utils", "distribute", "Input",
            "Model", "Sequential", "__version__"]
 
 

@@ -1,14 +1,18 @@
 """The strategy base: how a training, evaluation or prediction step runs.
 
-This sits below ``models/`` (as TensorFlow's ``distribute_lib`` sits below Keras):
-the training loop exists once and hands every batch to
-``get_strategy().run_steps(step, batches)``; strategies differ only in where the
-step runs. ``DefaultStrategy`` runs it in this process (numpy or cupy); the Ray
-strategies in ``kerasflow.strategies`` run it in replica actors. A step is graph
-data (``models/train_step.py``) with ``kind`` in {"train", "eval", "predict"}.
+Internal module; the public names are in ``kf.distribute``
+(``kerasflow/distribute.py``). This sits below ``models/`` (as TensorFlow's
+``distribute_lib`` sits below Keras): the training loop exists once and hands
+every batch to ``get_strategy().run_steps(step, batches)``; strategies differ
+only in where the step runs. ``DefaultStrategy`` runs it in this process (numpy
+or cupy); the Ray strategies (``kerasflow.strategies``, also internal) run it
+in actors. A step is graph data (``models/train_step.py``) with ``kind`` in
+{"train", "eval", "predict"}; what a train or eval step returns
+(``StepResult``) and what an input pipeline is told (``InputContext``) live
+here, so strategies need nothing from ``models/``.
 
 Names and semantics follow tf.distribute: ``Strategy.scope()``,
-``num_replicas_in_sync``, ``ReduceOp``, ``get_strategy()``.
+``num_replicas_in_sync``, ``ReduceOp``, ``InputContext``, ``get_strategy()``.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["BatchRef", "DefaultStrategy", "ReduceOp", "Strategy", "get_strategy"]
+__all__ = ["BatchRef", "DefaultStrategy", "InputContext", "ReduceOp", "StepResult",
+           "Strategy", "get_strategy", "take_rows"]
 
 _current = threading.local()
 
@@ -29,6 +34,67 @@ class ReduceOp:
 
     SUM = "SUM"
     MEAN = "MEAN"
+
+
+class StepResult(NamedTuple):
+    """What one step on one (replica's) batch returns.
+
+    Attributes:
+        loss: float, this replica's scaled loss; summed over replicas it is the
+            loss of the global batch.
+        count: int, samples in this replica's batch.
+        grads: 1-D array (``layout.size``,) of gradients, or None (eval, run).
+        metric_deltas: list of arrays, one per ``metric_variables`` entry, to add
+            (summed over replicas) to the metric state; [] when already applied.
+        output_losses: list of floats, each output's scaled loss (several
+            outputs only, else []).
+    """
+
+    loss: float
+    count: int
+    grads: object = None
+    metric_deltas: list = []
+    output_losses: list = []
+
+
+class InputContext:
+    """Which slice of the input a pipeline reads (``tf.distribute.InputContext``).
+
+    An Estimator ``input_fn`` with an ``input_context`` argument, and the
+    ``dataset_fn`` of ``distribute_datasets_from_function``, receive one.
+
+    Args:
+        num_input_pipelines: int, input pipelines in the job (1 in process).
+        input_pipeline_id: int, this pipeline's index.
+        num_replicas_in_sync: int, replicas each global batch is split over.
+    """
+
+    def __init__(self, num_input_pipelines=1, input_pipeline_id=0,
+                 num_replicas_in_sync=1):
+        self.num_input_pipelines = int(num_input_pipelines)
+        self.input_pipeline_id = int(input_pipeline_id)
+        self.num_replicas_in_sync = int(num_replicas_in_sync)
+
+    def get_per_replica_batch_size(self, global_batch_size: int) -> int:
+        """``global_batch_size // num_replicas_in_sync``.
+
+        Raises:
+            ValueError: the global batch does not divide evenly.
+        """
+        if global_batch_size % self.num_replicas_in_sync:
+            raise ValueError(f"The global batch size must be divisible by "
+                             f"num_replicas_in_sync={self.num_replicas_in_sync}. "
+                             f"Received: global_batch_size={global_batch_size}")
+        return global_batch_size // self.num_replicas_in_sync
+
+
+def take_rows(arrays, idx) -> list:
+    """Rows ``idx`` (int64, sorted or not) of each array of ``arrays``: a view
+    when the rows are contiguous and ascending, else a gather copy."""
+    if len(idx) and idx[-1] - idx[0] == len(idx) - 1 and np.all(np.diff(idx) == 1):
+        s = slice(int(idx[0]), int(idx[-1]) + 1)
+        return [a[s] for a in arrays]
+    return [a[idx] for a in arrays]
 
 
 class BatchRef(NamedTuple):
@@ -55,12 +121,7 @@ class BatchRef(NamedTuple):
         """The batch's arrays: each source array's rows ``indices``."""
         if self.indices is None:
             return list(self.arrays)
-        idx = self.indices
-        if len(idx) and idx[-1] - idx[0] == len(idx) - 1 and np.all(
-                np.diff(idx) == 1):
-            s = slice(int(idx[0]), int(idx[-1]) + 1)  # a view, no gather copy
-            return [a[s] for a in self.arrays]
-        return [a[idx] for a in self.arrays]
+        return take_rows(self.arrays, self.indices)
 
     @property
     def size(self) -> int:

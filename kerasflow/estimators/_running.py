@@ -287,7 +287,9 @@ def run_train_step(est, built, arrays):
 
             strategy = get_strategy()
         return strategy.run_steps(built.train_step, [BatchRef(arrays, None)])[0].loss
-    if strategy is not None and type(strategy).__name__ != "DefaultStrategy":
+    from kerasflow.distribute_lib import DefaultStrategy
+
+    if strategy is not None and not isinstance(strategy, DefaultStrategy):
         raise ValueError(
             f"{type(strategy).__name__} runs train ops that one optimizer's "
             f"minimize() returned; this model_fn returned a grouped op (several "

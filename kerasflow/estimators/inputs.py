@@ -9,37 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kerasflow.distribute_lib import InputContext  # tf.estimator.inputs users
+
 __all__ = ["InputContext", "numpy_input_fn", "pandas_input_fn"]
-
-
-class InputContext:
-    """Which slice of the input this pipeline reads (``tf.distribute.InputContext``).
-
-    An ``input_fn`` that accepts an ``input_context`` argument receives one.
-
-    Attributes:
-        num_input_pipelines: number of input pipelines (1 in process).
-        input_pipeline_id: this pipeline's index.
-        num_replicas_in_sync: replicas the global batch is split over.
-    """
-
-    def __init__(self, num_input_pipelines=1, input_pipeline_id=0,
-                 num_replicas_in_sync=1):
-        self.num_input_pipelines = int(num_input_pipelines)
-        self.input_pipeline_id = int(input_pipeline_id)
-        self.num_replicas_in_sync = int(num_replicas_in_sync)
-
-    def get_per_replica_batch_size(self, global_batch_size: int) -> int:
-        """``global_batch_size // num_replicas_in_sync``.
-
-        Raises:
-            ValueError: the global batch does not divide evenly.
-        """
-        if global_batch_size % self.num_replicas_in_sync:
-            raise ValueError(f"The global batch size ({global_batch_size}) must be "
-                             f"divisible by num_replicas_in_sync "
-                             f"({self.num_replicas_in_sync}).")
-        return global_batch_size // self.num_replicas_in_sync
 
 
 def _length(x, what):

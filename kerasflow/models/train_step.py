@@ -25,36 +25,14 @@ batch, an uneven last batch included.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.backend.graph_pickle import GraphPack
+from kerasflow.distribute_lib import StepResult
 from kerasflow.optimizers.base import TrainOp
 
 __all__ = ["StepResult", "FlatLayout", "TrainStep", "EvalStep", "PredictStep"]
-
-
-class StepResult(NamedTuple):
-    """What one step on one (replica's) batch returns.
-
-    Attributes:
-        loss: float, this replica's scaled loss; summed over replicas it is the
-            loss of the global batch.
-        count: int, samples in this replica's batch.
-        grads: 1-D array (``layout.size``,) of gradients, or None (eval, run).
-        metric_deltas: list of arrays, one per ``metric_variables`` entry, to add
-            (summed over replicas) to the metric state; [] when already applied.
-        output_losses: list of floats, each output's scaled loss (several
-            outputs only, else []).
-    """
-
-    loss: float
-    count: int
-    grads: object = None
-    metric_deltas: list = []
-    output_losses: list = []
 
 
 class FlatLayout:

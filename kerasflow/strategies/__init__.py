@@ -1,48 +1,15 @@
-"""Distribution strategies (L4): the Ray strategies build on the base in
-``kerasflow.distribute_lib``, re-exported here with ``DefaultStrategy``.
+"""The Ray implementation of the distribution strategies (layer L4; internal).
 
-``MirroredStrategy``, ``MultiWorkerMirroredStrategy``,
-``ParameterServerStrategy``, its partitioners (``FixedShardsPartitioner``,
-``MinSizePartitioner``) and ``CommunicationOptions`` load on first use,
-so ``import kerasflow`` does not import ray.
+Use the public names in ``kf.distribute`` (``kerasflow/distribute.py``). The
+modules here, by job: ``base`` (what the Ray strategies share),
+``sync_strategy`` / ``mirrored`` / ``multi_worker`` (synchronous data
+parallelism), ``parameter_server`` / ``ps_coordinator`` / ``ps_shard`` /
+``ps_worker`` / ``partitioners`` (parameter servers), ``replica`` (actor
+bodies), ``transport`` / ``collective`` / ``shm_collective`` /
+``tcp_collective`` / ``nccl_collective`` (allreduce), ``worker_group`` (the
+only module importing ray) with ``placement`` and ``errors``, ``cluster``
+(TF_CONFIG), ``shipping`` (moving data once), ``probe`` and ``stragglers``
+(diagnostics and test hooks).
 """
 
-from kerasflow.strategies.base import (
-    BatchRef,
-    DefaultStrategy,
-    ReduceOp,
-    Strategy,
-    get_strategy,
-)
-
-__all__ = [
-    "BatchRef",
-    "CommunicationOptions",
-    "DefaultStrategy",
-    "FixedShardsPartitioner",
-    "InputContext",
-    "MinSizePartitioner",
-    "MirroredStrategy",
-    "MultiWorkerMirroredStrategy",
-    "ParameterServerStrategy",
-    "ReduceOp",
-    "Strategy",
-    "get_strategy",
-]
-
-_LAZY = {
-    "MirroredStrategy": "kerasflow.strategies.mirrored",
-    "MultiWorkerMirroredStrategy": "kerasflow.strategies.multi_worker",
-    "CommunicationOptions": "kerasflow.strategies.sync_strategy",
-    "InputContext": "kerasflow.strategies.multi_worker",
-    "ParameterServerStrategy": "kerasflow.strategies.parameter_server",
-    "FixedShardsPartitioner": "kerasflow.strategies.partitioners",
-    "MinSizePartitioner": "kerasflow.strategies.partitioners",
-}
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        import importlib
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'kerasflow.strategies' has no attribute {name!r}")
+__all__: list = []

@@ -1,8 +1,116 @@
-"""Re-export of the strategy base, which lives in ``kerasflow.distribute_lib``
-(below ``models/``, as TF's ``distribute_lib`` sits below Keras)."""
+"""What the Ray strategies share (internal; the public names are in
+``kf.distribute``): ``ActorStrategy`` owns the scope/close lifecycle of
+actor groups and the one ``run_steps`` loop of a driver call -- evaluation
+and prediction in process, a batch-size check, the call retried after each
+recovery -- so ``SyncReplicaStrategy`` and ``ParameterServerStrategy`` only
+say how one call runs and how a failure is recovered.
+"""
 
-from kerasflow.distribute_lib import (
-    BatchRef, DefaultStrategy, ReduceOp, Strategy, get_strategy,
-)
+from __future__ import annotations
 
-__all__ = ["BatchRef", "DefaultStrategy", "ReduceOp", "Strategy", "get_strategy"]
+import contextlib
+
+import numpy as np
+
+from kerasflow.distribute_lib import DefaultStrategy, StepResult, Strategy
+
+__all__ = ["ActorStrategy", "changed_state", "check_count"]
+
+
+def check_count(owner, name, value, allow_none=False):
+    """Returns ``value`` when it is an int >= 1 (or None, if allowed).
+
+    Raises:
+        TypeError: not an int (bools included), naming ``owner`` and ``name``.
+        ValueError: < 1.
+    """
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{owner} expects {name} to be an int. "
+                        f"Received: {name}={value!r}")
+    if value < 1:
+        raise ValueError(f"{owner} expects {name} >= 1. Received: {name}={value}")
+    return value
+
+
+def changed_state(step, last):
+    """``step.get_state()`` when it differs from ``last`` (the driver changed
+    a variable: a callback, ``set_weights``, a metric reset), else None."""
+    now = step.get_state()
+    if any(not np.array_equal(a, b) for a, b in zip(now, last)):
+        return now
+    return None
+
+
+class ActorStrategy(Strategy):
+    """Base of the strategies whose replicas are Ray actors.
+
+    Subclasses implement ``_run_call(step, batches)`` (one driver call on the
+    actors, returning ``(loss, count, output_losses)`` per batch and leaving
+    the driver's step variables current), ``_recover(err)`` (rebuild what
+    failed, or raise) and ``close()``.
+
+    Attributes:
+        recoveries: one dict per recovery (``step``, ``error``, ``seconds``...).
+    """
+
+    _depth = 0
+    _global_step = 0
+    _unit = "replicas"  # what a global batch is split over, for messages
+
+    def close(self):
+        """Shuts the actors down (a later ``run_steps`` starts them again)."""
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def scope(self):
+        """Models built and fit inside train on the actors; leaving the
+        outermost scope shuts them down."""
+        self._depth += 1
+        try:
+            with super().scope():
+                yield self
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                self.close()
+
+    def run_steps(self, step, batches) -> list:
+        """Trains on K global batches in one driver call (evaluation and
+        prediction steps run in this process, on the current weights).
+
+        Returns:
+            One ``StepResult`` per batch (global-batch loss and count); the
+            driver's step variables (weights, optimizer, metrics) hold the
+            actors' values afterwards.
+
+        Raises:
+            ValueError: a global batch smaller than ``num_replicas_in_sync``.
+            WorkerGroupError: failures beyond ``max_failures``, or an error a
+                restart cannot fix (the message names role, rank and step).
+        """
+        if not batches:
+            return []
+        if step.kind != "train":
+            return DefaultStrategy().run_steps(step, batches)
+        n = self.num_replicas_in_sync
+        if batches[0].size < n:
+            raise ValueError(
+                f"{type(self).__name__} splits each global batch over {n} "
+                f"{self._unit}, so batch_size must be at least {n}. Received: a "
+                f"batch of {batches[0].size} samples.")
+        while True:
+            try:
+                out = self._run_call(step, batches)
+                break
+            except Exception as err:  # noqa: BLE001 - sorted by _recover
+                self._recover(err)
+        self._global_step += len(batches)
+        return [StepResult(loss, count, None, [], outs) for loss, count, outs in out]
+
+    def _run_call(self, step, batches):
+        raise NotImplementedError
+
+    def _recover(self, err):
+        raise NotImplementedError

@@ -18,7 +18,9 @@ are bitwise reproducible for a given world size. This module does not import
 ray: the worker group hands every rank its plan and the peers' addresses.
 
 Design after ChainerMN's communicators and Horovod's hierarchical allreduce;
-ring allreduce as in Baidu's ``allreduce`` (reduce-scatter + allgather).
+ring allreduce as in Baidu's ``allreduce`` (reduce-scatter + allgather). The
+interface, its errors and the shared checks are in
+:mod:`kerasflow.strategies.transport`, which the transports import.
 """
 
 from __future__ import annotations
@@ -27,124 +29,19 @@ import uuid
 
 import numpy as np
 
-__all__ = [
-    "REDUCE_OPS",
-    "TRANSPORTS",
-    "Collective",
-    "CollectiveEndpoint",
-    "CollectiveError",
-    "CollectivePeerError",
-    "CollectiveTimeoutError",
-    "Hierarchical",
-    "LocalCollective",
-    "make_plan",
-]
+from kerasflow.strategies.shm_collective import ShmAllreduce
+from kerasflow.strategies.tcp_collective import TcpRing
+from kerasflow.strategies.transport import (
+    Collective,
+    LocalCollective,
+    check_op,
+    finish_op,
+)
 
-REDUCE_OPS = ("SUM", "MEAN", "MAX", "MIN")
+__all__ = ["TRANSPORTS", "CollectiveEndpoint", "CollectiveMember", "Hierarchical",
+           "make_plan"]
+
 TRANSPORTS = ("auto", "shm", "tcp", "hier", "nccl")
-
-
-class CollectiveError(RuntimeError):
-    """A collective operation failed (peer gone, protocol mismatch)."""
-
-
-class CollectiveTimeoutError(CollectiveError, TimeoutError):
-    """A collective wait passed its deadline; the message names the missing
-    rank(s), the step and the stage that was awaited."""
-
-
-class CollectivePeerError(CollectiveError, ConnectionError):
-    """A peer closed its connection or aborted the group."""
-
-
-def check_op(op) -> str:
-    """Normalizes a reduce op (``"SUM"``, ``ReduceOp.SUM``...) to its name."""
-    name = getattr(op, "value", op)
-    if not isinstance(name, str) or name.upper() not in REDUCE_OPS:
-        raise ValueError(f"allreduce expects op in {REDUCE_OPS}. Received: op={op!r}")
-    return name.upper()
-
-
-def check_buffer(buf, size, dtype, who):
-    """Raises unless ``buf`` is a contiguous 1-D array of ``size`` ``dtype``."""
-    if not isinstance(buf, np.ndarray):
-        raise TypeError(f"{who} expects a numpy.ndarray. Received: {type(buf).__name__}")
-    if buf.ndim != 1 or buf.size != size or buf.dtype != dtype:
-        raise ValueError(
-            f"{who} expects a 1-D buffer of {size} {np.dtype(dtype).name} values. "
-            f"Received: shape={buf.shape}, dtype={buf.dtype}")
-    if not buf.flags.c_contiguous or not buf.flags.writeable:
-        raise ValueError(f"{who} expects a contiguous writeable buffer.")
-
-
-def finish_op(buf, op, world_size):
-    """Turns a SUM into a MEAN in place (MAX/MIN were reduced directly)."""
-    if op == "MEAN":
-        np.divide(buf, world_size, out=buf, casting="unsafe")
-    return buf
-
-
-def reduce_into(out, parts, op):
-    """Reduces ``parts`` into ``out`` in list order (the fixed order that makes
-    results reproducible). SUM and MEAN both sum here."""
-    if len(parts) == 1:
-        np.copyto(out, parts[0])
-        return out
-    fn = {"MAX": np.maximum, "MIN": np.minimum}.get(op, np.add)
-    fn(parts[0], parts[1], out=out)
-    for p in parts[2:]:
-        fn(out, p, out=out)
-    return out
-
-
-class Collective:
-    """One rank's handle on a group that reduces flat buffers.
-
-    Attributes:
-        rank: this replica's rank, 0..world_size-1.
-        world_size: number of ranks in the group.
-    """
-
-    rank = 0
-    world_size = 1
-
-    def allreduce(self, buf, op="SUM", step=None):
-        """Reduces ``buf`` over all ranks, in place.
-
-        Args:
-            buf: contiguous 1-D array of the group's size and dtype.
-            op: ``"SUM"``, ``"MEAN"``, ``"MAX"`` or ``"MIN"`` (or a ``ReduceOp``).
-            step: the caller's training step, used in error messages only.
-
-        Returns:
-            ``buf``, holding the reduction (identical on every rank).
-
-        Raises:
-            CollectiveTimeoutError: a peer did not arrive within the deadline.
-            CollectivePeerError: a peer disconnected or aborted.
-        """
-        raise NotImplementedError
-
-    def broadcast(self, buf, root=0, step=None):
-        """Copies ``root``'s ``buf`` into every rank's ``buf``, in place."""
-        raise NotImplementedError
-
-    def close(self):
-        """Releases sockets and shared memory; idempotent."""
-
-
-class LocalCollective(Collective):
-    """World size 1: every operation is the identity."""
-
-    def __init__(self, size=None, dtype=None):
-        self.size, self.dtype = size, dtype
-
-    def allreduce(self, buf, op="SUM", step=None):
-        check_op(op)
-        return buf
-
-    def broadcast(self, buf, root=0, step=None):
-        return buf
 
 
 class Hierarchical(Collective):
@@ -253,8 +150,6 @@ class CollectiveEndpoint:
     """
 
     def __init__(self, plan):
-        from kerasflow.strategies.shm_collective import ShmAllreduce
-        from kerasflow.strategies.tcp_collective import TcpRing
         self.plan = dict(plan)
         p = self.plan
         self.transport = p["transport"]
@@ -292,3 +187,26 @@ class CollectiveEndpoint:
         for part in (self._local, self._ring):
             if part is not None:
                 part.close()
+
+
+class CollectiveMember:
+    """Mixin for a ``WorkerGroup`` worker object in a collective group: the
+    two phases :meth:`WorkerGroup.setup_collective` calls, then ``self.coll``
+    (a :class:`Collective`) reduces; forming a new group closes the old one."""
+
+    endpoint = coll = None
+
+    def open_collective(self, plan):
+        self.close()
+        self.endpoint = CollectiveEndpoint(plan)
+        return self.endpoint.address
+
+    def connect_collective(self, addresses):
+        self.coll = self.endpoint.connect(addresses)
+        return True
+
+    def close(self):
+        if self.coll is not None:
+            self.coll.close()
+            self.coll = None
+        return True

@@ -21,7 +21,9 @@ from __future__ import annotations
 import os
 import re
 
+from kerasflow.strategies.base import check_count
 from kerasflow.strategies.sync_strategy import CommunicationOptions, SyncReplicaStrategy
+from kerasflow.strategies.worker_group import cluster_summary
 
 __all__ = ["MirroredStrategy"]
 
@@ -40,12 +42,6 @@ def _transport(cross_device_ops):
         raise ValueError(f"MirroredStrategy expects cross_device_ops in "
                          f"{sorted(_TRANSPORTS)} or None. Received: {cross_device_ops!r}")
     return _TRANSPORTS[key]
-
-
-def _node_resources():
-    from kerasflow.strategies.worker_group import cluster_summary, init_ray
-    init_ray()
-    return [res for _, res in cluster_summary()]
 
 
 class MirroredStrategy(SyncReplicaStrategy):
@@ -78,14 +74,8 @@ class MirroredStrategy(SyncReplicaStrategy):
         if len(given) > 1:
             raise ValueError(f"MirroredStrategy takes one of devices, num_gpus or "
                              f"num_replicas. Received: {', '.join(given)}")
-        for name, value in (("num_gpus", num_gpus), ("num_replicas", num_replicas)):
-            if value is not None and (not isinstance(value, int) or isinstance(
-                    value, bool)):
-                raise TypeError(f"MirroredStrategy expects {name} to be an int. "
-                                f"Received: {name}={value!r}")
-            if value is not None and value < 1:
-                raise ValueError(f"MirroredStrategy expects {name} >= 1. "
-                                 f"Received: {name}={value}")
+        check_count("MirroredStrategy", "num_gpus", num_gpus, allow_none=True)
+        check_count("MirroredStrategy", "num_replicas", num_replicas, allow_none=True)
         use_gpu = False
         if devices is not None:
             kinds = []
@@ -104,7 +94,7 @@ class MirroredStrategy(SyncReplicaStrategy):
             use_gpu, count = True, num_gpus
         else:
             count = num_replicas
-        nodes = _node_resources()
+        nodes = [res for _, res in cluster_summary()]
         if use_gpu:
             most = max((r.get("GPU", 0) for r in nodes), default=0)
             if count > most:
@@ -119,16 +109,11 @@ class MirroredStrategy(SyncReplicaStrategy):
             else:
                 count = int(max((r.get("CPU", 0) for r in nodes),
                                 default=os.cpu_count() or 1)) or 1
-        opts = communication_options or CommunicationOptions()
-        if not isinstance(opts, CommunicationOptions):
-            raise TypeError(f"MirroredStrategy expects communication_options to be a "
-                            f"CommunicationOptions. Received: {opts!r}")
+        opts = CommunicationOptions.check("MirroredStrategy", communication_options)
         transport = _transport(cross_device_ops)
         if transport == "auto" and opts.implementation != "auto":
             transport = opts.implementation
         if transport == "nccl":
             transport = "shm"  # one GPU per node here: stage through host memory
-        self._setup(count, use_gpu=use_gpu, placement="STRICT_PACK",
-                    transport=transport, timeout=opts.timeout_seconds,
-                    max_failures=max_failures, num_cpus=1.0,
-                    name="MirroredStrategy")
+        self._setup(count, opts, transport=transport, use_gpu=use_gpu,
+                    max_failures=max_failures)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-from kerasflow.strategies.collective import (
+from kerasflow.strategies.transport import (
     Collective,
     CollectiveError,
     CollectiveTimeoutError,

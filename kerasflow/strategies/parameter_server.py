@@ -36,49 +36,32 @@ actors to the hosts a TF_CONFIG names.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import time
 
 import numpy as np
 
-from kerasflow.distribute_lib import DefaultStrategy, Strategy
-from kerasflow.strategies.multi_worker import load_tf_config
+from kerasflow.strategies.base import ActorStrategy, changed_state, check_count
+from kerasflow.strategies.cluster import parse_ps_tf_config
+from kerasflow.strategies.errors import (
+    PlacementError,
+    ReplicaDiedError,
+    ReplicaTimeoutError,
+)
+from kerasflow.strategies.ps_coordinator import run_call
+from kerasflow.strategies.ps_shard import PSShard, plan_shards
+from kerasflow.strategies.ps_worker import PSWorker
 from kerasflow.strategies.shipping import ship_arrays
+from kerasflow.strategies.worker_group import (
+    WorkerGroup,
+    check_placement,
+    cluster_summary,
+)
 
-__all__ = ["ParameterServerStrategy", "parse_ps_tf_config"]
+__all__ = ["ParameterServerStrategy"]
 
 log = logging.getLogger("kerasflow.strategies")
-
-
-def parse_ps_tf_config(tf_config):
-    """``(num_ps, num_workers, cluster)`` of a TF_CONFIG dict or JSON string
-    with ``ps``, ``worker`` and optional ``chief`` jobs (the chief is the
-    driver: it is not a worker actor).
-
-    Raises:
-        ValueError: malformed JSON, no ``ps`` task or no ``worker`` task.
-        TypeError: not a str/dict, or a job that is not a list of addresses.
-    """
-    tf_config = load_tf_config(tf_config)
-    cluster = tf_config.get("cluster")
-    if not isinstance(cluster, dict):
-        raise ValueError(  # noqa: TRY004 - a missing value, not a wrong type
-            f"TF_CONFIG expects a 'cluster' object with 'ps' and "
-            f"'worker' jobs. Received: {tf_config!r}")
-    counts = {}
-    for role in ("ps", "worker", "chief"):
-        tasks = cluster.get(role, [])
-        if not isinstance(tasks, (list, tuple)):
-            raise TypeError(f"TF_CONFIG's cluster['{role}'] must be a list of "
-                            f"addresses. Received: {tasks!r}")
-        counts[role] = len(tasks)
-    for role in ("ps", "worker"):
-        if counts[role] < 1:
-            raise ValueError(f"ParameterServerStrategy expects TF_CONFIG's cluster to "
-                             f"list at least one '{role}' task. Received: {cluster!r}")
-    return counts["ps"], counts["worker"], cluster
 
 
 def _resources(res, default_cpus, name):
@@ -92,7 +75,7 @@ def _resources(res, default_cpus, name):
                 num_gpus=float(res.get("GPU", 0)), extra=extra or None)
 
 
-class ParameterServerStrategy(Strategy):
+class ParameterServerStrategy(ActorStrategy):
     """Workers and parameter-server shards on Ray, with bounded staleness.
 
     Args:
@@ -106,7 +89,7 @@ class ParameterServerStrategy(Strategy):
             optimizer steps, as TF's async PS training).
         variable_partitioner: None (whole variables are placed on shards,
             balancing bytes) or a ``FixedShardsPartitioner`` /
-            ``MinSizePartitioner`` (``kerasflow.strategies.partitioners``):
+            ``MinSizePartitioner`` (``kf.distribute``):
             the row blocks it cuts a variable into may land on different
             shards (contiguous key ranges, cut at the block boundary nearest
             each shard's byte quota), each shard updating its rows.
@@ -115,12 +98,10 @@ class ParameterServerStrategy(Strategy):
         timeout: seconds, the deadline of every wait on an actor.
         max_failures: shard / worker-group recoveries before giving up.
         steps_per_execution: default global batches per chief call (32).
-        worker_delay: benchmark/test-only hook, seconds of sleep per task,
-            or ``{rank: seconds}`` to make stragglers on purpose.
 
     Raises:
         ValueError: num_ps or num_workers < 1, negative staleness, a
-            or actors the cluster cannot place
+            non-positive timeout, or actors the cluster cannot place
             (``PlacementError``, a ValueError, naming requested and available).
         TypeError: wrong argument types (a partitioner that is not callable).
 
@@ -134,16 +115,14 @@ class ParameterServerStrategy(Strategy):
         steals: tasks a free worker took from another worker's queue.
     """
 
+    _unit = "workers"
+    _worker_factory = PSWorker  # stragglers.slow_workers swaps it (tests)
+
     def __init__(self, num_ps=1, num_workers=2, staleness=0, variable_partitioner=None,
                  worker_resources=None, ps_resources=None, timeout=120.0,
-                 max_failures=3, steps_per_execution=32, worker_delay=0.0):
-        for name, v in (("num_ps", num_ps), ("num_workers", num_workers)):
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise TypeError(f"ParameterServerStrategy expects {name} to be an int. "
-                                f"Received: {name}={v!r}")
-            if v < 1:
-                raise ValueError(f"ParameterServerStrategy expects {name} >= 1. "
-                                 f"Received: {name}={v}")
+                 max_failures=3, steps_per_execution=32):
+        check_count("ParameterServerStrategy", "num_ps", num_ps)
+        check_count("ParameterServerStrategy", "num_workers", num_workers)
         if staleness is not None:
             if not isinstance(staleness, int) or isinstance(staleness, bool):
                 raise TypeError(f"ParameterServerStrategy expects staleness to be an "
@@ -167,16 +146,15 @@ class ParameterServerStrategy(Strategy):
         self._wres = _resources(worker_resources, 0.5, "worker_resources")
         self._pres = _resources(ps_resources, 0.25, "ps_resources")
         self._timeout, self._poll = float(timeout), min(5.0, float(timeout))
-        self._max_failures, self._delay = int(max_failures), worker_delay
+        self._max_failures = int(max_failures)
         self._ps = self._workers = None
         self._entry, self._data, self._dead = None, None, set()
         self._apply_tok = [None] * num_ps
-        self._global_step, self._depth, self._calls = 0, 0, 0
+        self._calls = 0
         self.recoveries, self.clock_trace = [], []
         self.max_clock_gap = self.steals = 0
         self.idle_seconds = self.busy_seconds = 0.0
         self.cluster_spec = self._last_plan = None
-        from kerasflow.strategies.worker_group import PlacementError, check_placement
         w, p = self._wres, self._pres
         if (w["num_cpus"], w["num_gpus"], w["extra"]) == (
                 p["num_cpus"], p["num_gpus"], p["extra"]):
@@ -188,7 +166,6 @@ class ParameterServerStrategy(Strategy):
             check_placement(num_ps, p["num_cpus"], p["num_gpus"], "PACK", 1,
                             "PS shard")
         total = num_workers * w["num_cpus"] + num_ps * p["num_cpus"]
-        from kerasflow.strategies.worker_group import cluster_summary
         have = sum(r.get("CPU", 0) for _, r in cluster_summary())
         if total > have + 1e-9:
             raise PlacementError(f"Cannot place {num_workers} PS workers and {num_ps} "
@@ -219,9 +196,6 @@ class ParameterServerStrategy(Strategy):
 
     # -- lifecycle -----------------------------------------------------------------
     def _start(self, which):
-        from kerasflow.strategies.ps_shard import PSShard
-        from kerasflow.strategies.ps_worker import PSWorker
-        from kerasflow.strategies.worker_group import WorkerGroup
         if which == "ps":
             r = self._pres
             self._ps = WorkerGroup(PSShard, self.num_ps, num_cpus=r["num_cpus"],
@@ -233,7 +207,7 @@ class ParameterServerStrategy(Strategy):
         else:
             r = self._wres
             self._workers = WorkerGroup(
-                PSWorker, self.num_workers, args=(self._delay,), num_cpus=r["num_cpus"],
+                self._worker_factory, self.num_workers, num_cpus=r["num_cpus"],
                 num_gpus=r["num_gpus"], bundle_resources=r["extra"],
                 timeout=self._timeout, poll_interval=self._poll, name="worker")
             self._dead, self._entry, self._data = set(), None, None
@@ -246,28 +220,13 @@ class ParameterServerStrategy(Strategy):
         self._ps = self._workers = self._entry = self._data = None
         self._dead = set()
 
-    @contextlib.contextmanager
-    def scope(self):
-        """Models fit inside train on the actors; leaving the outermost scope
-        shuts them down."""
-        self._depth += 1
-        try:
-            with super().scope():
-                yield self
-        finally:
-            self._depth -= 1
-            if self._depth == 0:
-                self.close()
-
     def _check_shards(self):
-        from kerasflow.strategies.errors import ReplicaDiedError
         dead = [s for s in range(self.num_ps) if not self._ps.is_alive(s)]
         if dead:
             raise ReplicaDiedError(f"PS shard(s) {dead} died.", dead)
 
     # -- shipping --------------------------------------------------------------------
     def _ship(self, step, batches):
-        from kerasflow.strategies.ps_shard import plan_shards
         if self._ps is None:
             self._start("ps")
         if self._workers is None or self._dead:
@@ -291,9 +250,9 @@ class ParameterServerStrategy(Strategy):
             e = self._entry = dict(step=step, key=key, plan=plan, other=other,
                                    state=step.get_state())
         else:
-            now = step.get_state()
-            if any(not np.array_equal(a, b) for a, b in zip(now, e["state"])):
-                ref = ps.put(now)  # the chief changed a variable (callback, reset)
+            now = changed_state(step, e["state"])
+            if now is not None:
+                ref = ps.put(now)
                 ps.execute("set_state", ref)
                 wk.execute("set_state", e["key"], ref)
                 e["state"] = now
@@ -337,47 +296,17 @@ class ParameterServerStrategy(Strategy):
         step.set_state(state)
 
     # -- running ---------------------------------------------------------------------
-    def run_steps(self, step, batches) -> list:
-        """Trains on K global batches (see the module docstring); evaluation
-        and prediction steps run in this process.
-
-        Returns:
-            One ``StepResult`` per batch (global-batch loss and count); the
-            chief's step variables hold the shards' values afterwards.
-
-        Raises:
-            ValueError: a global batch smaller than ``num_workers``.
-            WorkerGroupError: failures beyond ``max_failures``, or an error a
-                restart cannot fix (the message names role, index and step).
-        """
-        from kerasflow.models.train_step import StepResult
-        from kerasflow.strategies.ps_coordinator import run_call
-        if not batches:
-            return []
-        if step.kind != "train":
-            return DefaultStrategy().run_steps(step, batches)
-        if batches[0].size < self.num_workers:
-            raise ValueError(f"ParameterServerStrategy splits each global batch over "
-                             f"{self.num_workers} workers, so batch_size must be at "
-                             f"least {self.num_workers}. Received: a batch of "
-                             f"{batches[0].size} samples.")
-        while True:
-            try:
-                e, data_key = self._ship(step, batches)
-                out = run_call(self, e, data_key, batches)
-                self._snapshot(step, e)
-                break
-            except Exception as err:  # noqa: BLE001 - sorted in _recover
-                self._recover(err)
+    def _run_call(self, step, batches):
+        e, data_key = self._ship(step, batches)
+        out = run_call(self, e, data_key, batches)
+        self._snapshot(step, e)
         for *_, d in out:
             if d and step.metric_variables:
                 step.add_metric_deltas(d)
-        self._entry["state"] = step.get_state()
-        self._global_step += len(batches)
-        return [StepResult(loss, n, None, [], outs) for loss, n, outs, _ in out]
+        e["state"] = step.get_state()
+        return [(loss, n, outs) for loss, n, outs, _ in out]
 
     def _recover(self, err):
-        from kerasflow.strategies.errors import ReplicaDiedError, ReplicaTimeoutError
         if not isinstance(err, (ReplicaDiedError, ReplicaTimeoutError)) or len(
                 [r for r in self.recoveries if r["kind"] != "worker"]) >= \
                 self._max_failures:

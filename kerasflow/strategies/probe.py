@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from kerasflow.strategies.collective import CollectiveEndpoint
+from kerasflow.strategies.collective import CollectiveMember
 
 __all__ = ["CollectiveProbe", "probe_data"]
 
@@ -24,7 +24,7 @@ def probe_data(rank, size, dtype, seed=0):
     return rng.standard_normal(size).astype(dtype)
 
 
-class CollectiveProbe:
+class CollectiveProbe(CollectiveMember):
     """Worker object: ``open_collective`` / ``connect_collective`` build the
     group (see ``WorkerGroup.setup_collective``), ``check`` returns one
     allreduce result, ``time_allreduce`` times a loop of them."""
@@ -32,16 +32,10 @@ class CollectiveProbe:
     def __init__(self, rank, world):
         self.rank, self.world = rank, world
         self.progress = 0
-        self.endpoint = self.coll = None
 
-    def open_collective(self, plan):
-        self.plan = plan
-        self.endpoint = CollectiveEndpoint(plan)
-        return self.endpoint.address
-
-    def connect_collective(self, addresses):
-        self.coll = self.endpoint.connect(addresses)
-        return True
+    @property
+    def plan(self):
+        return self.endpoint.plan
 
     def check(self, op="SUM", seed=0, steps=1, skip_steps=()):
         """Allreduces ``probe_data`` ``steps`` times (fresh copy each time) and
@@ -74,9 +68,4 @@ class CollectiveProbe:
     def stall(self, seconds):
         """Sleeps without progress (stuck-replica injection)."""
         time.sleep(seconds)
-        return True
-
-    def close(self):
-        if self.coll is not None:
-            self.coll.close()
         return True

@@ -42,13 +42,15 @@ from collections import deque
 
 import numpy as np
 
+from kerasflow.strategies.errors import ReplicaDiedError, ReplicaTimeoutError
+from kerasflow.strategies.worker_group import wait_any
+
 __all__ = ["run_call"]
 
 log = logging.getLogger("kerasflow.strategies")
 
 
 def _deadline_error(role, rank, what, timeout):
-    from kerasflow.strategies.errors import ReplicaTimeoutError
     return ReplicaTimeoutError(f"{role.capitalize()} {rank} did not finish {what} within "
                                f"{timeout:g} s.", [rank])
 
@@ -66,8 +68,6 @@ def run_call(strategy, entry, data_key, batches):
         ReplicaDiedError / ReplicaTimeoutError: a shard died or timed out, or
             no worker is left (the strategy recovers or gives up).
     """
-    from kerasflow.strategies.errors import ReplicaDiedError
-    from kerasflow.strategies.worker_group import wait_any
     ps, workers = strategy._ps, strategy._workers
     tau, timeout = strategy.staleness, strategy._timeout
     n_parts, n_ps = strategy.num_workers, strategy.num_ps

@@ -31,6 +31,7 @@ import time
 
 import numpy as np
 
+from kerasflow import backend as K
 from kerasflow.backend.graph import walk
 from kerasflow.strategies.partitioners import row_bounds
 
@@ -263,7 +264,6 @@ class PSShard:
 
     def load(self, step, plan):
         """Takes the step (variables at the chief's values) and the plan."""
-        from kerasflow import backend as K
         self.step, self.plan = step, plan
         a, b, lo, hi = plan["ranges"][self.rank]
         self.lo, self.hi = lo, hi
@@ -367,17 +367,6 @@ class PSShard:
         ``items`` (split variables and their slots)."""
         return [np.asarray(self.step.variables[i].numpy())[r0:r1]
                 for i, r0, r1 in items]
-
-    def emit(self, nbytes):
-        """A float32 array of ``nbytes`` (pull bandwidth benchmark)."""
-        buf = getattr(self, "_emit", None)
-        if buf is None or buf.nbytes != nbytes:
-            buf = self._emit = np.ones(nbytes // 4, np.float32)
-        return buf
-
-    def receive(self, *arrays):
-        """Bytes received (push bandwidth benchmark: arrays come from workers)."""
-        return int(sum(np.asarray(a).nbytes for a in arrays))
 
     def stats(self):
         return dict(version=self.version, apply_seconds=self.apply_seconds,

@@ -19,59 +19,28 @@ import time
 
 import numpy as np
 
-from kerasflow.strategies.replica import _offset_seeds, _take, shard_bounds
+from kerasflow import backend as K
+from kerasflow.strategies.ps_shard import encode_push
+from kerasflow.strategies.replica import StepWorker
 
 __all__ = ["PSWorker"]
 
 
-class PSWorker:
+class PSWorker(StepWorker):
     """Worker object of one PS worker (hosted by a ``WorkerGroup`` actor).
 
     Args:
         rank, world: this worker's index and the number of workers.
-        delay: seconds to sleep in every task (a benchmark/test-only hook that
-            makes a straggler on purpose); a pair ``(lo, hi)`` sleeps a uniform
-            random time in it per task (seeded by rank); a dict
-            ``{rank: seconds or (lo, hi)}`` applies per rank.
 
     Attributes:
         progress: tasks completed (read by the driver's stuck detection).
         idle_seconds / busy_seconds: time between tasks / inside tasks.
     """
 
-    def __init__(self, rank, world, delay=0.0):
-        self.rank, self.world = rank, world
-        if isinstance(delay, dict):
-            delay = delay.get(rank, 0.0)
-        self.delay = tuple(delay) if isinstance(delay, (tuple, list)) else \
-            float(delay or 0.0)
-        self._rng = np.random.default_rng(1_000 + rank)
-        self.progress = 0
-        self.steps, self.data = {}, {}
+    def __init__(self, rank, world):
+        super().__init__(rank, world)
         self.idle_seconds = self.busy_seconds = 0.0
         self._last_end = self._call = None
-
-    def load_step(self, key, step):
-        if self.rank:
-            _offset_seeds(step, self.rank)
-        self.steps[key] = step
-        return True
-
-    def set_state(self, key, values):
-        self.steps[key].set_state(values)
-        return True
-
-    def get_state(self, key, indices):
-        step = self.steps[key]
-        return [step.variables[i].numpy() for i in indices]
-
-    def load_data(self, key, arrays):
-        self.data[key] = list(arrays)
-        return True
-
-    def drop_data(self, key):
-        self.data.pop(key, None)
-        return True
 
     def compute(self, call, key, data_key, batch, part, parts, async_mode, ranges,
                 *weights):
@@ -105,26 +74,12 @@ class PSWorker:
         step = self.steps[key]
         flat = np.concatenate([np.asarray(w) for w in weights]) if weights else None
         if flat is not None and flat.size:
-            from kerasflow import backend as K
             K.assign_all(step.trainable_variables, step.layout.unpack(flat),
                          "PS worker")
-        if data_key is None:
-            arrays = list(batch)
-            n = len(arrays[0])
-            lo, hi = shard_bounds(n, parts, part)
-            mine = [a[lo:hi] for a in arrays]
-        else:
-            n = len(batch)
-            lo, hi = shard_bounds(n, parts, part)
-            mine = _take(self.data[data_key], batch[lo:hi])
-        if isinstance(self.delay, tuple):
-            time.sleep(self._rng.uniform(*self.delay))
-        elif self.delay:
-            time.sleep(self.delay)
+        n, lo, hi, mine = self.rows(data_key, batch, parts, part)
         sizes = [int(np.prod(v.shape, dtype=np.int64)) for v in step.metric_variables]
         if hi > lo:
             res = step.compute_gradients(mine, (hi - lo) if async_mode else n)
-            from kerasflow import backend as K
             grads = K.to_numpy(res.grads)
             deltas = [np.asarray(d) for d in res.metric_deltas]
             loss, outs = res.loss, list(res.output_losses)
@@ -139,21 +94,5 @@ class PSWorker:
         self._last_end = end
         info = dict(loss=float(loss), count=n, n=hi - lo, deltas=deltas,
                     output_losses=outs, idle=idle, busy=end - t0, rank=self.rank)
-        from kerasflow.strategies.ps_shard import encode_push
         return (info,) + tuple(encode_push(grads, *r) if len(r) == 3 else
                                grads[r[0]:r[1]] for r in ranges)
-
-    def emit(self, nbytes):
-        """A float32 array of ``nbytes`` (push bandwidth benchmark)."""
-        buf = getattr(self, "_emit", None)
-        if buf is None or buf.nbytes != nbytes:
-            buf = self._emit = np.ones(nbytes // 4, np.float32)
-        return buf
-
-    def receive(self, *arrays):
-        """Bytes received (pull bandwidth benchmark: arrays come from shards)."""
-        return int(sum(np.asarray(a).nbytes for a in arrays))
-
-    def stats(self):
-        return dict(idle=self.idle_seconds, busy=self.busy_seconds,
-                    progress=self.progress)

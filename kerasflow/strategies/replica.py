@@ -24,11 +24,13 @@ import time
 
 import numpy as np
 
+from kerasflow import backend as K
 from kerasflow.backend.graph import walk
 from kerasflow.backend.registry import get_op
-from kerasflow.strategies.collective import CollectiveEndpoint
+from kerasflow.distribute_lib import take_rows
+from kerasflow.strategies.collective import CollectiveMember
 
-__all__ = ["Replica", "shard_bounds"]
+__all__ = ["Replica", "StepWorker", "shard_bounds"]
 
 
 def shard_bounds(n, world, rank):
@@ -37,43 +39,25 @@ def shard_bounds(n, world, rank):
     return n * rank // world, n * (rank + 1) // world
 
 
-class Replica:
-    """Worker object for ``WorkerGroup``: holds steps, data and the collective.
+class StepWorker:
+    """Base of the worker objects a driver ships a step and arrays to once
+    (sync replicas, PS workers): a cache of steps and training arrays by key.
 
     Attributes:
-        progress: steps completed (read by the driver's stuck detection).
+        progress: steps or tasks completed (read by the driver's stuck
+            detection).
     """
 
-    def __init__(self, rank, world, device="cpu"):
+    def __init__(self, rank, world):
         self.rank, self.world = rank, world
         self.progress = 0
-        self.steps, self.data, self.buffers = {}, {}, {}
-        self.endpoint = self.coll = None
-        from kerasflow import backend as K
-        self._K = K
-        if device == "gpu":
-            # One GPU per actor (num_gpus=1): gradients are staged through
-            # host memory for the shm / tcp transports.
-            K.set_device("gpu")
+        self.steps, self.data = {}, {}
 
-    # -- collective ------------------------------------------------------------
-    def open_collective(self, plan):
-        if self.coll is not None:
-            self.coll.close()
-            self.coll = None
-        self.endpoint = CollectiveEndpoint(plan)
-        return self.endpoint.address
-
-    def connect_collective(self, addresses):
-        self.coll = self.endpoint.connect(addresses)
-        return True
-
-    # -- state -----------------------------------------------------------------
     def load_step(self, key, step):
         """Keeps a step (already unpickled by the transport) under ``key``.
 
-        Random ops (dropout) get per-replica seeds: rank 0 keeps the graph's
-        seeds (the single-process stream), rank r offsets them, so replicas
+        Random ops (dropout) get per-worker seeds: rank 0 keeps the graph's
+        seeds (the single-process stream), rank r offsets them, so workers
         draw independent masks for their different rows."""
         if self.rank:
             _offset_seeds(step, self.rank)
@@ -93,8 +77,39 @@ class Replica:
         self.steps[key].set_state(values)
         return True
 
-    def get_state(self, key):
-        return self.steps[key].get_state()
+    def get_state(self, key, indices):
+        """Values of the step's ``variables[i]`` for ``i`` in ``indices``."""
+        variables = self.steps[key].variables
+        return [variables[i].numpy() for i in indices]
+
+    def rows(self, data_key, batch, parts, part):
+        """``(n, lo, hi, arrays)``: part ``part`` of ``parts`` (rows
+        ``[lo, hi)``, ``shard_bounds``) of a global batch of ``n`` rows, given
+        as int64 row indices into the arrays under ``data_key``, or as the
+        batch's arrays when ``data_key`` is None."""
+        if data_key is None:
+            n = len(batch[0])
+            lo, hi = shard_bounds(n, parts, part)
+            return n, lo, hi, [a[lo:hi] for a in batch]
+        n = len(batch)
+        lo, hi = shard_bounds(n, parts, part)
+        return n, lo, hi, take_rows(self.data[data_key], batch[lo:hi])
+
+
+class Replica(StepWorker, CollectiveMember):
+    """Worker object for ``WorkerGroup``: holds steps, data and the collective.
+
+    Attributes:
+        progress: steps completed (read by the driver's stuck detection).
+    """
+
+    def __init__(self, rank, world, device="cpu"):
+        super().__init__(rank, world)
+        self.buffers = {}
+        if device == "gpu":
+            # One GPU per actor (num_gpus=1): gradients are staged through
+            # host memory for the shm / tcp transports.
+            K.set_device("gpu")
 
     # -- training ----------------------------------------------------------------
     def _buffer(self, key, step):
@@ -105,10 +120,6 @@ class Replica:
             size = layout.size + sum(sizes) + step.num_outputs
             buf = self.buffers[key] = (np.zeros(size, layout.dtype), sizes)
         return buf
-
-    def buffer_size(self, key):
-        """Elements of the flat buffer this step allreduces."""
-        return int(self._buffer(key, self.steps[key])[0].size)
 
     def run_steps(self, key, data_key, batches, first_step=0, return_state=False):
         """Runs one synchronous step per global batch.
@@ -135,18 +146,10 @@ class Replica:
         t_comm = t_total = 0.0
         for i, batch in enumerate(batches):
             t0 = time.perf_counter()
-            if data_key is None:
-                arrays = list(batch)
-                n = len(arrays[0])
-                lo, hi = shard_bounds(n, self.world, self.rank)
-                mine = [a[lo:hi] for a in arrays]
-            else:
-                n = len(batch)
-                lo, hi = shard_bounds(n, self.world, self.rank)
-                mine = _take(self.data[data_key], batch[lo:hi])
+            n, lo, hi, mine = self.rows(data_key, batch, self.world, self.rank)
             if hi > lo:
                 res = step.compute_gradients(mine, n)
-                buf[:g] = self._K.to_numpy(res.grads)
+                buf[:g] = K.to_numpy(res.grads)
                 pos = g
                 for delta, size in zip(res.metric_deltas, metric_sizes):
                     buf[pos:pos + size] = np.ravel(delta)
@@ -158,7 +161,7 @@ class Replica:
             t1 = time.perf_counter()
             self.coll.allreduce(buf, "SUM", step=first_step + i)
             t_comm += time.perf_counter() - t1
-            step.apply_gradients(self._K.get_xp().asarray(buf[:g]))
+            step.apply_gradients(K.get_xp().asarray(buf[:g]))
             deltas, pos = [], g
             for var, size in zip(step.metric_variables, metric_sizes):
                 deltas.append(buf[pos:pos + size].reshape(var.shape))
@@ -176,12 +179,6 @@ class Replica:
             out["state"] = step.get_state()
         return out
 
-    def close(self):
-        if self.coll is not None:
-            self.coll.close()
-            self.coll = None
-        return True
-
 
 def _offset_seeds(step, rank):
     tensors = [t for name in step._GRAPH for t in getattr(step, name)
@@ -193,11 +190,3 @@ def _offset_seeds(step, rank):
             random = False
         if random and node.attrs.get("seed") is not None:
             node.attrs["seed"] = int(node.attrs["seed"]) + 7_919 * rank
-
-
-def _take(arrays, idx):
-    """Rows ``idx`` of each array (a view when the rows are contiguous)."""
-    if len(idx) and idx[-1] - idx[0] == len(idx) - 1 and np.all(np.diff(idx) == 1):
-        s = slice(int(idx[0]), int(idx[-1]) + 1)
-        return [a[s] for a in arrays]
-    return [a[idx] for a in arrays]

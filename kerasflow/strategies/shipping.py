@@ -1,5 +1,5 @@
-"""Moving a call's training arrays to a group of actors once (ARCHITECTURE.md,
-"Move data once"): later batches travel as row indices only."""
+"""Moving a call's training arrays to a group of actors once: they go into
+Ray's object store one time, and later batches travel as row indices only."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ with the deadline as timeout, so it neither burns a core nor sleeps past a
 wake-up -- spinning on shared counters measured 4-10 ms per call on this
 loaded 2-core machine, blocking 0.1-0.3 ms. The system calls also order the
 slot writes before the signal on any CPU. A timeout names the missing ranks,
-the step and the stage. Design ``d2`` of ../shared/notes/DISTRIBUTED.md.
+the step and the stage.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from multiprocessing import resource_tracker, shared_memory
 
 import numpy as np
 
-from kerasflow.strategies.collective import (
+from kerasflow.strategies.transport import (
     Collective,
     CollectivePeerError,
     CollectiveTimeoutError,

@@ -18,14 +18,22 @@ current after every call).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 
 import numpy as np
 
-from kerasflow.distribute_lib import DefaultStrategy, ReduceOp, Strategy
+from kerasflow.distribute_lib import InputContext, ReduceOp
+from kerasflow.strategies.base import ActorStrategy, changed_state
+from kerasflow.strategies.errors import (
+    ReplicaDiedError,
+    ReplicaFailedError,
+    ReplicaTimeoutError,
+)
+from kerasflow.strategies.replica import Replica
 from kerasflow.strategies.shipping import ship_arrays
+from kerasflow.strategies.transport import CollectiveError
+from kerasflow.strategies.worker_group import WorkerGroup, check_placement
 
 __all__ = ["CommunicationOptions", "SyncReplicaStrategy"]
 
@@ -64,8 +72,21 @@ class CommunicationOptions:
         self.implementation = impl
         self.bytes_per_pack = bytes_per_pack
 
+    @classmethod
+    def check(cls, owner, options):
+        """``options``, or the defaults when None.
 
-class SyncReplicaStrategy(Strategy):
+        Raises:
+            TypeError: not a ``CommunicationOptions`` (naming ``owner``).
+        """
+        options = cls() if options is None else options
+        if not isinstance(options, cls):
+            raise TypeError(f"{owner} expects communication_options to be a "
+                            f"CommunicationOptions. Received: {options!r}")
+        return options
+
+
+class SyncReplicaStrategy(ActorStrategy):
     """N replica actors that run ``compute -> allreduce -> apply`` in lockstep.
 
     Subclasses call ``_setup(...)`` from ``__init__``; see MirroredStrategy.
@@ -78,35 +99,28 @@ class SyncReplicaStrategy(Strategy):
 
     default_steps_per_execution = 16
 
-    def _setup(self, num_replicas, *, use_gpu=False, placement="STRICT_PACK",
-               transport="auto", timeout=300.0, max_failures=3, num_cpus=1.0,
-               name="MirroredStrategy", placement_timeout=30.0, workers_per_bundle=1):
+    def _setup(self, num_replicas, options, *, transport, use_gpu=False,
+               placement="STRICT_PACK", max_failures=3, workers_per_bundle=1):
         self.num_replicas_in_sync = int(num_replicas)
         self._use_gpu, self._placement = use_gpu, placement
-        self._transport, self._timeout = transport, float(timeout)
-        self._max_failures, self._num_cpus = int(max_failures), num_cpus
-        self._name, self._placement_timeout = name, placement_timeout
-        self._per_bundle = workers_per_bundle
-        self._group, self._depth = None, 0
+        self._transport, self._timeout = transport, options.timeout_seconds
+        self._max_failures, self._per_bundle = int(max_failures), workers_per_bundle
+        self._group = None
         self._steps = {}   # id(step) -> (step, key, last synced state)
         self._data = None  # (arrays list, key)
         self._coll = None  # (size, dtype) of the current collective
-        self._global_step = 0
         self.recoveries = []
         self.comm_seconds = self.compute_seconds = 0.0
-        from kerasflow.strategies.worker_group import check_placement
         # Placement errors surface here; actors start on the first step.
-        check_placement(self.num_replicas_in_sync, num_cpus, 1 if use_gpu else 0,
+        check_placement(self.num_replicas_in_sync, 1.0, 1 if use_gpu else 0,
                         placement, workers_per_bundle, "replica")
 
     # -- group lifecycle -------------------------------------------------------------
     def _start_group(self):
-        from kerasflow.strategies.replica import Replica
-        from kerasflow.strategies.worker_group import WorkerGroup
         self._group = WorkerGroup(
             Replica, self.num_replicas_in_sync, args=("gpu" if self._use_gpu else "cpu",),
-            num_cpus=self._num_cpus, num_gpus=1 if self._use_gpu else 0,
-            strategy=self._placement, placement_timeout=self._placement_timeout,
+            num_cpus=1.0, num_gpus=1 if self._use_gpu else 0,
+            strategy=self._placement, placement_timeout=30.0,
             timeout=self._timeout, poll_interval=min(5.0, self._timeout),
             stall_timeout=self._timeout, name="replica",
             workers_per_bundle=self._per_bundle)
@@ -119,19 +133,6 @@ class SyncReplicaStrategy(Strategy):
             self._group.shutdown()
         self._group = None
         self._steps, self._data, self._coll = {}, None, None
-
-    @contextlib.contextmanager
-    def scope(self):
-        """Models fit inside train on the replicas; leaving the outermost
-        scope shuts the actors down."""
-        self._depth += 1
-        try:
-            with super().scope():
-                yield self
-        finally:
-            self._depth -= 1
-            if self._depth == 0:
-                self.close()
 
     @property
     def worker_group(self):
@@ -148,10 +149,8 @@ class SyncReplicaStrategy(Strategy):
             group.execute("load_step", key, group.put(step))
             entry = self._steps[id(step)] = [step, key, state]
         else:
-            now = step.get_state()
-            if any(not np.array_equal(a, b) for a, b in zip(now, entry[2])):
-                # The driver changed a variable (callback, set_weights, a
-                # metric reset): replicas take the driver's values.
+            now = changed_state(step, entry[2])
+            if now is not None:  # replicas take the driver's values
                 group.execute("set_state", entry[1], group.put(now))
                 entry[2] = now
         size = (step.layout.size + step.num_outputs
@@ -163,45 +162,8 @@ class SyncReplicaStrategy(Strategy):
         data_key, self._data = ship_arrays(group, batches, self._data)
         return entry, data_key
 
-    def _check_batches(self, batches):
-        n = batches[0].size
-        if n < self.num_replicas_in_sync:
-            raise ValueError(
-                f"{self._name} splits each global batch over "
-                f"{self.num_replicas_in_sync} replicas, so batch_size must be at least "
-                f"{self.num_replicas_in_sync}. Received: a batch of {n} samples.")
-
     # -- running -------------------------------------------------------------------------
-    def run_steps(self, step, batches) -> list:
-        """Runs K global batches on the replicas; see the module docstring.
-
-        Returns:
-            One ``StepResult`` per batch (global loss and count); the driver's
-            step variables (weights, optimizer, metrics) hold rank 0's values.
-
-        Raises:
-            ValueError: a global batch smaller than the number of replicas.
-            WorkerGroupError: a replica failed more than ``max_failures``
-                times, or raised an error that a restart cannot fix.
-        """
-        from kerasflow.models.train_step import StepResult
-        if not batches:
-            return []
-        if step.kind != "train":
-            return DefaultStrategy().run_steps(step, batches)
-        self._check_batches(batches)
-        while True:
-            try:
-                out = self._run_once(step, batches)
-                break
-            except Exception as err:  # noqa: BLE001 - sorted below
-                self._recover_or_raise(err)
-        self._global_step += len(batches)
-        return [StepResult(loss, count, None, [], outs)
-                for loss, count, outs in zip(out["loss"], out["count"],
-                                             out["output_losses"])]
-
-    def _run_once(self, step, batches):
+    def _run_call(self, step, batches):
         entry, data_key = self._ship(step, batches)
         group = self._group
         if data_key is None:
@@ -213,37 +175,31 @@ class SyncReplicaStrategy(Strategy):
                     for r in range(self.num_replicas_in_sync)]
         # Each step's collective has its own deadline and stuck replicas are
         # caught by progress pings; the call's deadline scales with K.
-        results = group.execute("run_steps", per_rank=per_rank,
-                                timeout=self._timeout * len(batches))
-        out = results[0]
+        out = group.execute("run_steps", per_rank=per_rank,
+                            timeout=self._timeout * len(batches))[0]
         state = [np.array(v) for v in out["state"]]  # writable copies
         step.set_state(state)
         entry[2] = state
         self.compute_seconds += out["seconds"][0]
         self.comm_seconds += out["seconds"][1]
-        return out
+        return zip(out["loss"], out["count"], out["output_losses"])
 
-    def _recover_or_raise(self, err):
-        from kerasflow.strategies.collective import CollectiveError
-        from kerasflow.strategies.worker_group import (
-            ReplicaDiedError,
-            ReplicaFailedError,
-            ReplicaTimeoutError,
-        )
+    def _recover(self, err):
         recoverable = isinstance(err, (ReplicaDiedError, ReplicaTimeoutError)) or (
             isinstance(err, ReplicaFailedError)
             and isinstance(err.cause, CollectiveError))
+        name = type(self).__name__
         if not recoverable or len(self.recoveries) >= self._max_failures:
             self.close()
             if recoverable:
                 raise type(err)(
-                    f"{self._name} gives up after {len(self.recoveries)} recoveries "
+                    f"{name} gives up after {len(self.recoveries)} recoveries "
                     f"(max_failures={self._max_failures}): {err}", err.ranks,
                     err.cause) from err
             raise err
         t0 = time.monotonic()
         log.warning("%s: %s; rebuilding the replica group from the last commit "
-                    "(step %d).", self._name, err, self._global_step)
+                    "(step %d).", name, err, self._global_step)
         self.close()
         self._start_group()
         self.recoveries.append(dict(step=self._global_step, error=str(err),
@@ -258,6 +214,9 @@ class SyncReplicaStrategy(Strategy):
             reduce_op: ``ReduceOp.SUM`` or ``ReduceOp.MEAN``.
             value: list of arrays (one per replica) or one array.
             axis: also reduce this axis of each value (e.g. the batch axis).
+
+        Raises:
+            ValueError: another ``reduce_op``.
         """
         op = str(getattr(reduce_op, "value", reduce_op)).upper()
         if op not in (ReduceOp.SUM, ReduceOp.MEAN):
@@ -275,22 +234,38 @@ class SyncReplicaStrategy(Strategy):
         return total / len(arrays) if op == ReduceOp.MEAN else total
 
     def run(self, fn, args=(), kwargs=None):
-        """Calls ``fn(*args, **kwargs)`` once per replica, in this process,
-        and returns the per-replica results as a list (``Strategy.run``;
-        training itself goes through ``fit``)."""
-        return [fn(*args, **(kwargs or {})) for _ in range(self.num_replicas_in_sync)]
+        """Not implemented yet: custom training loops (``strategy.run(step_fn)``
+        traced once and run on every replica) are planned.
+
+        Raises:
+            NotImplementedError: always; train with ``Model.fit`` or
+                ``Estimator.train``, which run on the replicas.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__}.run(fn) is not implemented: running a step "
+            f"function on the replicas (custom training loops) is planned. Train "
+            f"with Model.fit or Estimator.train inside strategy.scope().")
 
     def experimental_distribute_dataset(self, dataset, options=None):
-        """Returns ``dataset``: ``fit`` splits each global batch over the
-        replicas itself (contiguously, in rank order)."""
-        return dataset
+        """Not implemented yet: per-replica datasets for custom training loops
+        are planned (``fit`` already splits each global batch over the
+        replicas, contiguously, in rank order).
+
+        Raises:
+            NotImplementedError: always; pass the dataset to ``Model.fit``.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__}.experimental_distribute_dataset is not "
+            f"implemented: distributed datasets for custom training loops are "
+            f"planned. Pass the dataset to Model.fit, which splits each global "
+            f"batch over the replicas.")
 
     def distribute_datasets_from_function(self, dataset_fn, options=None):
         """Calls ``dataset_fn(InputContext)``: one input pipeline (the
-        driver's), feeding ``num_replicas_in_sync`` replicas."""
-        from kerasflow.strategies.multi_worker import InputContext
+        driver's), feeding ``num_replicas_in_sync`` replicas; pass the result
+        to ``Model.fit``."""
         return dataset_fn(InputContext(1, 0, self.num_replicas_in_sync))
 
     def __repr__(self):
-        return (f"{self._name}(num_replicas_in_sync={self.num_replicas_in_sync}, "
-                f"transport={self._transport!r})")
+        return (f"{type(self).__name__}(num_replicas_in_sync="
+                f"{self.num_replicas_in_sync}, transport={self._transport!r})")

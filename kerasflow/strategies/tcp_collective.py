@@ -13,7 +13,7 @@ neighbours sending large chunks at once never deadlock. Every socket has a
 timeout derived from the operation's deadline; a silent peer raises
 :class:`CollectiveTimeoutError` naming the rank, the step and the stage, a
 closed one :class:`CollectivePeerError`. Measured on loopback: 16 MB among 3
-ranks in 20.5 ms against gloo's 21.2 ms (../shared/notes/DISTRIBUTED.md §4).
+ranks in 20.5 ms against gloo's 21.2 ms (``benchmarks/bench_allreduce.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from kerasflow.strategies.collective import (
+from kerasflow.strategies.transport import (
     Collective,
     CollectiveError,
     CollectivePeerError,

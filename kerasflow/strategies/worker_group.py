@@ -4,14 +4,14 @@ This is the only kerasflow module that imports ray, and it does so lazily.
 A :class:`WorkerGroup` owns N actors in one placement group (Ray Train's
 ``WorkerGroup``): it creates them (fractional CPUs or one GPU each), waits
 for placement with a timeout and names what was requested against what
-exists, calls a method on every rank with a deadline, maps unfinished calls
-back to ranks, turns Ray's failures (``RayActorError`` incl.
-``ActorUnavailableError``, ``RayTaskError``-wrapped ones) into
-:class:`WorkerGroupError` subclasses naming the rank, and polls a separate
-``ctl`` concurrency group (``ping``) so a replica that answers but makes no
-progress is reported as stuck. Actors run with ``max_restarts=0``: a restarted
-actor has lost its state, so recovery rebuilds the group (as Ray Train and
-Horovod elastic do).
+exists (the arithmetic is in ``placement``), calls a method on every rank
+with a deadline, maps unfinished calls back to ranks, turns Ray's failures
+(``RayActorError`` incl. ``ActorUnavailableError``, ``RayTaskError``-wrapped
+ones) into ``errors.WorkerGroupError`` subclasses naming the rank, and polls
+a separate ``ctl`` concurrency group (``ping``) so a replica that answers but
+makes no progress is reported as stuck. Actors run with ``max_restarts=0``:
+a restarted actor has lost its state, so recovery rebuilds the group (as Ray
+Train and Horovod elastic do).
 
 With no cluster to join, :func:`init_ray` starts a quiet local Ray (no
 dashboard, logs under a temp folder, token auth off) and stops it at exit.
@@ -20,33 +20,24 @@ dashboard, logs under a temp folder, token auth off) and stops it at exit.
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import tempfile
 import time
 import weakref
 
+from kerasflow.strategies.collective import make_plan
 from kerasflow.strategies.errors import (
     PlacementError,
     ReplicaDiedError,
     ReplicaFailedError,
     ReplicaTimeoutError,
-    WorkerGroupError,
 )
+from kerasflow.strategies.placement import bundle_for, check_fits, describe_nodes
 
-__all__ = [
-    "PlacementError",
-    "ReplicaDiedError",
-    "ReplicaFailedError",
-    "ReplicaTimeoutError",
-    "WorkerGroup",
-    "WorkerGroupError",
-    "check_placement",
-    "cluster_summary",
-    "init_ray",
-    "shutdown_ray",
-    "wait_any",
-]
+__all__ = ["WorkerGroup", "check_placement", "cluster_summary", "init_ray",
+           "shutdown_ray", "wait_any"]
 
 _STARTED = {"by_us": False, "job_env": False}
 _LIVE = weakref.WeakSet()  # groups to shut down at interpreter exit
@@ -61,25 +52,24 @@ def _ray():
     return ray
 
 
-def _package_root():
-    import kerasflow
-    return os.path.dirname(os.path.dirname(os.path.abspath(kerasflow.__file__)))
+# The folder holding this copy of the kerasflow package.
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _pythonpath():
+    return [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 
 
 def _runtime_env():
     """Lets workers import this process's copy of kerasflow."""
-    paths = [_package_root()] + [p for p in os.environ.get("PYTHONPATH", "").split(
-        os.pathsep) if p]
-    return {"env_vars": {"PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}}
+    paths = dict.fromkeys([_ROOT] + _pythonpath())
+    return {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
 
 
 def _actor_runtime_env():
     """None when workers already import this kerasflow (PYTHONPATH or the job's
     runtime env): an actor-level env would stop Ray reusing pooled workers."""
-    if _STARTED["job_env"] or _package_root() in os.environ.get(
-            "PYTHONPATH", "").split(os.pathsep):
-        return None
-    return _runtime_env()
+    return None if _STARTED["job_env"] or _ROOT in _pythonpath() else _runtime_env()
 
 
 def init_ray(address=None, **kwargs):
@@ -133,7 +123,9 @@ def shutdown_ray():
 
 
 def cluster_summary():
-    """``[(node_id, {"CPU": .., "GPU": ..}), ...]`` of the alive nodes."""
+    """``[(node_id, {"CPU": .., "GPU": ..}), ...]`` of the alive nodes (Ray
+    started or joined by :func:`init_ray` first)."""
+    init_ray()
     ray = _ray()
     return [(n["NodeID"], {k: v for k, v in n["Resources"].items()
                            if k in ("CPU", "GPU")})
@@ -166,16 +158,12 @@ class _Host:
         return dict(progress=getattr(self.obj, "progress", None), current=self.current)
 
 
-_ACTOR = {}
-
-
+@functools.cache
 def _actor_class():
-    if "cls" not in _ACTOR:
-        ray = _ray()
-        cls = type("KerasflowReplica", (_Host,), {
-            "ping": ray.method(concurrency_group="ctl")(_Host.ping)})
-        _ACTOR["cls"] = ray.remote(concurrency_groups={"ctl": 1})(cls)
-    return _ACTOR["cls"]
+    ray = _ray()
+    cls = type("KerasflowReplica", (_Host,), {
+        "ping": ray.method(concurrency_group="ctl")(_Host.ping)})
+    return ray.remote(concurrency_groups={"ctl": 1})(cls)
 
 
 class WorkerGroup:
@@ -218,24 +206,18 @@ class WorkerGroup:
         if not isinstance(num_workers, int) or num_workers < 1:
             raise ValueError(f"WorkerGroup expects num_workers >= 1. "
                              f"Received: num_workers={num_workers!r}")
-        self.num_workers, self.name = num_workers, name
-        self.timeout, self.poll_interval = float(timeout), float(poll_interval)
-        self.stall_timeout = stall_timeout
-        self.actors, self.pg = [], None
-        _LIVE.add(self)
-        bundle = {"CPU": float(num_cpus)} if num_cpus else {}
-        if num_gpus:
-            bundle["GPU"] = float(num_gpus)
-        bundle.update(bundle_resources or {})
-        if not bundle:
-            bundle = {"CPU": 0.01}  # a bundle must reserve something
-        self.bundle = bundle
         per = int(workers_per_bundle)
         if per < 1 or num_workers % per:
             raise ValueError(f"WorkerGroup expects num_workers to be a multiple of "
                              f"workers_per_bundle. Received: {num_workers}, {per}")
-        big = {k: v * per for k, v in bundle.items()}
-        _check_fits(big, num_workers // per, strategy, num_workers, name)
+        self.num_workers, self.name = num_workers, name
+        self.timeout, self.poll_interval = float(timeout), float(poll_interval)
+        self.stall_timeout = stall_timeout
+        self.actors, self.pg = [], None
+        self.bundle = bundle = bundle_for(num_cpus, num_gpus, bundle_resources)
+        big = check_placement(num_workers, num_cpus, num_gpus, strategy, per, name,
+                              bundle_resources)
+        _LIVE.add(self)
         self.pg = placement_group([dict(big)] * (num_workers // per), strategy=strategy)
         try:
             ray.get(self.pg.ready(), timeout=placement_timeout)
@@ -245,7 +227,7 @@ class WorkerGroup:
                 f"Cannot place {num_workers} {name}s with {bundle} each "
                 f"({num_workers // per} bundles of {big}, {strategy}) within "
                 f"{placement_timeout:g} s. The cluster has "
-                f"{_describe_nodes()}.") from None
+                f"{describe_nodes(cluster_summary())}.") from None
         cls = _actor_class()
         for rank in range(num_workers):
             opts = dict(num_cpus=bundle.get("CPU", 0), num_gpus=bundle.get("GPU", 0),
@@ -260,8 +242,9 @@ class WorkerGroup:
             self.actors.append(cls.options(**opts).remote(
                 factory, rank, num_workers, tuple(args)))
         try:
-            self.infos = self.execute_raw("info", timeout=max(60.0, placement_timeout),
-                                          what="actor start")
+            self.infos = self.wait([a.info.remote() for a in self.actors],
+                                   timeout=max(60.0, placement_timeout),
+                                   what="actor start")
         except BaseException:
             self.shutdown()
             raise
@@ -280,11 +263,6 @@ class WorkerGroup:
         the call runs (actor to actor, not through the driver)."""
         return self.actors[rank].call.options(num_returns=num_returns).remote(
             method, *args)
-
-    def result(self, ref, rank, what="call"):
-        """``ray.get`` of a finished ref, with Ray's failures mapped as in
-        :meth:`execute` (naming this group's role and ``rank``)."""
-        return self._get(ref, rank, what)
 
     def is_alive(self, rank, timeout=5.0):
         """False when rank's actor is dead (a hung actor counts as alive)."""
@@ -314,10 +292,6 @@ class WorkerGroup:
         refs = self.submit(method, *args, per_rank=per_rank)
         return self.wait(refs, timeout=timeout, what=method)
 
-    def execute_raw(self, actor_method, timeout=None, what=None):
-        refs = [getattr(a, actor_method).remote() for a in self.actors]
-        return self.wait(refs, timeout=timeout, what=what or actor_method)
-
     def wait(self, refs, timeout=None, what="call", ranks=None):
         """Waits for one ref per rank with a deadline; see :meth:`execute`."""
         ray = _ray()
@@ -338,12 +312,14 @@ class WorkerGroup:
             ready, pending = ray.wait(pending, num_returns=1,
                                       timeout=min(self.poll_interval, left))
             for ref in ready:
-                results[rank_of[ref]] = self._get(ref, rank_of[ref], what)
+                results[rank_of[ref]] = self.result(ref, rank_of[ref], what)
             if pending and self.stall_timeout is not None:
                 self._check_alive([rank_of[p] for p in pending], seen, what)
         return [results[r] for r in ranks]
 
-    def _get(self, ref, rank, what):
+    def result(self, ref, rank, what="call"):
+        """``ray.get`` of a finished ref, with Ray's failures mapped as in
+        :meth:`execute` (naming this group's role and ``rank``)."""
         ray = _ray()
         exc = ray.exceptions
         try:
@@ -413,7 +389,6 @@ class WorkerGroup:
         has each rank open its endpoint (``open_collective(plan)`` returns a
         tcp address or None), then hands every rank the ring's addresses
         (``connect_collective(addresses)``). Returns the plans."""
-        from kerasflow.strategies.collective import make_plan
         plans = make_plan(self.node_ids(), size, dtype, transport,
                           hosts=[i["ip"] for i in self.infos], timeout=timeout)
         addrs = self.execute("open_collective", per_rank=[(p,) for p in plans],
@@ -461,46 +436,13 @@ def wait_any(refs, timeout):
 
 
 def check_placement(num_workers, num_cpus=0.5, num_gpus=0, strategy="PACK",
-                    workers_per_bundle=1, name="replica"):
-    """Raises :class:`PlacementError` at once when the cluster's total
-    resources cannot hold the group :class:`WorkerGroup` would ask for (no
-    actor is started; the placement timeout covers busy clusters)."""
-    init_ray()
-    bundle = {"CPU": float(num_cpus)} if num_cpus else {"CPU": 0.01}
-    if num_gpus:
-        bundle["GPU"] = float(num_gpus)
+                    workers_per_bundle=1, name="replica", extra=None):
+    """The bundle of ``workers_per_bundle`` actors that :class:`WorkerGroup`
+    asks for; raises :class:`PlacementError` at once when the cluster's total
+    resources cannot hold the group (no actor is started; the placement
+    timeout covers busy clusters)."""
     per = int(workers_per_bundle)
-    big = {k: v * per for k, v in bundle.items()}
-    _check_fits(big, num_workers // per, strategy, num_workers, name)
-
-
-def _check_fits(bundle, count, strategy, num_workers, name):
-    """Fails at once when the cluster's total resources (not just the free
-    ones) cannot hold the bundles; the placement timeout covers the rest."""
-    nodes = [res for _, res in cluster_summary()]
-
-    def holds(res, k):
-        return all(res.get(key, 0) + 1e-9 >= v * k for key, v in bundle.items()
-                   if key in ("CPU", "GPU"))
-    if strategy == "STRICT_SPREAD":
-        ok = sum(holds(r, 1) for r in nodes) >= count
-    elif strategy == "STRICT_PACK":
-        ok = any(holds(r, count) for r in nodes)
-    else:
-        ok = sum(int(min((r.get(k, 0) + 1e-9) // v for k, v in bundle.items()
-                         if k in ("CPU", "GPU") and v) if any(
-            k in ("CPU", "GPU") and v for k, v in bundle.items()) else count)
-                 for r in nodes) >= count
-    if not ok:
-        raise PlacementError(
-            f"Cannot place {num_workers} {name}s: requested {count} bundle(s) of "
-            f"{bundle} ({strategy}). The cluster has {_describe_nodes()}.")
-
-
-def _describe_nodes():
-    nodes = cluster_summary()
-    if not nodes:
-        return "no alive nodes"
-    parts = [", ".join(f"{k}={v:g}" for k, v in sorted(res.items())) or "no CPU/GPU"
-             for _, res in nodes]
-    return f"{len(nodes)} node(s): " + "; ".join(f"[{p}]" for p in parts)
+    big = {k: v * per for k, v in bundle_for(num_cpus, num_gpus, extra).items()}
+    check_fits(cluster_summary(), big, num_workers // per, strategy, num_workers,
+               name)
+    return big

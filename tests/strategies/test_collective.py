@@ -9,12 +9,9 @@ import time
 import numpy as np
 import pytest
 
-from kerasflow.strategies.collective import (
-    CollectiveEndpoint,
-    CollectiveTimeoutError,
-    make_plan,
-)
+from kerasflow.strategies.collective import CollectiveEndpoint, make_plan
 from kerasflow.strategies.probe import CollectiveProbe, probe_data
+from kerasflow.strategies.transport import CollectiveTimeoutError
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(120),
               pytest.mark.usefixtures("ray_cluster")]
@@ -94,7 +91,7 @@ def test_hierarchical_float32(groups):
 @pytest.mark.parametrize("transport,strategy", [("shm", "STRICT_PACK"),
                                                 ("tcp", "STRICT_SPREAD")])
 def test_missing_peer_times_out_naming_rank_and_step(transport, strategy):
-    from kerasflow.strategies.worker_group import ReplicaFailedError
+    from kerasflow.strategies.errors import ReplicaFailedError
     with _group(3, strategy) as g:
         g.setup_collective(1000, "float32", transport, timeout=1.5)
         # Rank 2 joins steps 0 and 1, then stays away at step 2.
@@ -118,7 +115,7 @@ def test_missing_peer_times_out_naming_rank_and_step(transport, strategy):
 
 
 def test_stuck_replica_is_reported(groups):
-    from kerasflow.strategies.worker_group import ReplicaTimeoutError
+    from kerasflow.strategies.errors import ReplicaTimeoutError
     g = groups(2, "STRICT_PACK")
     g.stall_timeout, g.poll_interval = 1.0, 0.3
     try:

@@ -145,7 +145,7 @@ def test_killed_replica_recovers_from_last_commit(float64, reference, caplog):
 
 def test_max_failures_ends_the_run(float64):
     strategy = kf.distribute.MirroredStrategy(num_replicas=2, max_failures=0)
-    from kerasflow.strategies.worker_group import ReplicaDiedError
+    from kerasflow.strategies.errors import ReplicaDiedError
 
     class Kill(kf.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
@@ -158,7 +158,7 @@ def test_max_failures_ends_the_run(float64):
 
 
 def test_bad_input_errors():
-    from kerasflow.strategies.worker_group import PlacementError
+    from kerasflow.strategies.errors import PlacementError
     with pytest.raises(PlacementError, match=r"Cannot place 64 replicas.*CPU=4"):
         kf.distribute.MirroredStrategy(num_replicas=64)
     with pytest.raises(ValueError, match=r"needs 2 GPUs on one node.*0 GPUs"):
@@ -180,7 +180,7 @@ def test_bad_input_errors():
 
 
 def test_tf_config_environment(monkeypatch):
-    from kerasflow.strategies.multi_worker import parse_tf_config
+    from kerasflow.strategies.cluster import parse_tf_config
     cfg = '{"cluster": {"chief": ["a:1"], "worker": ["b:1", "c:1"]}, ' \
           '"task": {"type": "worker", "index": 0}}'
     assert parse_tf_config(cfg) == 3
@@ -209,3 +209,14 @@ def test_mirrored_generator_input_equals_single_process(float64):
     ref, got = run(None), run(kf.distribute.MirroredStrategy(num_replicas=2))
     for a, b in zip(ref, got):
         np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+
+
+def test_custom_loop_entry_points_are_not_implemented():
+    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    with pytest.raises(NotImplementedError, match=r"run\(fn\).*planned.*Model.fit"):
+        strategy.run(lambda: 1.0)
+    with pytest.raises(NotImplementedError, match="distribute_dataset.*planned"):
+        strategy.experimental_distribute_dataset([1, 2])
+    ctx = strategy.distribute_datasets_from_function(lambda c: c)
+    assert (ctx.num_input_pipelines, ctx.num_replicas_in_sync) == (1, 2)
+    assert strategy.worker_group is None  # nothing started

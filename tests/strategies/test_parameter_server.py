@@ -106,9 +106,9 @@ def test_from_tf_config_environment(monkeypatch):
 def test_bounded_staleness_keeps_clocks_within_tau(float64):
     # One worker sleeps 20 ms per task: the fast one runs ahead, but never
     # more than tau=2 steps beyond the slowest part's clock (150 steps).
-    strategy = kf.distribute.ParameterServerStrategy(
-        num_ps=2, num_workers=2, staleness=2, worker_delay={1: 0.02},
-        steps_per_execution=50)
+    from kerasflow.strategies.stragglers import slow_workers
+    strategy = slow_workers(kf.distribute.ParameterServerStrategy(
+        num_ps=2, num_workers=2, staleness=2, steps_per_execution=50), {1: 0.02})
     x, y, _ = _data(600)
     with strategy.scope():
         model = _model()

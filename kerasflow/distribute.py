@@ -1,0 +1,55 @@
+"""``kf.distribute``: distribution strategies under tf.distribute's names.
+
+The one public home of the distribution API::
+
+    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    with strategy.scope():
+        model = make_model()
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+        model.fit(x, y, batch_size=256)
+
+``Strategy``, ``DefaultStrategy``, ``get_strategy``, ``ReduceOp``,
+``InputContext`` and ``BatchRef`` come from ``kerasflow.distribute_lib`` (the
+base below ``models/``); ``MirroredStrategy``, ``MultiWorkerMirroredStrategy``,
+``ParameterServerStrategy``, ``CommunicationOptions`` and the variable
+partitioners from ``kerasflow.strategies`` (the Ray implementation). Both of
+those are internal: import from here. The Ray strategies load on first use,
+so ``import kerasflow`` does not import ray.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from kerasflow.distribute_lib import (
+    BatchRef,
+    DefaultStrategy,
+    InputContext,
+    ReduceOp,
+    Strategy,
+    get_strategy,
+)
+
+__all__ = ["BatchRef", "CommunicationOptions", "DefaultStrategy",
+           "FixedShardsPartitioner", "InputContext", "MinSizePartitioner",
+           "MirroredStrategy", "MultiWorkerMirroredStrategy", "ParameterServerStrategy",
+           "ReduceOp", "Strategy", "get_strategy"]
+
+_LAZY = {
+    "MirroredStrategy": "kerasflow.strategies.mirrored",
+    "MultiWorkerMirroredStrategy": "kerasflow.strategies.multi_worker",
+    "CommunicationOptions": "kerasflow.strategies.sync_strategy",
+    "ParameterServerStrategy": "kerasflow.strategies.parameter_server",
+    "FixedShardsPartitioner": "kerasflow.strategies.partitioners",
+    "MinSizePartitioner": "kerasflow.strategies.partitioners",
+}
+
+
+def __getattr__(name):  # the Ray strategies load on first use
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'kerasflow.distribute' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)
