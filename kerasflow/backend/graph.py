@@ -227,19 +227,18 @@ class SymbolicTensor:
     # plainly True, so tensors remain keys of dicts, weak dicts and sets;
     # ``bool()`` of a symbolic result raises, so other identity-style uses
     # (``t in a_list`` of other tensors) fail loudly instead of silently.
-    def __eq__(self, other):
+    def _compare(self, other, op, same):
         if other is self:
-            return True
+            return same
         if other is None or not _comparable(other):
             return NotImplemented
-        return _ops().equal(self, other)
+        return getattr(_ops(), op)(self, other)
+
+    def __eq__(self, other):
+        return self._compare(other, "equal", True)
 
     def __ne__(self, other):
-        if other is self:
-            return False
-        if other is None or not _comparable(other):
-            return NotImplemented
-        return _ops().not_equal(self, other)
+        return self._compare(other, "not_equal", False)
 
     def __bool__(self):
         raise TypeError(

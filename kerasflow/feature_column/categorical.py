@@ -80,16 +80,19 @@ class VocabularyColumn(CategoricalColumn):
         return self._pack(ids, valid & (ids >= 0))
 
 
+def _positive_int(value, name: str) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1. Received: {name}={value!r}.")
+    return int(value)
+
+
 class HashedColumn(CategoricalColumn):
     """``fingerprint64(str(value)) % hash_bucket_size`` (see ``fingerprint64``)."""
 
     def __init__(self, key, hash_bucket_size, dtype="string"):
         _check_key(key, "categorical_column_with_hash_bucket")
-        if not isinstance(hash_bucket_size, (int, np.integer)) or hash_bucket_size < 1:
-            raise ValueError(f"hash_bucket_size must be an int >= 1. Received: "
-                             f"hash_bucket_size={hash_bucket_size!r}.")
         self.key, self.name = key, key
-        self.hash_bucket_size = int(hash_bucket_size)
+        self.hash_bucket_size = _positive_int(hash_bucket_size, "hash_bucket_size")
         self.dtype = dtype
 
     @property
@@ -107,9 +110,7 @@ class IdentityColumn(CategoricalColumn):
 
     def __init__(self, key, num_buckets, default_value=None):
         _check_key(key, "categorical_column_with_identity")
-        if not isinstance(num_buckets, (int, np.integer)) or num_buckets < 1:
-            raise ValueError(f"num_buckets must be an int >= 1. Received: "
-                             f"num_buckets={num_buckets!r}.")
+        _positive_int(num_buckets, "num_buckets")
         if default_value is not None and not 0 <= default_value < num_buckets:
             raise ValueError(f"default_value must be in [0, {num_buckets}). "
                              f"Received: {default_value}.")

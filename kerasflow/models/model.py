@@ -14,6 +14,7 @@ from kerasflow import layers as layers_mod
 from kerasflow import tree
 from kerasflow.layers import base as layer_base
 from kerasflow.layers.base import Layer, training_context
+from kerasflow.layers.core import InputLayer
 from kerasflow.models import saving
 from kerasflow.models.summary import summary_text
 from kerasflow.models.training import Trainer
@@ -64,7 +65,7 @@ class Model(Trainer, Layer):
         input_ids = {id(t) for t in self.inputs}
         for t in self.inputs:
             hist = layer_base.get_history(t)
-            if hist is None or type(hist[0]).__name__ != "InputLayer":
+            if hist is None or not isinstance(hist[0], InputLayer):
                 raise ValueError(
                     f"Model inputs must come from kf.Input(). Received: {t!r}."
                 )
@@ -84,7 +85,7 @@ class Model(Trainer, Layer):
             key = (id(layer), record.index)
             if key in seen:
                 return
-            if type(layer).__name__ == "InputLayer":
+            if isinstance(layer, InputLayer):
                 raise ValueError(
                     f"Graph disconnected: the outputs depend on input '{layer.name}', "
                     f"which is not among the model's inputs."
@@ -251,7 +252,7 @@ class Model(Trainer, Layer):
         }
 
     def _record_pos(self, layer, record):
-        if type(layer).__name__ == "InputLayer":
+        if isinstance(layer, InputLayer):
             return 0
         mine = [r for l, r in self._graph_nodes if l is layer]
         return next(i for i, r in enumerate(mine) if r is record)
@@ -265,7 +266,7 @@ class Model(Trainer, Layer):
             by_name[spec["name"]] = layers_mod.deserialize(spec, custom_objects)
         outputs_of: dict = {}  # layer name -> list of output structures per call
         for name, layer in by_name.items():
-            if type(layer).__name__ == "InputLayer":
+            if isinstance(layer, InputLayer):
                 outputs_of[name] = [layer.output]
 
         def resolve(r):

@@ -168,7 +168,7 @@ class Session(K.Session):
         if target:
             raise NotImplementedError(f"tf.Session(target={target!r}): remote "
                                       f"sessions are not provided; use "
-                                      f"kerasflow.strategies for distribution.")
+                                      f"kf.distribute for distribution.")
         super().__init__()
         self._graph = graph if graph is not None else G.get_default_graph()
         self._config = config or ConfigProto()
