@@ -8,10 +8,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from kerasflow.estimators import _graph, checkpoints
+from kerasflow.estimators import _graph
 from kerasflow.estimators import _running as R
 from kerasflow.estimators.model_fn import ModeKeys
 from kerasflow.estimators.summary import EventWriter
+from kerasflow.utils import checkpoint as ckpt
 
 __all__ = ["SessionRunValues", "evaluate_loop", "predict_loop", "train_loop"]
 
@@ -44,11 +45,6 @@ def _progress(total, initial, desc):
 
     return tqdm(total=total, initial=initial, desc=desc, unit="step",
                 dynamic_ncols=True, leave=False, disable=None)
-
-
-def _save(est, built, step):
-    return checkpoints.save_checkpoint(est.model_dir, built.variables, step,
-                                       est.config.keep_checkpoint_max)
 
 
 def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
@@ -106,7 +102,7 @@ def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
                 t_log, s_log = now, step
             if (ckpt_steps and step - last_save_step >= ckpt_steps) or (
                     ckpt_secs and time.monotonic() - last_save_time >= ckpt_secs):
-                _save(est, built, step)
+                R.save_checkpoint(est, built, step)
                 _call_hooks(saving_listeners or [], "after_save", None, step)
                 last_save_step, last_save_time = step, time.monotonic()
             if hooks:
@@ -119,9 +115,9 @@ def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
             except StopIteration:
                 break
             R.check_signature(built, batch[0], batch[1], est, ModeKeys.TRAIN)
-        if step != last_save_step or checkpoints.latest_checkpoint(
+        if step != last_save_step or ckpt.latest_checkpoint(
                 est.model_dir) is None:
-            _save(est, built, step)
+            R.save_checkpoint(est, built, step)
             _call_hooks(saving_listeners or [], "after_save", None, step)
         if loss is not None:
             writer.scalar("loss", loss, step)
