@@ -11,7 +11,7 @@ import numpy as np
 from kerasflow.estimators import _graph
 from kerasflow.estimators import _running as R
 from kerasflow.estimators.model_fn import ModeKeys
-from kerasflow.estimators.summary import EventWriter
+from kerasflow.summary import open_writer
 from kerasflow.utils import checkpoint as ckpt
 
 __all__ = ["SessionRunValues", "evaluate_loop", "predict_loop", "train_loop"]
@@ -63,8 +63,8 @@ def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
         step + steps if steps is not None else None)
     if target is not None and step >= target:
         return est
-    writer = EventWriter(est.model_dir)
-    writer.graph(_graph.graph_nodes(built.spec.loss, built.spec.train_op))
+    writer = open_writer(est.model_dir, flush_secs=30)
+    writer.add_graph(_graph.graph_nodes(built.spec.loss, built.spec.train_op))
     _call_hooks(hooks, "begin")
     bar = _progress(target, step, "train")
     ctx = _RunContext()
@@ -92,11 +92,11 @@ def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
                 gs_var.assign(new)
             step = new
             if summary_every and step % summary_every == 0:
-                writer.scalar("loss", loss, step)
+                writer.add_scalar("loss", loss, step)
             if step % log_every == 0:
                 now = time.monotonic()
                 rate = (step - s_log) / max(now - t_log, 1e-9)
-                writer.scalar("global_step/sec", rate, step)
+                writer.add_scalar("global_step/sec", rate, step)
                 bar.update(step - bar.n)
                 bar.set_postfix(loss=f"{loss:.4g}", steps_per_sec=f"{rate:.1f}")
                 t_log, s_log = now, step
@@ -120,7 +120,7 @@ def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
             R.save_checkpoint(est, built, step)
             _call_hooks(saving_listeners or [], "after_save", None, step)
         if loss is not None:
-            writer.scalar("loss", loss, step)
+            writer.add_scalar("loss", loss, step)
     finally:
         bar.close()
         writer.close()
@@ -161,11 +161,11 @@ def evaluate_loop(est, input_fn, steps, hooks, checkpoint_path, name):
         results[key] = float(v) if v.ndim == 0 else v
     results["global_step"] = int(step)
     logdir = os.path.join(est.model_dir, "eval" if not name else f"eval_{name}")
-    writer = EventWriter(logdir)
+    writer = open_writer(logdir, flush_secs=30)
     try:
         for key, v in results.items():
             if key != "global_step" and np.ndim(v) == 0:
-                writer.scalar(key, v, step)
+                writer.add_scalar(key, v, step)
     finally:
         writer.close()
     _call_hooks(hooks, "end", None)

@@ -186,7 +186,7 @@ class Model(Trainer, Layer):
     # -- inspection and saving ------------------------------------------------------------------
     def summary(self, print_fn=None, line_length=80):
         """Prints a table of layers, output shapes and parameter counts."""
-        from kerasflow.models.summary import summary_text  # noqa: PLC0415
+        from kerasflow.models.layer_table import summary_text  # noqa: PLC0415
 
         text = summary_text(self, line_length)
         (print_fn or print)(text)

@@ -80,7 +80,7 @@ def graph_def_from_tensors(roots, devices: dict | None = None):
         ImportError: tensorboardX is not installed.
         TypeError: a root that is neither a tensor nor a node.
     """
-    from kerasflow.utils.tbx import import_tensorboardx  # noqa: PLC0415
+    from kerasflow.summary import import_tensorboardx  # noqa: PLC0415
 
     attr_value_pb2, graph_pb2, node_def_pb2, tensor_shape_pb2, versions_pb2 = (
         import_tensorboardx(f"proto.{m}") for m in (

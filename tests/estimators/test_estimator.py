@@ -10,7 +10,7 @@ import pytest
 import kerasflow as kf
 from kerasflow.estimators import Estimator, RunConfig
 from kerasflow.utils import checkpoint as ckpt
-from kerasflow.estimators.summary import read_events, read_scalars
+from kerasflow.summary import read_events, read_scalars
 from tests.estimators._models import data, eval_input, model_fn, train_input
 
 

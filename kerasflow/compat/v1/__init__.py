@@ -28,7 +28,8 @@ import builtins as _builtins
 import logging as _logging
 
 from kerasflow import backend as _K
-from kerasflow.compat.v1 import dtypes, flags, layers, losses, nn, summary, train
+from kerasflow.compat.v1 import dtypes, flags, layers, losses, nn, train
+from kerasflow.compat.v1 import summary_ops as summary
 from kerasflow.compat.v1 import tensor_shape as _tensor_shape
 from kerasflow.compat.v1._missing import Namespace as _Namespace
 from kerasflow.compat.v1._missing import missing_attribute as _missing_attribute
@@ -168,7 +169,7 @@ _missing = _missing_attribute("tf", globals())
 
 def __getattr__(name):
     if name == "Summary":  # the protobuf class, for hand-made summaries
-        from kerasflow.utils.tbx import import_tensorboardx  # noqa: PLC0415
+        from kerasflow.summary import import_tensorboardx  # noqa: PLC0415
 
         return import_tensorboardx("proto.summary_pb2").Summary
     return _missing(name)

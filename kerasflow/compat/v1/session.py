@@ -195,7 +195,7 @@ class Session(K.Session):
             InvalidArgumentError: an op placed on a GPU that is not there,
                 without ``allow_soft_placement``.
         """
-        from kerasflow.compat.v1.summary import expand_fetches  # noqa: PLC0415
+        from kerasflow.compat.v1.summary_ops import expand_fetches  # noqa: PLC0415
 
         plain, rebuild = expand_fetches(fetches)
         flat = [t for t in _flatten(plain, []) if isinstance(t, K.SymbolicTensor)]
