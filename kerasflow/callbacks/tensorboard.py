@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from kerasflow.callbacks._logs import as_scalar
-from kerasflow.callbacks.callback import Callback
+from kerasflow.callbacks.callback import Callback, check_freq
 from kerasflow.summary import FileWriter
 
 __all__ = ["TensorBoard"]
@@ -51,20 +51,10 @@ class TensorBoard(Callback):
         self, log_dir: str | os.PathLike = "logs", update_freq: str | int = "epoch"
     ) -> None:
         super().__init__()
-        if update_freq == "batch":
-            update_freq = 1
-        valid_int = (
-            isinstance(update_freq, int)
-            and not isinstance(update_freq, bool)
-            and update_freq > 0
-        )
-        if update_freq != "epoch" and not valid_int:
-            raise ValueError(
-                "TensorBoard expects update_freq to be 'epoch', 'batch' or a "
-                f"positive integer. Received: update_freq={update_freq!r}"
-            )
+        update_freq = check_freq("TensorBoard", "update_freq", update_freq,
+                                 also=("batch",))
         self.log_dir = os.fspath(log_dir)
-        self.update_freq = update_freq
+        self.update_freq = 1 if update_freq == "batch" else update_freq
         self._train_dir = os.path.join(self.log_dir, "train")
         self._val_dir = os.path.join(self.log_dir, "validation")
         self._writers: dict[str, Any] = {}
