@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from kerasflow.callbacks.monitor_callback import MonitorCallback
 from kerasflow.utils.arg_checks import check_count, check_real
 

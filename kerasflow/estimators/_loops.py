@@ -47,6 +47,14 @@ def _progress(total, initial, desc):
                 dynamic_ncols=True, leave=False, disable=None)
 
 
+def _next_batch(it, built, est, mode):
+    """The next batch, checked against built's input signature; None at the end."""
+    batch = next(it, None)
+    if batch is not None:
+        R.check_signature(built, batch[0], batch[1], est, mode)
+    return batch
+
+
 def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
     hooks = list(hooks or [])
     cfg = est.config
@@ -110,11 +118,9 @@ def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
                     {"loss": loss, "global_step": step}))
                 if ctx.stop_requested:
                     break
-            try:
-                batch = next(it)
-            except StopIteration:
+            batch = _next_batch(it, built, est, ModeKeys.TRAIN)
+            if batch is None:
                 break
-            R.check_signature(built, batch[0], batch[1], est, ModeKeys.TRAIN)
         if step != last_save_step or ckpt.latest_checkpoint(
                 est.model_dir) is None:
             R.save_checkpoint(est, built, step)
@@ -150,11 +156,9 @@ def evaluate_loop(est, input_fn, steps, hooks, checkpoint_path, name):
                         SessionRunValues({"loss": losses[-1]}))
         if ctx.stop_requested or (steps is not None and n >= steps):
             break
-        try:
-            batch = next(it)
-        except StopIteration:
+        batch = _next_batch(it, built, est, ModeKeys.EVAL)
+        if batch is None:
             break
-        R.check_signature(built, batch[0], batch[1], est, ModeKeys.EVAL)
     results = {"loss": float(np.mean(losses))}
     for key, value in built.metric_values.items():
         v = np.asarray(value())
