@@ -63,10 +63,17 @@ def test_max_to_keep_deletes_the_oldest_and_survives_a_restart(tmp_path):
 def test_saving_an_older_step_drops_the_newer_ones_of_an_abandoned_run(tmp_path):
     for step in (10, 20, 30):
         save_checkpoint(tmp_path / f"model.ckpt-{step}", {"w": np.ones(1)})
-    save_checkpoint(tmp_path / "model.ckpt-25", {"w": np.ones(1)})
+    # Without max_to_keep the index manages no files: nothing is deleted.
+    save_checkpoint(tmp_path / "model.ckpt-5", {"w": np.ones(1)})
+    assert len(os.listdir(tmp_path)) == 5
+    save_checkpoint(tmp_path / "model.ckpt-25", {"w": np.ones(1)}, max_to_keep=5)
     assert sorted(os.listdir(tmp_path)) == [
-        "checkpoint", "model.ckpt-10", "model.ckpt-20", "model.ckpt-25"]
+        "checkpoint", "model.ckpt-10", "model.ckpt-20", "model.ckpt-25",
+        "model.ckpt-5"]
     assert latest_checkpoint(tmp_path) == str(tmp_path / "model.ckpt-25")
+    assert [os.path.basename(p) for p in get_checkpoint_state(
+        tmp_path).all_model_checkpoint_paths] == [
+        "model.ckpt-10", "model.ckpt-20", "model.ckpt-5", "model.ckpt-25"]
 
 
 def test_bad_input_and_missing_files_raise_clearly(tmp_path):

@@ -99,3 +99,17 @@ def test_saver_estimator_and_model_checkpoint_read_each_other(tmp_path):
     assert path == latest_checkpoint(tmp_path / "w")
     np.testing.assert_array_equal(fresh.get_weights()[0], v["dense/kernel"].numpy())
     np.testing.assert_array_equal(fresh.get_weights()[1], v["dense/bias"].numpy())
+
+
+def test_a_restarted_saver_recovers_its_list_from_the_index(tmp_path):
+    v = _saver_vars()
+    prefix = str(tmp_path / "model.ckpt")
+    with tf.Session() as sess:
+        for step in (1, 2, 3):
+            tf.train.Saver(v, max_to_keep=5).save(sess, prefix, global_step=step)
+        # A new process's Saver knows nothing but the folder's index.
+        restarted = tf.train.Saver(v, max_to_keep=2)
+        restarted.save(sess, prefix, global_step=4)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "checkpoint", "model.ckpt-3", "model.ckpt-4"]
+    assert restarted.last_checkpoints == [prefix + "-3", prefix + "-4"]

@@ -38,10 +38,11 @@ makes room *before* writing: the index drops the oldest entries, their files
 are deleted, then the new file is written and the index updated. A process
 killed at any point therefore leaves at most ``k`` numbered checkpoints on
 disk (``k + 1`` for ``k == 1``: the only checkpoint is kept until the new one
-is durable). For a numbered path ``<base>-<N>``, files ``<base>-<M>`` in the
-folder that the index does not list (left by a kill between payload and
-index) and listed ones with ``M > N`` (from a run abandoned when training
-resumed from an older checkpoint) are deleted too.
+is durable). With ``max_to_keep`` set, the numbered files are the index's
+to manage: for a path ``<base>-<N>``, files ``<base>-<M>`` in the folder that
+the index does not list (left by a kill between payload and index) and listed
+ones with ``M > N`` (from a run abandoned when training resumed from an older
+checkpoint) are deleted too. Without it, no file is ever deleted.
 
 Example:
     >>> save_checkpoint("/tmp/run/model.ckpt-1", {"w": np.ones(3)})
@@ -338,9 +339,10 @@ def save_checkpoint(path, arrays: dict, metadata: dict | None = None,
         path: str or path, e.g. ``"run/model.ckpt-100"``; its folder is created.
         arrays: ``{name: array-like}`` (see ``encode_arrays``).
         metadata: JSON-serialisable dict stored in the file.
-        max_to_keep: None or 0 keeps every checkpoint; k >= 1 keeps the newest
-            k the index lists and deletes the others' files (TF1
-            ``Saver(max_to_keep=...)``; see the module docstring for the order).
+        max_to_keep: None or 0 keeps every file; k >= 1 keeps the newest k
+            the index lists and deletes the others' files, and the unlisted
+            or newer numbered siblings of ``path`` (TF1
+            ``Saver(max_to_keep=...)``; see the module docstring).
         update_state: record ``path`` as the newest in the folder's index.
 
     Returns:
@@ -363,7 +365,8 @@ def save_checkpoint(path, arrays: dict, metadata: dict | None = None,
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, exist_ok=True)
     state = get_checkpoint_state(folder)
-    leftovers = _leftovers(path, state.all_model_checkpoint_paths if state else [])
+    leftovers = (_leftovers(path, state.all_model_checkpoint_paths if state else [])
+                 if max_to_keep else [])
     kept = [p for p in (state.all_model_checkpoint_paths if state else [])
             if os.path.isfile(p) and not any(_same(p, o) for o in [path, *leftovers])]
     if max_to_keep:
