@@ -2,11 +2,13 @@
 
 Saves and loads ~100 MB of float32 arrays in 20 tensors with each format,
 through the same atomic write (``utils.file_io.atomic_write``: temp file,
-fsync, rename), and prints MB/s and the safetensors/npz ratio. The load is
+fsync, rename), and prints MB/s and the safetensors/npz ratios. The load is
 timed from a warm page cache (the file was just written), so it measures
-decoding and copying, not the disk.
+decoding and copying, not the disk. safetensors checks sizes and offsets but
+carries no checksum; the "+crc32" row adds the CRC-32 over the file that a
+kerasflow reader would need to detect a flipped bit as zip's CRC-32 does.
 
-Run:
+Run (needs ``pip install safetensors``; kerasflow itself does not):
     PYTHONPATH=. python benchmarks/bench_checkpoint_format.py [--repeat 5]
 """
 
@@ -16,6 +18,7 @@ import argparse
 import os
 import tempfile
 import time
+import zlib
 
 import numpy as np
 
@@ -43,7 +46,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    from safetensors.numpy import load_file, save  # noqa: PLC0415
+    try:
+        from safetensors.numpy import load, load_file, save  # noqa: PLC0415
+    except ImportError:
+        raise SystemExit("This benchmark needs safetensors: pip install "
+                         "'safetensors==0.8.*'.") from None
+
+    def load_checked(path):
+        with open(path, "rb") as f:
+            data = f.read()
+        zlib.crc32(data)
+        return load(data)
 
     arrays = _arrays()
     mb = sum(a.nbytes for a in arrays.values()) / 2**20
@@ -58,12 +71,16 @@ def main():
                                   args.repeat),
                             _best(lambda: load_file(st), args.repeat)),
         }
+        rows["safetensors+crc32"] = (rows["safetensors"][0],
+                                     _best(lambda: load_checked(st), args.repeat))
     print(f"{mb:.0f} MB in {len(arrays)} float32 tensors, best of {args.repeat}; "
           f"load average {os.getloadavg()[0]:.2f}")
     for name, (save_s, load_s) in rows.items():
-        print(f"{name:12s} save {mb / save_s:8.0f} MB/s   load {mb / load_s:8.0f} MB/s")
-    (ns, nl), (ss, sl) = rows["npz"], rows["safetensors"]
-    print(f"safetensors/npz speed ratio: save {ns / ss:.2f}x   load {nl / sl:.2f}x")
+        print(f"{name:17s} save {mb / save_s:8.0f} MB/s   load {mb / load_s:8.0f} MB/s")
+    ns, nl = rows["npz"]
+    for name in ("safetensors", "safetensors+crc32"):
+        ss, sl = rows[name]
+        print(f"{name}/npz speed ratio: save {ns / ss:.2f}x   load {nl / sl:.2f}x")
 
 
 if __name__ == "__main__":
