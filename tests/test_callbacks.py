@@ -368,7 +368,8 @@ def test_model_checkpoint_save_freq_in_batches(tmp_path):
 
 def test_model_checkpoint_missing_monitor_warns_and_skips(tmp_path):
     ckpt = ModelCheckpoint(str(tmp_path / "m.kf"), save_best_only=True)
-    with pytest.warns(UserWarning, match="ModelCheckpoint is conditioned on metric `val_loss`"):
+    with pytest.warns(UserWarning,
+                      match="ModelCheckpoint is conditioned on metric `val_loss`"):
         model, _ = fake_fit([ckpt], [{"loss": 1.0}])
     assert model.saved == []
 

@@ -19,7 +19,7 @@ import numpy as np
 
 import kerasflow as kf
 import kerasflow.compat.v1 as tf
-from kerasflow.estimators import Estimator, EstimatorSpec, ModeKeys, RunConfig
+from kerasflow.estimators import Estimator, EstimatorSpec, RunConfig
 from kerasflow.utils.checkpoint import latest_checkpoint, load_checkpoint
 
 X = np.random.default_rng(0).normal(size=(64, 3)).astype("float32")

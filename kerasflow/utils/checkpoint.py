@@ -241,7 +241,8 @@ def load_checkpoint(path, with_metadata: bool = False):
 
 
 # -- the index ---------------------------------------------------------------------
-def get_checkpoint_state(checkpoint_dir, latest_filename=None) -> CheckpointState | None:
+def get_checkpoint_state(checkpoint_dir,
+                         latest_filename=None) -> CheckpointState | None:
     """Parses ``checkpoint_dir/checkpoint`` (TF's function), or None if absent.
 
     Relative entries are resolved against ``checkpoint_dir``; the newest path

@@ -265,7 +265,8 @@ def _write_gz(path: Path, raw: bytes) -> Path:
 def test_read_idx_roundtrip(tmp_path):
     pixels = np.arange(2 * 3 * 4, dtype=np.uint8)
     p = _write_gz(tmp_path / "i.gz", _idx(2051, (2, 3, 4), pixels.tobytes()))
-    np.testing.assert_array_equal(_loader.read_idx(p, "images"), pixels.reshape(2, 3, 4))
+    np.testing.assert_array_equal(_loader.read_idx(p, "images"),
+                                  pixels.reshape(2, 3, 4))
     q = _write_gz(tmp_path / "l.gz", _idx(2049, (3,), bytes([7, 0, 9])))
     np.testing.assert_array_equal(_loader.read_idx(q, "labels"), [7, 0, 9])
 

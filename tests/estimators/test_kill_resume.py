@@ -35,7 +35,8 @@ est.train(train_input(x, y, batch_size=16), steps=100000)
 
 
 def _numbered(model_dir):
-    return sorted(f for f in os.listdir(model_dir) if re.fullmatch(r"model\.ckpt-\d+", f))
+    return sorted(f for f in os.listdir(model_dir)
+                  if re.fullmatch(r"model\.ckpt-\d+", f))
 
 
 def _start(model_dir):

@@ -1,5 +1,6 @@
 """Weights load by name (else by layer structure), all-or-nothing, with the
-unmatched names of both sides in the error; files without layer paths load by position."""
+unmatched names of both sides in the error; files without layer paths load by
+position."""
 
 from __future__ import annotations
 
