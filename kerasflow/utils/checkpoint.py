@@ -365,11 +365,11 @@ def save_checkpoint(path, arrays: dict, metadata: dict | None = None,
         return path
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, exist_ok=True)
-    state = get_checkpoint_state(folder)
-    leftovers = (_leftovers(path, state.all_model_checkpoint_paths if state else [])
-                 if max_to_keep else [])
-    kept = [p for p in (state.all_model_checkpoint_paths if state else [])
-            if os.path.isfile(p) and not any(_same(p, o) for o in [path, *leftovers])]
+    state = get_checkpoint_state(folder)  # TF's recover_last_checkpoints
+    listed = state.all_model_checkpoint_paths if state else []
+    leftovers = _leftovers(path, listed) if max_to_keep else []
+    kept = [p for p in listed if os.path.isfile(p)
+            and not any(_same(p, o) for o in [path, *leftovers])]
     if max_to_keep:
         # Make room before writing, keeping the newest until the new one is safe.
         keep = kept[-(max_to_keep - 1):] if max_to_keep > 1 else kept[-1:]
