@@ -20,6 +20,13 @@ CRC-32 (a flipped bit or a truncated file fails), caps each member's size
 (``file_io.read_zip_member``, ``file_io.weights_cap()``: no zip bombs) and
 checks every array against its ``__meta__`` entry.
 
+Names are how the writers' checkpoints line up: the Estimator saves each
+variable under its name (``"dense/kernel"``, ``"global_step"``, optimizer
+slots), ``Saver`` under its var_list's names (``{name: Variable}`` picks
+them), ``model.save_weights`` under ``"<layer>/<weight>"`` names, so a Keras
+layer named ``"dense"`` and the same layer in a ``model_fn`` share keys. Each
+reader loads the names it needs and ignores or reports the rest.
+
 The folder's ``checkpoint`` file is TF's ``CheckpointState`` in the text form
 TF writes (``tensorflow/python/checkpoint/checkpoint_management.py``)::
 
