@@ -191,11 +191,14 @@ def test_ftrl_and_proximal_optimizers_compile_by_name(xy):
     for name in ("ftrl", "proximalgradientdescent", "proximaladagrad"):
         opt = kf.optimizers.get({"class_name": name, "config": {
             "learning_rate": 0.5}})
-        model = kf.Sequential([kf.layers.Dense(3, input_shape=(4,),
-                                               activation="softmax")])
+        # Seeded: a linear model reaches ~0.81 here, too close to 0.8 to leave
+        # to the initial weights (an unseeded run scored exactly 0.8 once).
+        model = kf.Sequential([kf.layers.Dense(
+            3, input_shape=(4,), activation="softmax",
+            kernel_initializer=kf.initializers.GlorotUniform(seed=0))])
         model.compile(optimizer=opt, loss="sparse_categorical_crossentropy",
                       metrics=["accuracy"])
-        model.fit(x, y, epochs=15, batch_size=32, verbose=0)
+        model.fit(x, y, epochs=15, batch_size=32, verbose=0, shuffle=False)
         assert model.evaluate(x, y, verbose=0)[1] > 0.8, name
     assert isinstance(kf.optimizers.get("ftrl"), kf.optimizers.Ftrl)
 
