@@ -126,3 +126,11 @@ def test_an_array_that_differs_from_its_metadata_is_refused():
     with pytest.raises(CheckpointError, match=r"recorded as shape \(4,\).*"
                                               r"Received: shape \(2, 2\)"):
         decode_arrays(out.getvalue(), "x")
+
+
+def test_a_member_past_the_weights_cap_is_refused(tmp_path, monkeypatch):
+    path = save_checkpoint(tmp_path / "big", {"w": np.zeros(100)})
+    monkeypatch.setenv("KERASFLOW_MAX_WEIGHTS_BYTES", "100")
+    with pytest.raises(CheckpointError, match=r"'a0\.npy' expects at most 100 "
+                                              r"bytes.*Received: 928 bytes"):
+        load_checkpoint(path)

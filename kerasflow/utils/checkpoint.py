@@ -16,8 +16,9 @@ file is a numpy ``.npz`` archive (a zip of ``.npy`` members) holding:
   writer (``model.save_weights`` puts its layer paths there).
 
 Reading never runs pickle (``allow_pickle=False``), checks zip's per-member
-CRC-32 (a flipped bit or a truncated file fails), caps each member's size
-(``file_io.read_zip_member``, ``file_io.weights_cap()``: no zip bombs) and
+CRC-32 (a flipped bit or a truncated file fails), caps each member's declared
+size (``file_io.weights_cap()``; zipfile never inflates past it: no zip
+bombs) and
 checks every array against its ``__meta__`` entry.
 
 Names are how the writers' checkpoints line up: the Estimator saves each
@@ -160,10 +161,19 @@ def decode_arrays(data: bytes, source) -> tuple[dict, dict]:
     members = {}
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
-            for name in z.namelist():
-                raw = file_io.read_zip_member(z, name, file_io.weights_cap(), source)
-                members[name.removesuffix(".npy")] = np.lib.format.read_array(
-                    io.BytesIO(raw), allow_pickle=False)
+            for info in z.infolist():
+                if info.file_size > file_io.weights_cap():
+                    raise ValueError(file_io.too_big(source, info.filename,
+                                                     info.file_size,
+                                                     file_io.weights_cap()))
+                # zipfile stops at the declared size and checks the CRC-32
+                # when the member's end is read.
+                with z.open(info) as f:
+                    members[info.filename.removesuffix(".npy")] = (
+                        np.lib.format.read_array(f, allow_pickle=False))
+                    if f.read(1):
+                        raise ValueError(f"member '{info.filename}' has trailing "
+                                         f"bytes")
     except ValueError as e:
         if "allow_pickle" in str(e) or "Object arrays" in str(e):
             raise CheckpointError(
