@@ -107,9 +107,10 @@ class Saver:
         arrays = {name: var.numpy() for name, var in self._vars.items()}
         path = ckpt.save_checkpoint(save_path, arrays, max_to_keep=self.max_to_keep,
                                     update_state=write_state)
-        state = ckpt.get_checkpoint_state(os.path.dirname(path) or ".")
-        if write_state and state is not None:
-            self.last_checkpoints = state.all_model_checkpoint_paths
+        state = write_state and ckpt.get_checkpoint_state(os.path.dirname(path)
+                                                          or ".")
+        self.last_checkpoints = (state.all_model_checkpoint_paths if state
+                                 else [*self.last_checkpoints, path])
         return path
 
     def restore(self, sess, save_path) -> None:
