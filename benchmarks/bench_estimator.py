@@ -69,7 +69,7 @@ def bench_estimator(x, y):
 
 def bench_checkpoint(params=10_000_000, repeats=3):
     from kerasflow import backend as K
-    from kerasflow.estimators import checkpoints
+    from kerasflow.utils import checkpoint
 
     rng = np.random.RandomState(0)
     shapes = [(2000, 2000), (2000, 2000), (2000,), (1000, 1000)]
@@ -92,7 +92,9 @@ def bench_checkpoint(params=10_000_000, repeats=3):
         synced.append(time.perf_counter() - start)
         os.remove(os.path.join(d, f"sync{r}.npz"))
         start = time.perf_counter()
-        checkpoints.save_checkpoint(d, variables, r + 1, keep_max=2)
+        checkpoint.save_checkpoint(
+            os.path.join(d, f"model.ckpt-{r + 1}"),
+            {v.name: v.numpy() for v in variables}, max_to_keep=2)
         ours.append(time.perf_counter() - start)
         os.remove(os.path.join(d, f"raw{r}.npz"))
     return min(raw), min(synced), min(ours)

@@ -5,7 +5,18 @@ writer: it creates ``events.out.tfevents.<time>.<host>`` in ``logdir`` and
 writes the graph (a ``GraphDef``, which TensorBoard's Graphs tab draws) and
 ``Summary`` protobufs (scalars, histograms) at global steps.
 ``read_events`` parses such files back (TFRecord framing, CRC-checked), for
-tests and tools. tensorboardX is imported on first use only.
+tests and tools.
+
+This is the one module that imports tensorboardX (``import_tensorboardx``):
+the Keras ``TensorBoard`` callback, the Estimator, ``compat.v1.summary`` and
+``utils.graph_def`` (for the ``GraphDef`` protobufs) go through it. It is
+imported on first use only, and without torch: tensorboardX's package
+``__init__`` imports its ``writer``, which tries ``import torch`` only to
+accept torch tensors; with torch installed that costs seconds (and a GB of
+address space) for writing numpy scalars. While torch is not loaded yet,
+tensorboardX is imported with ``torch`` marked absent (its ``ImportError``
+branch is the supported no-torch path), then the mark is lifted, so a later
+``import torch`` by the user works as usual.
 
 Example:
     >>> writer = FileWriter("logs/run1", graph=[train_op])
@@ -19,16 +30,42 @@ Example:
 from __future__ import annotations
 
 import glob
+import importlib
+import itertools
 import os
 import struct
+import sys
+import warnings
 
-__all__ = ["FileWriter", "read_events", "read_scalars", "scalar_summary",
-           "histogram_summary", "merge_summaries"]
+__all__ = ["FileWriter", "histogram_summary", "import_tensorboardx",
+           "merge_summaries", "open_writer", "read_events", "read_scalars",
+           "scalar_summary"]
+
+_writer_ids = itertools.count()
+_warned_missing = []
+
+
+def import_tensorboardx(submodule: str = ""):
+    """``tensorboardX`` (or ``tensorboardX.<submodule>``), without torch.
+
+    Raises:
+        ImportError: tensorboardX is not installed, saying how to install it.
+    """
+    name = "tensorboardX" + (f".{submodule}" if submodule else "")
+    block = "torch" not in sys.modules and "tensorboardX" not in sys.modules
+    if block:
+        sys.modules["torch"] = None  # makes `import torch` raise ImportError
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        raise ImportError("TensorBoard event files need tensorboardX: pip install "
+                          "'kerasflow[tensorboard]'.") from e
+    finally:
+        if block and sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
 
 
 def _tbx():
-    from kerasflow.utils.tbx import import_tensorboardx  # noqa: PLC0415
-
     tbx = import_tensorboardx()
     return (tbx, import_tensorboardx("proto.event_pb2"),
             import_tensorboardx("proto.summary_pb2"))
@@ -80,7 +117,10 @@ class FileWriter:
             list of tensors, whose graph (everything they depend on) is written.
         max_queue: events buffered before a write.
         flush_secs: seconds between automatic flushes.
-        filename_suffix: appended to the event file name.
+        filename_suffix: appended to the event file name, after
+            ``.<pid>.<n>``, unique per writer of the process: two writers
+            opened in the same second never share a file (tensorboardX names
+            files by time and host only).
 
     Raises:
         ImportError: tensorboardX is not installed.
@@ -96,9 +136,9 @@ class FileWriter:
         tbx, self._event_pb2, self._summary_pb2 = _tbx()
         self.logdir = os.fspath(logdir)
         os.makedirs(self.logdir, exist_ok=True)
+        unique = f".{os.getpid()}.{next(_writer_ids)}{filename_suffix}"
         self._writer = tbx.FileWriter(self.logdir, max_queue=max_queue,
-                                      flush_secs=flush_secs,
-                                      filename_suffix=filename_suffix)
+                                      flush_secs=flush_secs, filename_suffix=unique)
         if graph is not None:
             self.add_graph(graph)
 
@@ -125,7 +165,8 @@ class FileWriter:
         elif not isinstance(summary, self._summary_pb2.Summary):
             raise TypeError(f"add_summary expects a Summary protobuf or its "
                             f"serialized bytes. Received: {type(summary).__name__}.")
-        self._writer.add_summary(summary, global_step)
+        self._writer.add_summary(
+            summary, None if global_step is None else int(global_step))
 
     def add_scalar(self, tag: str, value, global_step: int | None = None) -> None:
         """Writes one scalar summary ``tag`` = ``float(value)`` at ``global_step``."""
@@ -156,9 +197,30 @@ class FileWriter:
         return False
 
 
-def _masked_crc(data: bytes) -> int:
-    from kerasflow.utils.tbx import import_tensorboardx  # noqa: PLC0415
+class _Discard:
+    """A writer that drops everything (``open_writer`` without tensorboardX)."""
 
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+def open_writer(logdir, **kwargs):
+    """``FileWriter(logdir, **kwargs)``, or without tensorboardX a writer that
+    drops everything, after one warning: for event files that are a side
+    product of training (the Estimator's, as TF's trains without TensorBoard).
+    """
+    try:
+        return FileWriter(logdir, **kwargs)
+    except ImportError:
+        if not _warned_missing:
+            warnings.warn("tensorboardX is not installed: no TensorBoard event "
+                          "files are written (pip install tensorboardX).",
+                          stacklevel=2)
+            _warned_missing.append(True)
+        return _Discard()
+
+
+def _masked_crc(data: bytes) -> int:
     crc = import_tensorboardx("crc32c").crc32c(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 

@@ -6,7 +6,6 @@ import csv
 import math
 import os
 import re
-import struct
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import time
 import numpy as np
 import pytest
 
+from kerasflow import summary
 from kerasflow.callbacks import (
     Callback,
     CallbackList,
@@ -368,7 +368,8 @@ def test_model_checkpoint_save_freq_in_batches(tmp_path):
 
 def test_model_checkpoint_missing_monitor_warns_and_skips(tmp_path):
     ckpt = ModelCheckpoint(str(tmp_path / "m.kf"), save_best_only=True)
-    with pytest.warns(UserWarning, match="only with val_loss available"):
+    with pytest.warns(UserWarning,
+                      match="ModelCheckpoint is conditioned on metric `val_loss`"):
         model, _ = fake_fit([ckpt], [{"loss": 1.0}])
     assert model.saved == []
 
@@ -438,31 +439,9 @@ def test_lambda_callback_calls_given_functions_only():
 
 
 def read_scalars(folder):
-    """{tag: [(step, value)]} from the TFRecord-framed event files in folder."""
-    from tensorboardX.crc32c import crc32c
-    from tensorboardX.proto import event_pb2
-
-    def masked(data):
-        crc = crc32c(data)
-        return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-    scalars = {}
-    files = [f for f in os.listdir(folder) if "tfevents" in f]
-    assert len(files) == 1
-    data = (folder / files[0]).read_bytes()
-    pos = 0
-    while pos < len(data):
-        header = data[pos:pos + 8]
-        (length,) = struct.unpack("<Q", header)
-        assert struct.unpack("<I", data[pos + 8:pos + 12])[0] == masked(header)
-        record = data[pos + 12:pos + 12 + length]
-        crc = data[pos + 12 + length:pos + 16 + length]
-        assert struct.unpack("<I", crc)[0] == masked(record)
-        pos += 16 + length
-        event = event_pb2.Event.FromString(record)
-        for value in event.summary.value:
-            scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
-    return scalars
+    """{tag: [(step, value)]} of the one event file in folder (CRC-checked)."""
+    assert len([f for f in os.listdir(folder) if "tfevents" in f]) == 1
+    return summary.read_scalars(folder)
 
 
 def test_tensorboard_writes_train_and_validation_scalars(tmp_path):

@@ -23,7 +23,7 @@ def test_graph_and_scalars_round_trip(tmp_path):
     events = read_events(tmp_path)
     assert events[0].file_version.startswith("brain.Event")
     (graph,) = [e.graph_def for e in events if e.HasField("graph_def")]
-    from kerasflow.utils.tbx import import_tensorboardx
+    from kerasflow.summary import import_tensorboardx
 
     gd = import_tensorboardx("proto.graph_pb2").GraphDef.FromString(graph)
     nodes = {n.name: n for n in gd.node}

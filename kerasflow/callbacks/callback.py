@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Callback"]
+__all__ = ["Callback", "check_freq"]
 
 
 class Callback:
@@ -100,3 +100,17 @@ class Callback:
 
     def on_predict_end(self, logs: dict | None = None) -> None:
         """Called at the end of `predict`."""
+
+
+def check_freq(owner: str, name: str, value, also: tuple = ()) -> str | int:
+    """``value`` if it is ``"epoch"``, one of ``also`` or a positive int of batches.
+
+    Raises:
+        ValueError: anything else, naming ``owner``, ``name`` and the value.
+    """
+    if value == "epoch" or value in also or (
+            isinstance(value, int) and not isinstance(value, bool) and value > 0):
+        return value
+    allowed = ", ".join(repr(v) for v in ("epoch", *also))
+    raise ValueError(f"{owner} expects {name} to be {allowed} or a positive integer "
+                     f"number of batches. Received: {name}={value!r}")

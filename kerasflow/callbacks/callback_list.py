@@ -12,6 +12,21 @@ from kerasflow.callbacks.progbar_logger import ProgbarLogger
 __all__ = ["CallbackList"]
 
 
+def _dispatch(hook: str, indexed: bool):
+    """A ``CallbackList`` method calling ``hook`` on every callback in order."""
+    if indexed:
+        def method(self, index: int, logs: dict | None = None) -> None:
+            for callback in self.callbacks:
+                getattr(callback, hook)(index, {} if logs is None else logs)
+    else:
+        def method(self, logs: dict | None = None) -> None:
+            for callback in self.callbacks:
+                getattr(callback, hook)({} if logs is None else logs)
+    method.__name__ = method.__qualname__ = hook
+    method.__doc__ = f"Calls ``{hook}`` on every callback (``logs`` None: {{}})."
+    return method
+
+
 class CallbackList(Callback):
     """A container that forwards every hook to its callbacks, in list order.
 
@@ -101,69 +116,22 @@ class CallbackList(Callback):
     # Hooks call callbacks positionally, as Keras 3 does, so that
     # LambdaCallback functions may name their arguments freely; a missing
     # ``logs`` becomes {} (Keras' pythonify_logs), never None.
-    def on_batch_begin(self, batch: int, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_batch_begin(batch, {} if logs is None else logs)
-
-    def on_batch_end(self, batch: int, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_batch_end(batch, {} if logs is None else logs)
-
-    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_epoch_begin(epoch, {} if logs is None else logs)
-
-    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_epoch_end(epoch, {} if logs is None else logs)
-
-    def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_train_batch_begin(batch, {} if logs is None else logs)
-
-    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_train_batch_end(batch, {} if logs is None else logs)
-
-    def on_test_batch_begin(self, batch: int, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_test_batch_begin(batch, {} if logs is None else logs)
-
-    def on_test_batch_end(self, batch: int, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_test_batch_end(batch, {} if logs is None else logs)
-
-    def on_predict_batch_begin(self, batch: int, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_predict_batch_begin(batch, {} if logs is None else logs)
-
-    def on_predict_batch_end(self, batch: int, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_predict_batch_end(batch, {} if logs is None else logs)
-
-    def on_train_begin(self, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_train_begin({} if logs is None else logs)
-
-    def on_train_end(self, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_train_end({} if logs is None else logs)
-
-    def on_test_begin(self, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_test_begin({} if logs is None else logs)
-
-    def on_test_end(self, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_test_end({} if logs is None else logs)
-
-    def on_predict_begin(self, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_predict_begin({} if logs is None else logs)
-
-    def on_predict_end(self, logs: dict | None = None) -> None:
-        for callback in self.callbacks:
-            callback.on_predict_end({} if logs is None else logs)
+    on_batch_begin = _dispatch("on_batch_begin", indexed=True)
+    on_batch_end = _dispatch("on_batch_end", indexed=True)
+    on_epoch_begin = _dispatch("on_epoch_begin", indexed=True)
+    on_epoch_end = _dispatch("on_epoch_end", indexed=True)
+    on_train_batch_begin = _dispatch("on_train_batch_begin", indexed=True)
+    on_train_batch_end = _dispatch("on_train_batch_end", indexed=True)
+    on_test_batch_begin = _dispatch("on_test_batch_begin", indexed=True)
+    on_test_batch_end = _dispatch("on_test_batch_end", indexed=True)
+    on_predict_batch_begin = _dispatch("on_predict_batch_begin", indexed=True)
+    on_predict_batch_end = _dispatch("on_predict_batch_end", indexed=True)
+    on_train_begin = _dispatch("on_train_begin", indexed=False)
+    on_train_end = _dispatch("on_train_end", indexed=False)
+    on_test_begin = _dispatch("on_test_begin", indexed=False)
+    on_test_end = _dispatch("on_test_end", indexed=False)
+    on_predict_begin = _dispatch("on_predict_begin", indexed=False)
+    on_predict_end = _dispatch("on_predict_end", indexed=False)
 
     def __iter__(self):
         return iter(self.callbacks)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 from kerasflow.callbacks.monitor_callback import MonitorCallback
 from kerasflow.utils.arg_checks import check_count, check_real
 
@@ -113,19 +111,6 @@ class EarlyStopping(MonitorCallback):
                     f"{self.best_epoch + 1}."
                 )
             self.model.set_weights(self.best_weights)
-
-    def get_monitor_value(self, logs: dict | None) -> float | None:
-        """The monitored value from ``logs``; warns and returns None if absent."""
-        logs = logs or {}
-        value = logs.get(self.monitor)
-        if value is None:
-            warnings.warn(
-                f"Early stopping conditioned on metric `{self.monitor}` which is "
-                f"not available. Available metrics are: {','.join(logs)}",
-                stacklevel=2,
-            )
-            return None
-        return float(value)
 
 
 def _snapshot(model) -> list:

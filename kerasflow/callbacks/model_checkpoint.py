@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import warnings
 
+from kerasflow.callbacks.callback import check_freq
 from kerasflow.callbacks.monitor_callback import MonitorCallback
 
 __all__ = ["ModelCheckpoint"]
@@ -24,6 +24,12 @@ class ModelCheckpoint(MonitorCallback):
     the best value so far (``initial_value_threshold`` at the start); a fixed
     ``filepath`` then always holds the best model. If ``monitor`` is missing
     from the logs, a warning is issued and nothing is saved.
+
+    With ``save_weights_only`` the file is a checkpoint of
+    ``kerasflow.utils.checkpoint`` recorded in its folder's ``checkpoint``
+    index, so ``latest_checkpoint(folder)`` finds the newest one and a
+    ``compat.v1.train.Saver`` or an Estimator can restore it by weight name
+    (``"dense/kernel"``).
 
     Args:
         filepath: str or path-like, possibly with ``{epoch}``, ``{batch}`` and
@@ -62,21 +68,11 @@ class ModelCheckpoint(MonitorCallback):
         initial_value_threshold: float | None = None,
     ) -> None:
         super().__init__(monitor, mode)
-        valid_int = (
-            isinstance(save_freq, int)
-            and not isinstance(save_freq, bool)
-            and save_freq > 0
-        )
-        if save_freq != "epoch" and not valid_int:
-            raise ValueError(
-                "ModelCheckpoint expects save_freq to be 'epoch' or a positive "
-                f"integer number of batches. Received: save_freq={save_freq!r}"
-            )
+        self.save_freq = check_freq("ModelCheckpoint", "save_freq", save_freq)
         self.filepath = os.fspath(filepath)
         self.verbose = verbose
         self.save_best_only = save_best_only
         self.save_weights_only = save_weights_only
-        self.save_freq = save_freq
         self.best = initial_value_threshold
         self._current_epoch = 0
         self._batches_since_save = 0
@@ -128,15 +124,9 @@ class ModelCheckpoint(MonitorCallback):
             if self.verbose > 0:
                 print(f"\nEpoch {epoch + 1}: saving model to {filepath}")
             return True
-        current = logs.get(self.monitor)
+        current = self.get_monitor_value(logs)
         if current is None:
-            warnings.warn(
-                f"Can save best model only with {self.monitor} available, "
-                f"skipping. Available metrics are: {','.join(logs)}",
-                stacklevel=2,
-            )
             return False
-        current = float(current)
         if self._is_improvement(current, self.best):
             if self.verbose > 0:
                 print(

@@ -54,6 +54,20 @@ class MonitorCallback(Callback):
         self.min_delta = abs(check_real(type(self).__name__, "min_delta", min_delta))
         self.monitor_op = None
 
+    def get_monitor_value(self, logs: dict | None) -> float | None:
+        """``logs[monitor]`` as a float; warns and returns None if absent."""
+        logs = logs or {}
+        value = logs.get(self.monitor)
+        if value is None:
+            warnings.warn(
+                f"{type(self).__name__} is conditioned on metric `{self.monitor}` "
+                f"which is not available: skipped. Available metrics are: "
+                f"{','.join(logs)}.",
+                stacklevel=3,
+            )
+            return None
+        return float(value)
+
     def _direction(self) -> str:
         """``"max"`` or ``"min"``: the way ``monitor`` improves."""
         if self.mode != "auto":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -88,20 +87,14 @@ class ReduceLROnPlateau(MonitorCallback):
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         logs = logs if logs is not None else {}
         logs["learning_rate"] = get_learning_rate(self.model, "ReduceLROnPlateau")
-        current = logs.get(self.monitor)
+        current = self.get_monitor_value(logs)
         if current is None:
-            warnings.warn(
-                "Learning rate reduction is conditioned on metric "
-                f"`{self.monitor}` which is not available. Available metrics "
-                f"are: {','.join(logs)}.",
-                stacklevel=2,
-            )
             return
         if self.in_cooldown():
             self.cooldown_counter -= 1
             self.wait = 0
-        if self._is_improvement(float(current), self.best):
-            self.best = float(current)
+        if self._is_improvement(current, self.best):
+            self.best = current
             self.wait = 0
         elif not self.in_cooldown():
             self.wait += 1

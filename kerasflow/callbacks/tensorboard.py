@@ -6,7 +6,8 @@ import os
 from typing import Any
 
 from kerasflow.callbacks._logs import as_scalar
-from kerasflow.callbacks.callback import Callback
+from kerasflow.callbacks.callback import Callback, check_freq
+from kerasflow.summary import FileWriter
 
 __all__ = ["TensorBoard"]
 
@@ -15,8 +16,9 @@ class TensorBoard(Callback):
     """Logs training metrics as TensorBoard scalar summaries.
 
     Follows the scalar part of ``keras.callbacks.TensorBoard`` (Keras 3),
-    writing with ``tensorboardX.SummaryWriter`` (imported on first write, so
-    ``import kerasflow`` does not import it). As in Keras, training metrics go
+    writing with ``kerasflow.summary.FileWriter`` (the one event writer; it
+    imports tensorboardX on first write, so ``import kerasflow`` does not).
+    As in Keras, training metrics go
     to ``<log_dir>/train`` and validation metrics to ``<log_dir>/validation``
     under the same tag without the ``val_`` prefix, so TensorBoard draws them
     in one chart:
@@ -49,38 +51,20 @@ class TensorBoard(Callback):
         self, log_dir: str | os.PathLike = "logs", update_freq: str | int = "epoch"
     ) -> None:
         super().__init__()
-        if update_freq == "batch":
-            update_freq = 1
-        valid_int = (
-            isinstance(update_freq, int)
-            and not isinstance(update_freq, bool)
-            and update_freq > 0
-        )
-        if update_freq != "epoch" and not valid_int:
-            raise ValueError(
-                "TensorBoard expects update_freq to be 'epoch', 'batch' or a "
-                f"positive integer. Received: update_freq={update_freq!r}"
-            )
+        update_freq = check_freq("TensorBoard", "update_freq", update_freq,
+                                 also=("batch",))
         self.log_dir = os.fspath(log_dir)
-        self.update_freq = update_freq
+        self.update_freq = 1 if update_freq == "batch" else update_freq
         self._train_dir = os.path.join(self.log_dir, "train")
         self._val_dir = os.path.join(self.log_dir, "validation")
         self._writers: dict[str, Any] = {}
         self._global_train_batch = 0
 
-    def _writer(self, logdir: str) -> Any:
-        """The SummaryWriter for ``logdir``, created on first use."""
-        writer = self._writers.get(logdir)
-        if writer is None:
-            try:
-                from tensorboardX import SummaryWriter
-            except ImportError as error:
-                raise ImportError(
-                    "The TensorBoard callback needs tensorboardX: "
-                    "pip install 'kerasflow[tensorboard]'."
-                ) from error
-            writer = self._writers[logdir] = SummaryWriter(logdir=logdir)
-        return writer
+    def _writer(self, logdir: str) -> FileWriter:
+        """The FileWriter for ``logdir``, created on first use."""
+        if logdir not in self._writers:
+            self._writers[logdir] = FileWriter(logdir)
+        return self._writers[logdir]
 
     def on_train_begin(self, logs: dict | None = None) -> None:
         self._global_train_batch = 0
@@ -104,7 +88,6 @@ class TensorBoard(Callback):
 
     def on_train_end(self, logs: dict | None = None) -> None:
         for writer in self._writers.values():
-            writer.flush()
             writer.close()
         self._writers = {}
 
@@ -119,7 +102,7 @@ class TensorBoard(Callback):
             return
         writer = self._writer(logdir)
         for tag, x in scalars.items():
-            writer.add_scalar(tag, x, global_step=step)
+            writer.add_scalar(tag, x, step)
 
 
 def _learning_rate(model: Any) -> float | None:

@@ -82,48 +82,37 @@ def _parse_idx(data: bytes, path: Path, magic: int, ndim: int) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8, offset=header_len).reshape(dims).copy()
 
 
-def read_idx_images(path: str | os.PathLike[str]) -> np.ndarray:
-    """Reads a gzip-compressed IDX3 image file.
+_KINDS = {"images": (IMAGES_MAGIC, 3), "labels": (LABELS_MAGIC, 1)}
+
+
+def read_idx(path: str | os.PathLike[str], kind: str) -> np.ndarray:
+    """Reads a gzip-compressed IDX file of ``kind`` "images" (IDX3) or "labels".
 
     Args:
-        path: Path of a ``*-images-idx3-ubyte.gz`` file.
+        path: Path of a ``*-images-idx3-ubyte.gz`` or ``*-labels-idx1-ubyte.gz``
+            file.
+        kind: ``"images"`` or ``"labels"``.
 
     Returns:
-        A writable ``uint8`` array of shape ``(n, rows, cols)``.
+        A writable ``uint8`` array of shape ``(n, rows, cols)`` (images) or
+        ``(n,)`` (labels).
 
     Raises:
         FileNotFoundError: If the file does not exist.
         ValueError: If the file is not valid gzip, is truncated, has a magic
-            number other than 2051, or its length disagrees with its header.
+            number other than 2051 (images) or 2049 (labels), or its length
+            disagrees with its header.
     """
     p = Path(path)
-    return _parse_idx(_read_gz(p), p, IMAGES_MAGIC, 3)
-
-
-def read_idx_labels(path: str | os.PathLike[str]) -> np.ndarray:
-    """Reads a gzip-compressed IDX1 label file.
-
-    Args:
-        path: Path of a ``*-labels-idx1-ubyte.gz`` file.
-
-    Returns:
-        A writable ``uint8`` array of shape ``(n,)``.
-
-    Raises:
-        FileNotFoundError: If the file does not exist.
-        ValueError: If the file is not valid gzip, is truncated, has a magic
-            number other than 2049, or its length disagrees with its header.
-    """
-    p = Path(path)
-    return _parse_idx(_read_gz(p), p, LABELS_MAGIC, 1)
+    return _parse_idx(_read_gz(p), p, *_KINDS[kind])
 
 
 def load_split(
     directory: Path, images: str, labels: str, n: int, num_classes: int = 10
 ) -> tuple[np.ndarray, np.ndarray]:
     """Loads one split and checks it has ``n`` 28x28 images with valid labels."""
-    x = read_idx_images(directory / images)
-    y = read_idx_labels(directory / labels)
+    x = read_idx(directory / images, "images")
+    y = read_idx(directory / labels, "labels")
     if x.shape != (n, 28, 28):
         raise ValueError(
             f"{directory / images}: expected images of shape {(n, 28, 28)}, "
@@ -314,3 +303,55 @@ def locate_or_download(
                 f"with a '{name}/' subdirectory holding them {env_note}."
             ) from e
     return target
+
+
+#: The docstring of every ``load_data`` of an IDX dataset (``str.format`` fields:
+#: summary, content, module, name).
+LOAD_DATA_DOC = """{summary}
+
+    60,000 training and 10,000 test 28x28 grayscale images of {content},
+    returned as in Keras' ``keras.datasets.{module}.load_data``.
+
+    The four IDX files (``train-images-idx3-ubyte.gz``,
+    ``train-labels-idx1-ubyte.gz``, ``t10k-images-idx3-ubyte.gz``,
+    ``t10k-labels-idx1-ubyte.gz``) are looked for, in order, in:
+
+    1. ``path``, if given;
+    2. ``$KERASFLOW_DATA_DIR/{name}/``, if the variable is set;
+    3. ``cache_dir``, by default ``~/.kerasflow/datasets/{name}/``.
+
+    Missing files are downloaded into the last of these and kept only if
+    their SHA-256 matches the published value.
+
+    Args:
+        path: Directory holding the four files. If it lacks some of them a
+            warning is issued and the other locations are searched.
+        origin: Base URL to download the files from. Defaults to
+            ``$KERASFLOW_DATASETS_ORIGIN`` + ``{name}/`` when that variable is
+            set, else :data:`BASE_URL`.
+        cache_dir: Download/cache directory, replacing
+            ``~/.kerasflow/datasets/{name}/``.
+
+    Returns:
+        ``(x_train, y_train), (x_test, y_test)``: ``uint8`` arrays of shapes
+        ``(60000, 28, 28)``, ``(60000,)``, ``(10000, 28, 28)``, ``(10000,)``.
+        Pixels are in [0, 255] and labels in [0, 9].
+
+    Raises:
+        ValueError: If a file is corrupt or truncated (bad gzip data, bad IDX
+            magic number, length or shape), or a downloaded file's SHA-256
+            does not match; the message names the file and the expected and
+            received values.
+        kerasflow.datasets._loader.DownloadError: An ``OSError`` raised when
+            the files are not on disk and cannot be downloaded; the message
+            lists the directories searched and the environment variable.
+    """
+
+
+def load_idx_dataset(name: str, title: str, sha256: Mapping[str, str],
+                     base_url: str, path=None, origin=None, cache_dir=None):
+    """Finds or downloads, then loads, an IDX dataset (see ``LOAD_DATA_DOC``)."""
+    directory = locate_or_download(name, title, sha256, base_url, path=path,
+                                   origin=origin, cache_dir=cache_dir)
+    return (load_split(directory, TRAIN_IMAGES, TRAIN_LABELS, 60000),
+            load_split(directory, TEST_IMAGES, TEST_LABELS, 10000))

@@ -15,31 +15,16 @@ from kerasflow.estimators.model_fn import EstimatorSpec, ModeKeys
 from kerasflow.estimators.run_config import RunConfig
 from kerasflow.estimators.training import EvalSpec, TrainSpec, train_and_evaluate
 
-__all__ = [
-    "BaselineClassifier",
-    "BaselineRegressor",
-    "DNNClassifier",
-    "DNNLinearCombinedClassifier",
-    "DNNLinearCombinedRegressor",
-    "DNNRegressor",
-    "Estimator",
-    "EstimatorSpec",
-    "EvalSpec",
-    "LinearClassifier",
-    "LinearRegressor",
-    "ModeKeys",
-    "RunConfig",
-    "TrainSpec",
-    "WarmStartSettings",
-    "inputs",
-    "metrics",
-    "model_to_estimator",
-    "train_and_evaluate",
-]
-
-_CANNED = {"LinearClassifier", "LinearRegressor", "DNNClassifier", "DNNRegressor",
+# Canned estimators (``estimators.canned``) load on first use.
+_CANNED = ("LinearClassifier", "LinearRegressor", "DNNClassifier", "DNNRegressor",
            "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor",
-           "BaselineClassifier", "BaselineRegressor"}
+           "BaselineClassifier", "BaselineRegressor")
+
+__all__ = [
+    "Estimator", "EstimatorSpec", "EvalSpec", "ModeKeys", "RunConfig", "TrainSpec",
+    "WarmStartSettings", "inputs", "metrics", "model_to_estimator",
+    "train_and_evaluate", *_CANNED,
+]
 
 
 def __getattr__(name):  # canned estimators and Keras conversion load on first use

@@ -7,7 +7,7 @@ import os
 import shutil
 import time
 
-from kerasflow.estimators import checkpoints
+from kerasflow.estimators import _running as R
 
 __all__ = ["export"]
 
@@ -18,7 +18,7 @@ def export(est, export_dir_base, checkpoint_path=None):
     if checkpoint_path is None:
         raise ValueError(f"Couldn't find trained model at '{est.model_dir}': no "
                          f"checkpoint to export.")
-    values, step = checkpoints.load_checkpoint(checkpoint_path)
+    values, step = R.load_checkpoint(checkpoint_path)
     export_dir_base = os.fspath(export_dir_base)
     os.makedirs(export_dir_base, exist_ok=True)
     stamp = int(time.time())

@@ -8,10 +8,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from kerasflow.estimators import _graph, checkpoints
+from kerasflow.estimators import _graph
 from kerasflow.estimators import _running as R
 from kerasflow.estimators.model_fn import ModeKeys
-from kerasflow.estimators.summary import EventWriter
+from kerasflow.summary import open_writer
+from kerasflow.utils import checkpoint as ckpt
 
 __all__ = ["SessionRunValues", "evaluate_loop", "predict_loop", "train_loop"]
 
@@ -46,9 +47,12 @@ def _progress(total, initial, desc):
                 dynamic_ncols=True, leave=False, disable=None)
 
 
-def _save(est, built, step):
-    return checkpoints.save_checkpoint(est.model_dir, built.variables, step,
-                                       est.config.keep_checkpoint_max)
+def _next_batch(it, built, est, mode):
+    """The next batch, checked against built's input signature; None at the end."""
+    batch = next(it, None)
+    if batch is not None:
+        R.check_signature(built, batch[0], batch[1], est, mode)
+    return batch
 
 
 def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
@@ -67,8 +71,8 @@ def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
         step + steps if steps is not None else None)
     if target is not None and step >= target:
         return est
-    writer = EventWriter(est.model_dir)
-    writer.graph(_graph.graph_nodes(built.spec.loss, built.spec.train_op))
+    writer = open_writer(est.model_dir, flush_secs=30)
+    writer.add_graph(_graph.graph_nodes(built.spec.loss, built.spec.train_op))
     _call_hooks(hooks, "begin")
     bar = _progress(target, step, "train")
     ctx = _RunContext()
@@ -96,17 +100,17 @@ def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
                 gs_var.assign(new)
             step = new
             if summary_every and step % summary_every == 0:
-                writer.scalar("loss", loss, step)
+                writer.add_scalar("loss", loss, step)
             if step % log_every == 0:
                 now = time.monotonic()
                 rate = (step - s_log) / max(now - t_log, 1e-9)
-                writer.scalar("global_step/sec", rate, step)
+                writer.add_scalar("global_step/sec", rate, step)
                 bar.update(step - bar.n)
                 bar.set_postfix(loss=f"{loss:.4g}", steps_per_sec=f"{rate:.1f}")
                 t_log, s_log = now, step
             if (ckpt_steps and step - last_save_step >= ckpt_steps) or (
                     ckpt_secs and time.monotonic() - last_save_time >= ckpt_secs):
-                _save(est, built, step)
+                R.save_checkpoint(est, built, step)
                 _call_hooks(saving_listeners or [], "after_save", None, step)
                 last_save_step, last_save_time = step, time.monotonic()
             if hooks:
@@ -114,17 +118,15 @@ def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
                     {"loss": loss, "global_step": step}))
                 if ctx.stop_requested:
                     break
-            try:
-                batch = next(it)
-            except StopIteration:
+            batch = _next_batch(it, built, est, ModeKeys.TRAIN)
+            if batch is None:
                 break
-            R.check_signature(built, batch[0], batch[1], est, ModeKeys.TRAIN)
-        if step != last_save_step or checkpoints.latest_checkpoint(
+        if step != last_save_step or ckpt.latest_checkpoint(
                 est.model_dir) is None:
-            _save(est, built, step)
+            R.save_checkpoint(est, built, step)
             _call_hooks(saving_listeners or [], "after_save", None, step)
         if loss is not None:
-            writer.scalar("loss", loss, step)
+            writer.add_scalar("loss", loss, step)
     finally:
         bar.close()
         writer.close()
@@ -154,22 +156,20 @@ def evaluate_loop(est, input_fn, steps, hooks, checkpoint_path, name):
                         SessionRunValues({"loss": losses[-1]}))
         if ctx.stop_requested or (steps is not None and n >= steps):
             break
-        try:
-            batch = next(it)
-        except StopIteration:
+        batch = _next_batch(it, built, est, ModeKeys.EVAL)
+        if batch is None:
             break
-        R.check_signature(built, batch[0], batch[1], est, ModeKeys.EVAL)
     results = {"loss": float(np.mean(losses))}
     for key, value in built.metric_values.items():
         v = np.asarray(value())
         results[key] = float(v) if v.ndim == 0 else v
     results["global_step"] = int(step)
     logdir = os.path.join(est.model_dir, "eval" if not name else f"eval_{name}")
-    writer = EventWriter(logdir)
+    writer = open_writer(logdir, flush_secs=30)
     try:
         for key, v in results.items():
             if key != "global_step" and np.ndim(v) == 0:
-                writer.scalar(key, v, step)
+                writer.add_scalar(key, v, step)
     finally:
         writer.close()
     _call_hooks(hooks, "end", None)

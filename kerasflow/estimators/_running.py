@@ -1,4 +1,10 @@
-"""One mode's compiled graph (``Built``), variable restore and input batches."""
+"""One mode's compiled graph (``Built``), its checkpoints and input batches.
+
+Checkpoints are ``model_dir/model.ckpt-<global_step>`` files of
+``kerasflow.utils.checkpoint`` (the one format and index that ``Saver`` and
+``model.save_weights`` use too), holding every variable under its name,
+``global_step`` included, which is where a restore reads the step from.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +17,9 @@ import warnings
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow.estimators import _graph, checkpoints
+from kerasflow.estimators import _graph
 from kerasflow.estimators.model_fn import ModeKeys
+from kerasflow.utils import checkpoint as ckpt
 
 __all__ = [
     "Built",
@@ -21,8 +28,11 @@ __all__ = [
     "batches",
     "build",
     "check_writable",
+    "load_checkpoint",
+    "load_latest",
     "reset_variables",
     "run_train_step",
+    "save_checkpoint",
     "warm_start",
 ]
 
@@ -165,12 +175,12 @@ def warm_start(built, settings):
     """Copies matching trainable variables from settings' checkpoint."""
     src = settings.ckpt_to_initialize_from
     if os.path.isdir(src):
-        path, values, _ = checkpoints.latest_checkpoint(src, load=True)
+        path, values, _ = load_latest(src)
         if path is None:
             raise ValueError(f"warm_start_from '{src}' holds no readable "
                              f"checkpoint.")
     else:
-        values, _ = checkpoints.load_checkpoint(src)
+        values, _ = load_checkpoint(src)
     pattern = re.compile(settings.vars_to_warm_start)
     targets, arrays = [], []
     for v in built.variables:
@@ -182,6 +192,42 @@ def warm_start(built, settings):
                       f"'{settings.vars_to_warm_start}' was found there.",
                       stacklevel=4)
     K.assign_all(targets, arrays, f"Warm-start checkpoint '{src}'")
+
+
+# -- checkpoints -----------------------------------------------------------------
+def save_checkpoint(est, built, step):
+    """Writes ``model_dir/model.ckpt-<step>``, keeping ``keep_checkpoint_max``."""
+    # No copy on the host: the file is written before any step runs again.
+    arrays = {v.name: np.asarray(K.to_numpy(v.value)) for v in built.variables}
+    path = os.path.join(est.model_dir, f"model.ckpt-{int(step)}")
+    return ckpt.save_checkpoint(path, arrays,
+                                max_to_keep=est.config.keep_checkpoint_max or None)
+
+
+def load_checkpoint(path):
+    """``({name: array}, global_step)`` of a checkpoint (step 0 without one).
+
+    Raises:
+        FileNotFoundError, CheckpointError: see ``utils.checkpoint``.
+    """
+    values = ckpt.load_checkpoint(path)
+    return values, int(values["global_step"]) if "global_step" in values else 0
+
+
+def load_latest(model_dir):
+    """``(path, values, step)`` of the newest readable checkpoint, or Nones.
+
+    Unlike TF, which trusts its index alone, a newest checkpoint that fails to
+    read is reported with a warning and the previous one listed is used.
+    """
+    state = ckpt.get_checkpoint_state(model_dir)
+    for path in reversed(state.all_model_checkpoint_paths if state else []):
+        try:
+            return (path, *load_checkpoint(path))
+        except (FileNotFoundError, ckpt.CheckpointError) as err:
+            warnings.warn(f"{err} Falling back to the previous checkpoint.",
+                          stacklevel=3)
+    return None, None, None
 
 
 # -- inputs ----------------------------------------------------------------------

@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from kerasflow.estimators import _graph, checkpoints
+from kerasflow.estimators import _graph
 from kerasflow.estimators import _loops as L
 from kerasflow.estimators import _running as R
 from kerasflow.estimators.model_fn import ModeKeys
@@ -116,10 +116,10 @@ class Estimator:
     # -- checkpoints ----------------------------------------------------------------
     def latest_checkpoint(self):
         """Path of the newest readable checkpoint in model_dir, or None."""
-        return checkpoints.latest_checkpoint(self.model_dir)
+        return self._load_latest()[0]
 
     def _load_latest(self):
-        return checkpoints.latest_checkpoint(self.model_dir, load=True)
+        return R.load_latest(self.model_dir)
 
     def get_variable_names(self) -> list:
         """Names of the variables in the newest checkpoint.
@@ -174,7 +174,7 @@ class Estimator:
     def _restore(self, built, mode, checkpoint_path=None):
         """Loads built's variables from a checkpoint; returns its global step."""
         if checkpoint_path is not None:
-            values, step = checkpoints.load_checkpoint(checkpoint_path)
+            values, step = R.load_checkpoint(checkpoint_path)
             path = checkpoint_path
         else:
             path, values, step = self._load_latest()

@@ -52,6 +52,21 @@ def combine(rows, weights, combiner):
     return s / K.maximum(denom, 1e-12)
 
 
+def float_rows(values, width: int, what: str) -> np.ndarray:
+    """``values`` as float32 ``(n, width)`` rows (features or labels).
+
+    Raises:
+        TypeError: non-numeric values. ValueError: rows of another width.
+    """
+    v = np.asarray(values)
+    if v.dtype.kind not in "fiub":
+        raise TypeError(f"{what} expects numbers. Received: dtype {v.dtype}.")
+    v = v.astype(np.float32).reshape(len(v), -1)
+    if v.shape[1] != width:
+        raise ValueError(f"{what} expects {width} values per example. Received: "
+                         f"{v.shape[1]}.")
+    return v
+
 class NumericColumn(DenseColumn):
     """Real values of shape ``shape`` per example, flattened to ``dimension``."""
 
@@ -85,14 +100,8 @@ class NumericColumn(DenseColumn):
                                 (n,) + self.shape).copy()
         else:
             v = raw_feature(features, self.key, self.name)
-        if v.dtype.kind not in "fiub":
-            raise TypeError(f"numeric_column '{self.key}' expects numbers. "
-                            f"Received: dtype {v.dtype}.")
-        v = v.astype(np.float32).reshape(len(v), -1)
-        if v.shape[1] != self.dimension:
-            raise ValueError(f"numeric_column '{self.key}' expects {self.dimension} "
-                             f"values per example (shape {self.shape}). Received: "
-                             f"{v.shape[1]}.")
+        v = float_rows(v, self.dimension,
+                       f"numeric_column '{self.key}' (shape {self.shape})")
         if self.normalizer_fn is not None:
             v = np.asarray(self.normalizer_fn(v), np.float32)
         return v

@@ -16,7 +16,7 @@ from kerasflow.layers import base as layer_base
 from kerasflow.layers.base import Layer, training_context
 from kerasflow.layers.core import InputLayer
 from kerasflow.models import saving
-from kerasflow.models.summary import summary_text
+from kerasflow.models.layer_table import summary_text
 from kerasflow.models.training import Trainer
 
 __all__ = ["Model"]

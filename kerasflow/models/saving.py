@@ -1,10 +1,13 @@
-"""Saving and loading: one zip file = architecture JSON + weights ``.npz``.
+"""Saving and loading: one zip file = architecture JSON + weights checkpoint.
 
-Files are written to a temporary file in the target folder and renamed into
-place, so a crash never leaves a half-written file. Loading reads weights with
-``allow_pickle=False``: a file carrying a pickle payload is refused, never run.
-Every array is read and checked before any weight is assigned, so a corrupt file
-never leaves a half-loaded model.
+Weights are stored in the one checkpoint format of ``kerasflow.utils.checkpoint``
+(named arrays, never unpickled, CRC-checked): ``save_weights`` writes a
+checkpoint file and records it in its folder's ``checkpoint`` index (as
+tf.keras' ``save_weights`` does for TF-format checkpoints), so
+``latest_checkpoint`` finds it and ``Saver``/Estimator readers load it; the
+model file embeds the same bytes as its ``model.weights.npz`` member. Files
+are written atomically. Every array is read and checked before any weight is
+assigned, so a corrupt file never leaves a half-loaded model.
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ import os
 import warnings
 import zipfile
 
-import numpy as np
 import yaml
 
 from kerasflow import backend as K
 from kerasflow.models import config_checks, weight_names
+from kerasflow.utils import checkpoint as ckpt
 from kerasflow.utils import file_io
 
 __all__ = ["save_model", "load_model", "save_weights", "load_weights", "to_json",
@@ -30,21 +33,12 @@ _CONFIG_NAME = "model.json"
 _WEIGHTS_NAME = "model.weights.npz"
 
 
-def _atomic_write(path, data: bytes, overwrite=True):
-    # Follows symlinks, keeps the mode, leaves no temp file (utils/file_io.py).
-    file_io.atomic_write(path, data, overwrite)
-
-
-def _weights_bytes(model) -> bytes:
-    # Arrays in model.weights order under unique, stable names and layer-class
-    # paths (weight_names.py), which loading matches, not positions.
-    buf = io.BytesIO()
-    weights = model.weights
-    arrays = {f"w{i:04d}": w.numpy() for i, w in enumerate(weights)}
+def _weights(model) -> tuple[dict, dict]:
+    # {unique stable name: array} in model.weights order, plus the layer-class
+    # paths (weight_names.py) that loading matches when names differ.
     names, paths = weight_names.weight_keys(model)
-    np.savez(buf, __names__=np.array(names, dtype=np.str_),
-             __paths__=np.array(paths, dtype=np.str_), **arrays)
-    return buf.getvalue()
+    arrays = {n: w.numpy() for n, w in zip(names, model.weights)}
+    return arrays, {"paths": paths}
 
 
 def _model_config(model) -> dict:
@@ -85,33 +79,33 @@ def save_model(model, filepath, overwrite=True):
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr(_CONFIG_NAME, config)
-        z.writestr(_WEIGHTS_NAME, _weights_bytes(model))
-    _atomic_write(filepath, buf.getvalue(), overwrite)
+        z.writestr(_WEIGHTS_NAME, ckpt.encode_arrays(*_weights(model)))
+    file_io.atomic_write(filepath, buf.getvalue(), overwrite)
 
 
 def save_weights(model, filepath, overwrite=True):
-    """Writes the weights as a ``.npz`` file (names plus one array per weight)."""
-    _atomic_write(filepath, _weights_bytes(model), overwrite)
+    """Writes the weights as a checkpoint file and indexes it in its folder.
+
+    Args:
+        filepath: the checkpoint file (any name, e.g. ``"w.npz"``).
+        overwrite: False raises when the file exists.
+
+    Raises:
+        FileExistsError: the file exists and ``overwrite`` is False.
+    """
+    path = os.fspath(filepath)
+    if not overwrite and os.path.exists(path):
+        raise FileExistsError(f"'{path}' exists and overwrite=False.")
+    arrays, metadata = _weights(model)
+    ckpt.save_checkpoint(path, arrays, metadata)
 
 
-def _read_npz(data: bytes, source):
-    try:
-        npz = np.load(io.BytesIO(data), allow_pickle=False)
-        names = weight_names.SavedNames(str(n) for n in npz["__names__"])
-        if "__paths__" in npz.files:
-            names.paths = [str(p) for p in npz["__paths__"]]
-        arrays = [npz[f"w{i:04d}"] for i in range(len(names))]
-    except ValueError as e:
-        if "allow_pickle" in str(e) or "Object arrays" in str(e):
-            raise ValueError(
-                f"'{source}' holds a pickled (object) array; kerasflow never "
-                f"unpickles model files. Re-save the weights as numeric arrays."
-            ) from None
-        raise ValueError(f"'{source}' has unreadable weights: {e}") from None
-    except (KeyError, OSError, zipfile.BadZipFile, EOFError) as e:
-        raise ValueError(f"'{source}' has unreadable or incomplete weights: "
-                         f"{e}") from None
-    return names, arrays
+def _read_weights(data: bytes, source):
+    arrays, metadata = ckpt.decode_arrays(data, source)
+    names = weight_names.SavedNames(arrays)
+    if metadata.get("paths") is not None:
+        names.paths = [str(p) for p in metadata["paths"]]
+    return names, list(arrays.values())
 
 
 def _open_model_file(filepath):
@@ -172,7 +166,7 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
         (layer count, nesting) or of broken structure.
     """
     config, weights = _open_model_file(filepath)
-    names, arrays = _read_npz(weights, filepath)
+    names, arrays = _read_weights(weights, filepath)
     model = _from_config(config.get("model"), custom_objects, filepath)
     _assign_all(model, names, arrays, filepath)
     cc = config.get("compile")
@@ -207,7 +201,7 @@ def load_weights(model, filepath):
             if _WEIGHTS_NAME in z.namelist():
                 data = file_io.read_zip_member(z, _WEIGHTS_NAME,
                                                file_io.weights_cap(), path)
-    names, arrays = _read_npz(data, path)
+    names, arrays = _read_weights(data, path)
     _assign_all(model, names, arrays, path)
 
 

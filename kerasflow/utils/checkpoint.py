@@ -1,25 +1,56 @@
-"""Checkpoint files: named arrays written atomically, and a per-folder index.
+"""Checkpoints: one file of named arrays each, and one index per folder.
 
-A checkpoint is a *path prefix* (``/tmp/model/model.ckpt-100``), as in TF1's
-``tf.train.Saver``. It consists of two files:
+This is the one checkpoint module: ``compat.v1.train.Saver``, the Estimator,
+the ``ModelCheckpoint`` callback (through ``model.save_weights``) and
+``model.save`` / ``load_weights`` all read and write through it.
 
-- ``<prefix>.npz``: the arrays (``numpy.savez``, entries ``a0, a1, ...``), read
-  back with ``allow_pickle=False``, so loading never runs pickle;
-- ``<prefix>.json``: the index: format version and, per name in save order, the
-  npz entry, shape and dtype. It is written after the data, so an index always
-  describes a complete data file.
+A checkpoint is ONE file, and its path is what the index lists and what
+``latest_checkpoint`` returns (``/tmp/run/model.ckpt-100``, TF1's names). The
+file is a numpy ``.npz`` archive (a zip of ``.npy`` members) holding:
 
-Each file is written with ``kerasflow.utils.file_io.atomic_write`` (a
-temporary file in the same folder, fsynced, renamed over its final name, then
-the folder fsynced), so a crash leaves either the old file or the new one,
-never half a file. Data files are read with ``read_npz`` (no pickle, zip CRC
-checked, optional SHA-256); ``kerasflow.estimators.checkpoints`` uses the same
-two primitives for its ``model.ckpt-<step>.npz`` files.
+- ``a0, a1, ...``: the arrays, in save order;
+- ``__meta__``: a uint8 array of UTF-8 JSON ``{"format": "kerasflow.checkpoint",
+  "version": 2, "names": [...], "shapes": [...], "dtypes": [...],
+  "metadata": {...}}``: the name of each array (any string, e.g.
+  ``"dense/kernel"``), its shape and dtype, and free-form JSON metadata of the
+  writer (``model.save_weights`` puts its layer paths there).
 
-The folder's ``checkpoint`` file, TF1's ``CheckpointState`` in its text form
-(``model_checkpoint_path: "model.ckpt-100"`` then one
-``all_model_checkpoint_paths:`` line per kept checkpoint, oldest first), is
-updated last; ``latest_checkpoint(folder)`` reads it.
+Reading never runs pickle (``allow_pickle=False``), checks zip's per-member
+CRC-32 (a flipped bit or a truncated file fails), caps each member's declared
+size (``file_io.weights_cap()``; zipfile never inflates past it: no zip
+bombs) and
+checks every array against its ``__meta__`` entry.
+
+Names are how the writers' checkpoints line up: the Estimator saves each
+variable under its name (``"dense/kernel"``, ``"global_step"``, optimizer
+slots), ``Saver`` under its var_list's names (``{name: Variable}`` picks
+them), ``model.save_weights`` under ``"<layer>/<weight>"`` names, so a Keras
+layer named ``"dense"`` and the same layer in a ``model_fn`` share keys. Each
+reader loads the names it needs and ignores or reports the rest.
+
+The folder's ``checkpoint`` file is TF's ``CheckpointState`` in the text form
+TF writes (``tensorflow/python/checkpoint/checkpoint_management.py``)::
+
+    model_checkpoint_path: "model.ckpt-60"
+    all_model_checkpoint_paths: "model.ckpt-40"
+    all_model_checkpoint_paths: "model.ckpt-50"
+    all_model_checkpoint_paths: "model.ckpt-60"
+
+Paths inside the folder are stored relative to it. Every file is written with
+``file_io.atomic_write`` (temporary file, fsync, rename, folder fsync), the
+payload before the index, so an index only ever names complete files.
+
+``save_checkpoint(..., max_to_keep=k)`` recovers the kept list from the index
+(TF's ``Saver.recover_last_checkpoints``), so retention survives a restart. It
+makes room *before* writing: the index drops the oldest entries, their files
+are deleted, then the new file is written and the index updated. A process
+killed at any point therefore leaves at most ``k`` numbered checkpoints on
+disk (``k + 1`` for ``k == 1``: the only checkpoint is kept until the new one
+is durable). With ``max_to_keep`` set, the numbered files are the index's
+to manage: for a path ``<base>-<N>``, files ``<base>-<M>`` in the folder that
+the index does not list (left by a kill between payload and index) and listed
+ones with ``M > N`` (from a run abandoned when training resumed from an older
+checkpoint) are deleted too. Without it, no file is ever deleted.
 
 Example:
     >>> save_checkpoint("/tmp/run/model.ckpt-1", {"w": np.ones(3)})
@@ -32,125 +63,71 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
 import re
 import zipfile
-import zlib
+from typing import NamedTuple
 
 import numpy as np
 
-from kerasflow.utils.file_io import atomic_write
+from kerasflow.utils import file_io
 
 __all__ = [
     "CheckpointError",
-    "read_npz",
-    "write_npz",
-    "save_checkpoint",
-    "load_checkpoint",
-    "latest_checkpoint",
+    "CheckpointState",
     "checkpoint_exists",
+    "decode_arrays",
+    "encode_arrays",
     "get_checkpoint_state",
+    "latest_checkpoint",
+    "load_checkpoint",
     "remove_checkpoint",
+    "save_checkpoint",
+    "update_checkpoint_state",
 ]
 
 FORMAT = "kerasflow.checkpoint"
-VERSION = 1
+VERSION = 2
 STATE_FILE = "checkpoint"
+_META = "__meta__"
 _STATE_LINE = re.compile(r'^\s*(\w+)\s*:\s*"((?:[^"\\]|\\.)*)"\s*$')
+_NUMBERED = re.compile(r"^(.*)-(\d+)$")
 
 
 class CheckpointError(ValueError):
     """A checkpoint file that cannot be read back completely."""
 
 
-def write_npz(path, arrays: dict) -> str:
-    """Writes ``arrays`` (``{key: numeric array}``) as the npz file ``path``.
+class CheckpointState(NamedTuple):
+    """TF's ``CheckpointState``: the newest path and every kept one, oldest first.
 
-    Atomic (``file_io.atomic_write``: temp file, fsync, rename, folder fsync),
-    so a crash leaves the old file or the new one, never half a file.
-
-    Returns:
-        The path written (symlinks resolved).
+    Paths are absolute, or as given when written outside the folder.
     """
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    return atomic_write(path, buf.getvalue())
+
+    model_checkpoint_path: str
+    all_model_checkpoint_paths: list
 
 
-def read_npz(path, sha256: str | None = None) -> dict:
-    """Reads the npz file ``path`` as ``{key: array}``, never unpickling.
-
-    Zip's per-member CRC-32 is checked on read, so a flipped bit or a truncated
-    file fails here; ``sha256``, when given, is checked on the whole file.
-
-    Raises:
-        CheckpointError: a missing, truncated or corrupt file, a checksum
-            mismatch, or a pickled (object) member.
-    """
-    path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise CheckpointError(f"Checkpoint '{path}' cannot be read: {e}") from None
-    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
-        raise CheckpointError(f"Checkpoint '{path}' does not match the checksum in "
-                              f"its index (truncated or modified).")
-    try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
-    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile,
-            zlib.error) as e:
-        raise CheckpointError(f"Checkpoint '{path}' is unreadable or incomplete: "
-                              f"{e}") from None
-
-
-def _check_prefix(path_prefix) -> str:
-    if not isinstance(path_prefix, (str, os.PathLike)):
-        raise TypeError(f"A checkpoint path prefix is a str or path. Received: "
-                        f"path_prefix={path_prefix!r}.")
-    path_prefix = os.fspath(path_prefix)
-    if not os.path.basename(path_prefix):
-        raise ValueError(f"A checkpoint path prefix names a file prefix, not a "
-                         f"folder. Received: path_prefix={path_prefix!r}.")
-    return path_prefix
-
-
-def save_checkpoint(path_prefix, arrays: dict, max_to_keep: int | None = None,
-                    update_state: bool = True) -> str:
-    """Writes ``arrays`` as the checkpoint ``path_prefix`` (atomically).
+# -- one file ----------------------------------------------------------------------
+def encode_arrays(arrays: dict, metadata: dict | None = None) -> bytes:
+    """The checkpoint file's bytes for ``{name: array}`` plus JSON ``metadata``.
 
     Args:
-        path_prefix: str or path, e.g. ``"run/model.ckpt-100"``; its folder is
-            created if missing.
-        arrays: ``{name: array-like}``; names are any strings ("dense/kernel"),
-            values numeric or bool arrays of any shape. Order is kept.
-        max_to_keep: when set (>= 1), only the newest that many checkpoints
-            listed in the folder's ``checkpoint`` file are kept; the files of
-            older ones are deleted (TF1 ``Saver(max_to_keep=...)``).
-        update_state: record the checkpoint in the folder's ``checkpoint`` file
-            as the latest one.
-
-    Returns:
-        ``path_prefix`` as a str.
+        arrays: ``{str: array-like}``, numeric or bool, any shape; order kept.
+        metadata: JSON-serialisable dict stored alongside (default ``{}``).
 
     Raises:
         TypeError: ``arrays`` is not a dict of str names, or a value has an
             object/string dtype (it could only be stored with pickle).
-        ValueError: a bad prefix or ``max_to_keep``.
     """
-    path_prefix = _check_prefix(path_prefix)
     if not isinstance(arrays, dict):
-        raise TypeError(f"save_checkpoint expects a dict {{name: array}}. "
-                        f"Received: {type(arrays).__name__}.")
-    if max_to_keep is not None and (not isinstance(max_to_keep, int)
-                                    or max_to_keep < 1):
-        raise ValueError(f"max_to_keep must be None or an int >= 1. Received: "
-                         f"max_to_keep={max_to_keep!r}.")
-    entries, data = [], {}
+        raise TypeError(f"A checkpoint holds a dict {{name: array}}. Received: "
+                        f"{type(arrays).__name__}.")
+    meta = {"format": FORMAT, "version": VERSION, "names": [], "shapes": [],
+            "dtypes": [], "metadata": metadata or {}}
+    data = {}
     for i, (name, value) in enumerate(arrays.items()):
         if not isinstance(name, str):
             raise TypeError(f"Checkpoint names are str. Received: {name!r}.")
@@ -158,143 +135,272 @@ def save_checkpoint(path_prefix, arrays: dict, max_to_keep: int | None = None,
         if value.dtype.kind not in "biuf":
             raise TypeError(f"Checkpoint values are numeric or bool arrays. "
                             f"Received for '{name}': dtype {value.dtype}.")
-        key = f"a{i}"
-        data[key] = value
-        entries.append({"name": name, "key": key, "shape": list(value.shape),
-                        "dtype": value.dtype.str})
-    folder = os.path.dirname(path_prefix)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
-    write_npz(path_prefix + ".npz", data)
-    index = {"format": FORMAT, "version": VERSION, "entries": entries}
-    atomic_write(path_prefix + ".json", json.dumps(index, indent=1).encode())
-    if update_state:
-        _update_state(path_prefix, max_to_keep)
-    return path_prefix
+        data[f"a{i}"] = value
+        meta["names"].append(name)
+        meta["shapes"].append(list(value.shape))
+        meta["dtypes"].append(value.dtype.str)
+    data[_META] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    buf = io.BytesIO()
+    np.savez(buf, **data)
+    return buf.getvalue()
 
 
-def load_checkpoint(path_prefix) -> dict:
-    """Reads the checkpoint ``path_prefix`` back as ``{name: numpy array}``.
+def decode_arrays(data: bytes, source) -> tuple[dict, dict]:
+    """Reads ``encode_arrays`` bytes back as ``({name: array}, metadata)``.
+
+    Args:
+        data: the file's bytes.
+        source: the file name, for error messages.
 
     Raises:
-        FileNotFoundError: no index or data file for that prefix, naming both
-            paths and the folder's latest checkpoint when there is one.
-        ValueError: an index of another format, or data that does not match
-            its index (a missing entry, another shape or dtype).
+        CheckpointError: a truncated or corrupt archive (zip CRC-32), a
+            pickled (object) member (never unpickled), a member past
+            ``file_io.weights_cap()`` bytes, no kerasflow ``__meta__``, or an
+            array whose shape or dtype differs from its ``__meta__`` entry.
     """
-    path_prefix = _check_prefix(path_prefix)
-    index_path, data_path = path_prefix + ".json", path_prefix + ".npz"
-    if not (os.path.exists(index_path) and os.path.exists(data_path)):
-        latest = latest_checkpoint(os.path.dirname(path_prefix) or ".")
-        hint = f" The folder's latest checkpoint is '{latest}'." if latest else ""
-        raise FileNotFoundError(
-            f"No checkpoint at '{path_prefix}': expected '{index_path}' and "
-            f"'{data_path}'.{hint}"
-        )
-    with open(index_path, encoding="utf-8") as f:
-        index = json.load(f)
-    if not isinstance(index, dict) or index.get("format") != FORMAT:
-        raise ValueError(f"'{index_path}' is not a kerasflow checkpoint index "
-                         f"(format {FORMAT!r}).")
+    members = {}
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            for info in z.infolist():
+                if info.file_size > file_io.weights_cap():
+                    raise ValueError(file_io.too_big(source, info.filename,
+                                                     info.file_size,
+                                                     file_io.weights_cap()))
+                # zipfile stops at the declared size and checks the CRC-32
+                # when the member's end is read.
+                with z.open(info) as f:
+                    members[info.filename.removesuffix(".npy")] = (
+                        np.lib.format.read_array(f, allow_pickle=False))
+                    if f.read(1):
+                        raise ValueError(f"member '{info.filename}' has trailing "
+                                         f"bytes")
+    except ValueError as e:
+        if "allow_pickle" in str(e) or "Object arrays" in str(e):
+            raise CheckpointError(
+                f"'{source}' holds a pickled (object) array; kerasflow never "
+                f"unpickles checkpoints. Save numeric arrays instead.") from None
+        raise CheckpointError(f"'{source}' is unreadable or incomplete: {e}") from None
+    except (OSError, EOFError, zipfile.BadZipFile) as e:
+        raise CheckpointError(f"'{source}' is unreadable or incomplete "
+                              f"(corrupt or truncated: {e}).") from None
+    try:
+        meta = json.loads(members.pop(_META).tobytes().decode())
+        if meta["format"] != FORMAT:
+            raise KeyError("format")
+        entries = list(zip(meta["names"], meta["shapes"], meta["dtypes"],
+                           strict=True))
+    except (KeyError, ValueError, TypeError, AttributeError, UnicodeDecodeError):
+        raise CheckpointError(f"'{source}' is unreadable: not a kerasflow "
+                              f"checkpoint (expected a '{_META}' member of format "
+                              f"{FORMAT!r}).") from None
     out = {}
-    data = read_npz(data_path)
-    for e in index["entries"]:
-        if e["key"] not in data:
-            raise ValueError(f"Checkpoint '{path_prefix}' is missing the data "
-                             f"of '{e['name']}' (entry {e['key']}).")
-        value = data[e["key"]]
-        if (list(value.shape) != e["shape"]
-                or value.dtype != np.dtype(e["dtype"])):
-            raise ValueError(
-                f"Checkpoint '{path_prefix}': '{e['name']}' is indexed as "
-                f"shape {tuple(e['shape'])} dtype {np.dtype(e['dtype'])}. "
-                f"Received: shape {value.shape} dtype {value.dtype}."
-            )
-        out[e["name"]] = value
-    return out
+    for i, (name, shape, dtype) in enumerate(entries):
+        value = members.get(f"a{i}")
+        if value is None or list(value.shape) != shape or value.dtype.str != dtype:
+            got = ("nothing" if value is None
+                   else f"shape {value.shape} dtype {value.dtype}")
+            raise CheckpointError(f"'{source}': '{name}' is recorded as shape "
+                                  f"{tuple(shape)} dtype {np.dtype(dtype)}. "
+                                  f"Received: {got}.")
+        out[name] = value
+    return out, meta.get("metadata") or {}
 
 
-def checkpoint_exists(path_prefix) -> bool:
-    """True when both files of the checkpoint ``path_prefix`` exist."""
-    path_prefix = _check_prefix(path_prefix)
-    return (os.path.exists(path_prefix + ".json")
-            and os.path.exists(path_prefix + ".npz"))
+def _check_path(path) -> str:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"A checkpoint path is a str or path. Received: "
+                        f"path={path!r}.")
+    path = os.fspath(path)
+    if not os.path.basename(path):
+        raise ValueError(f"A checkpoint path names a file, not a folder. "
+                         f"Received: path={path!r}.")
+    return path
 
 
-def remove_checkpoint(path_prefix) -> None:
-    """Deletes the files of ``path_prefix`` (missing files are ignored)."""
-    path_prefix = _check_prefix(path_prefix)
-    for ext in (".json", ".npz"):
-        try:
-            os.remove(path_prefix + ext)
-        except FileNotFoundError:
-            pass
+def checkpoint_exists(path) -> bool:
+    """True when the checkpoint file ``path`` exists."""
+    return os.path.isfile(_check_path(path))
 
 
-def get_checkpoint_state(checkpoint_dir) -> list:
-    """Checkpoint prefixes listed in ``checkpoint_dir/checkpoint``, oldest first.
-
-    Relative entries are resolved against ``checkpoint_dir``. Returns [] when the
-    folder or its ``checkpoint`` file does not exist.
-    """
-    checkpoint_dir = os.fspath(checkpoint_dir)
-    path = os.path.join(checkpoint_dir, STATE_FILE)
-    if not os.path.exists(path):
-        return []
-    latest, listed = None, []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            m = _STATE_LINE.match(line)
-            if not m:
-                continue
-            value = m.group(2).replace('\\"', '"').replace("\\\\", "\\")
-            if not os.path.isabs(value):
-                value = os.path.join(checkpoint_dir, value)
-            if m.group(1) == "model_checkpoint_path":
-                latest = value
-            elif m.group(1) == "all_model_checkpoint_paths":
-                listed.append(value)
-    if latest is not None and latest not in listed:
-        listed.append(latest)
-    elif latest is not None:
-        listed.remove(latest)
-        listed.append(latest)
-    return listed
+def remove_checkpoint(path) -> None:
+    """Deletes the checkpoint file ``path`` (a missing file is ignored)."""
+    try:
+        os.remove(_check_path(path))
+    except FileNotFoundError:
+        pass
 
 
-def latest_checkpoint(checkpoint_dir) -> str | None:
-    """The newest checkpoint prefix of ``checkpoint_dir`` (TF1's function).
+def load_checkpoint(path, with_metadata: bool = False):
+    """Reads the checkpoint ``path``: ``{name: array}`` (and its metadata).
+
+    Args:
+        path: str or path of the checkpoint file.
+        with_metadata: also return the writer's metadata dict.
 
     Returns:
-        The prefix recorded last in the folder's ``checkpoint`` file whose files
-        exist, or None when there is none.
+        ``{name: numpy array}`` in save order, or ``(arrays, metadata)``.
+
+    Raises:
+        FileNotFoundError: no such file, naming the folder's latest checkpoint
+            when there is one.
+        CheckpointError: see ``decode_arrays``.
     """
-    for prefix in reversed(get_checkpoint_state(checkpoint_dir)):
-        if checkpoint_exists(prefix):
-            return prefix
+    path = _check_path(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        latest = latest_checkpoint(os.path.dirname(path) or ".")
+        hint = f" The folder's latest checkpoint is '{latest}'." if latest else ""
+        raise FileNotFoundError(f"No checkpoint at '{path}'.{hint}") from None
+    arrays, metadata = decode_arrays(data, path)
+    return (arrays, metadata) if with_metadata else arrays
+
+
+# -- the index ---------------------------------------------------------------------
+def get_checkpoint_state(checkpoint_dir,
+                         latest_filename=None) -> CheckpointState | None:
+    """Parses ``checkpoint_dir/checkpoint`` (TF's function), or None if absent.
+
+    Relative entries are resolved against ``checkpoint_dir``; the newest path
+    is last in ``all_model_checkpoint_paths``.
+    """
+    checkpoint_dir = os.fspath(checkpoint_dir)
+    path = os.path.join(checkpoint_dir, latest_filename or STATE_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.readlines()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    latest, listed = None, []
+    for line in lines:
+        m = _STATE_LINE.match(line)
+        if not m:
+            continue
+        value = m.group(2).replace('\\"', '"').replace("\\\\", "\\")
+        value = os.path.join(checkpoint_dir, value)
+        if m.group(1) == "model_checkpoint_path":
+            latest = value
+        elif m.group(1) == "all_model_checkpoint_paths" and value not in listed:
+            listed.append(value)
+    if latest is None:
+        return None
+    return CheckpointState(latest, [p for p in listed if p != latest] + [latest])
+
+
+def update_checkpoint_state(checkpoint_dir, model_checkpoint_path,
+                            all_model_checkpoint_paths=None) -> None:
+    """Atomically writes the folder's ``checkpoint`` index (TF's function).
+
+    Args:
+        checkpoint_dir: the folder.
+        model_checkpoint_path: the newest checkpoint path.
+        all_model_checkpoint_paths: every kept path, oldest first (default:
+            the newest alone); the newest is moved last.
+    """
+    folder = os.fspath(checkpoint_dir) or "."
+    paths = [os.fspath(p) for p in all_model_checkpoint_paths or []]
+    latest = os.fspath(model_checkpoint_path)
+    paths = [p for p in paths if p != latest] + [latest]
+
+    def entry(p):
+        rel = os.path.relpath(p, folder)
+        rel = p if rel.startswith("..") else rel
+        return '"' + rel.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    lines = [f"model_checkpoint_path: {entry(latest)}"]
+    lines += [f"all_model_checkpoint_paths: {entry(p)}" for p in paths]
+    file_io.atomic_write(os.path.join(folder, STATE_FILE),
+                         ("\n".join(lines) + "\n").encode())
+
+
+def latest_checkpoint(checkpoint_dir, latest_filename=None) -> str | None:
+    """The newest checkpoint path of ``checkpoint_dir`` (TF1's function).
+
+    Returns:
+        The index's newest path whose file exists (an older listed one when a
+        crash or a user removed it), or None when there is none.
+    """
+    state = get_checkpoint_state(checkpoint_dir, latest_filename)
+    for path in reversed(state.all_model_checkpoint_paths if state else []):
+        if os.path.isfile(path):
+            return path
     return None
 
 
-def _quote(path: str) -> str:
-    return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def _same(a, b) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b)
 
 
-def _update_state(path_prefix: str, max_to_keep: int | None) -> None:
-    folder = os.path.dirname(path_prefix) or "."
-    listed = [p for p in get_checkpoint_state(folder)
-              if os.path.abspath(p) != os.path.abspath(path_prefix)]
-    listed.append(path_prefix)
-    if max_to_keep is not None:
-        for old in listed[:-max_to_keep]:
-            remove_checkpoint(old)
-        listed = listed[-max_to_keep:]
+def _leftovers(path, listed) -> list:
+    """Numbered siblings of ``path`` that the index does not keep (see above)."""
+    m = _NUMBERED.match(os.path.basename(path))
+    if m is None:
+        return []
+    folder = os.path.dirname(path) or "."
+    step, sibling = int(m.group(2)), re.compile(re.escape(m.group(1)) + r"-(\d+)$")
+    out = []
+    for name in os.listdir(folder):
+        s = sibling.match(name)
+        other = os.path.join(folder, name)
+        if s and not _same(other, path) and (
+                int(s.group(1)) > step or not any(_same(other, p) for p in listed)):
+            out.append(other)
+    return out
 
-    def rel(p):
-        return (os.path.basename(p)
-                if os.path.abspath(os.path.dirname(p) or ".") == os.path.abspath(folder)
-                else p)
 
-    lines = [f"model_checkpoint_path: {_quote(rel(path_prefix))}"]
-    lines += [f"all_model_checkpoint_paths: {_quote(rel(p))}" for p in listed]
-    text = "\n".join(lines) + "\n"
-    atomic_write(os.path.join(folder, STATE_FILE), text.encode())
+def save_checkpoint(path, arrays: dict, metadata: dict | None = None,
+                    max_to_keep: int | None = None, update_state: bool = True) -> str:
+    """Writes ``arrays`` as the checkpoint file ``path``, then the index.
+
+    Args:
+        path: str or path, e.g. ``"run/model.ckpt-100"``; its folder is created.
+        arrays: ``{name: array-like}`` (see ``encode_arrays``).
+        metadata: JSON-serialisable dict stored in the file.
+        max_to_keep: None or 0 keeps every file; k >= 1 keeps the newest k
+            the index lists and deletes the others' files, and the unlisted
+            or newer numbered siblings of ``path`` (TF1
+            ``Saver(max_to_keep=...)``; see the module docstring).
+        update_state: record ``path`` as the newest in the folder's index.
+
+    Returns:
+        ``path`` as a str.
+
+    Raises:
+        TypeError: see ``encode_arrays``.
+        ValueError: a bad path or ``max_to_keep``.
+        OSError: the folder cannot be written (the previous state is intact).
+    """
+    path = _check_path(path)
+    if max_to_keep is not None and (not isinstance(max_to_keep, int)
+                                    or max_to_keep < 0):
+        raise ValueError(f"max_to_keep must be None or an int >= 0. Received: "
+                         f"max_to_keep={max_to_keep!r}.")
+    data = encode_arrays(arrays, metadata)  # fails before touching the disk
+    if not update_state:
+        file_io.atomic_write(path, data)
+        return path
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    state = get_checkpoint_state(folder)  # TF's recover_last_checkpoints
+    listed = state.all_model_checkpoint_paths if state else []
+    leftovers = _leftovers(path, listed) if max_to_keep else []
+    kept = [p for p in listed if os.path.isfile(p)
+            and not any(_same(p, o) for o in [path, *leftovers])]
+    if max_to_keep:
+        # Make room before writing, keeping the newest until the new one is safe.
+        keep = kept[-(max_to_keep - 1):] if max_to_keep > 1 else kept[-1:]
+        if len(keep) < len(kept):
+            update_checkpoint_state(folder, keep[-1], keep)
+            leftovers += kept[:len(kept) - len(keep)]
+        kept = keep
+    for old in leftovers:
+        remove_checkpoint(old)
+    file_io.atomic_write(path, data)
+    final = kept + [path]
+    if max_to_keep:
+        final = final[-max_to_keep:]
+    update_checkpoint_state(folder, path, final)
+    for old in kept[:len(kept) + 1 - len(final)]:
+        remove_checkpoint(old)
+    return path

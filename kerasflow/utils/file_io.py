@@ -36,7 +36,7 @@ import zlib
 
 __all__ = ["MAX_CONFIG_BYTES", "MAX_WEIGHTS_BYTES", "STALE_AFTER_S", "atomic_write",
            "config_cap", "read_zip_member", "remove_stale_temp_files",
-           "resolve_target", "weights_cap"]
+           "resolve_target", "too_big", "weights_cap"]
 
 #: Largest model-config (JSON) member read from a model zip, in bytes.
 MAX_CONFIG_BYTES = 64 * 2**20
@@ -277,7 +277,7 @@ def read_zip_member(archive: zipfile.ZipFile, name: str, cap: int, source) -> by
     """
     info = archive.getinfo(name)
     if info.file_size > cap:
-        raise ValueError(_too_big(source, name, info.file_size, cap))
+        raise ValueError(too_big(source, name, info.file_size, cap))
     out, total = [], 0
     try:
         with archive.open(info) as f:
@@ -287,7 +287,7 @@ def read_zip_member(archive: zipfile.ZipFile, name: str, cap: int, source) -> by
                     break
                 total += len(chunk)
                 if total > cap:
-                    raise ValueError(_too_big(source, name, f"more than {cap}", cap))
+                    raise ValueError(too_big(source, name, f"more than {cap}", cap))
                 out.append(chunk)
     except (zipfile.BadZipFile, EOFError, zlib.error) as e:
         # zipfile stops at the declared size and checks the CRC: a forged
@@ -297,7 +297,8 @@ def read_zip_member(archive: zipfile.ZipFile, name: str, cap: int, source) -> by
     return b"".join(out)
 
 
-def _too_big(source, name, size, cap):
+def too_big(source, name, size, cap) -> str:
+    """The error message for a zip member past its cap, saying how to raise it."""
     return (f"'{source}': member '{name}' expects at most {cap} bytes when "
             f"inflated. Received: {size} bytes. A genuine file this large can be "
             f"loaded after raising the cap (kerasflow.utils.file_io."

@@ -205,8 +205,9 @@ def test_saver_round_trip_max_to_keep_and_errors(tmp_path):
         saver.restore(sess, tf.train.latest_checkpoint(str(tmp_path)))
         np.testing.assert_array_equal(sess.run(w), [[0.0, 1.0], [2.0, 3.0]])
         assert sess.run(b) == 1.5
-        assert not os.path.exists(prefix + "-1.npz")        # max_to_keep=2
-        assert os.path.exists(prefix + "-2.npz")
+        assert not os.path.exists(prefix + "-1")        # max_to_keep=2
+        assert os.path.exists(prefix + "-2")
+        assert saver.last_checkpoints == [prefix + "-2", prefix + "-3"]
         only_w = tf.train.Saver({"renamed": w})
         only_w.save(sess, str(tmp_path / "w.ckpt"))
         with pytest.raises(tf.errors.NotFoundError, match=f"Key {w.name} not found"):
@@ -215,9 +216,9 @@ def test_saver_round_trip_max_to_keep_and_errors(tmp_path):
             saver.restore(sess, str(tmp_path / "nothing"))
         with pytest.raises(TypeError, match="'sess' must be a Session"):
             saver.save("not a session", prefix)
-    # The files load without pickle.
-    with np.load(prefix + "-3.npz", allow_pickle=False) as f:
-        assert len(f.files) == 2
+    # The files load without pickle: w, b and the metadata member.
+    with np.load(prefix + "-3", allow_pickle=False) as f:
+        assert len(f.files) == 3
 
 
 # -- summaries and the graph -----------------------------------------------------------

@@ -265,28 +265,29 @@ def _write_gz(path: Path, raw: bytes) -> Path:
 def test_read_idx_roundtrip(tmp_path):
     pixels = np.arange(2 * 3 * 4, dtype=np.uint8)
     p = _write_gz(tmp_path / "i.gz", _idx(2051, (2, 3, 4), pixels.tobytes()))
-    np.testing.assert_array_equal(_loader.read_idx_images(p), pixels.reshape(2, 3, 4))
+    np.testing.assert_array_equal(_loader.read_idx(p, "images"),
+                                  pixels.reshape(2, 3, 4))
     q = _write_gz(tmp_path / "l.gz", _idx(2049, (3,), bytes([7, 0, 9])))
-    np.testing.assert_array_equal(_loader.read_idx_labels(q), [7, 0, 9])
+    np.testing.assert_array_equal(_loader.read_idx(q, "labels"), [7, 0, 9])
 
 
 def test_truncated_idx_payload(tmp_path):
     p = _write_gz(tmp_path / "short.gz", _idx(2051, (10, 28, 28), b"\0" * 100))
     match = r"short\.gz.*expected 7840 bytes, received 100"
     with pytest.raises(ValueError, match=match):
-        _loader.read_idx_images(p)
+        _loader.read_idx(p, "images")
 
 
 def test_wrong_magic(tmp_path):
     p = _write_gz(tmp_path / "m.gz", _idx(2051, (2,), b"\0\0"))
     with pytest.raises(ValueError, match=r"m\.gz.*expected 2049, received 2051"):
-        _loader.read_idx_labels(p)
+        _loader.read_idx(p, "labels")
 
 
 def test_header_too_short(tmp_path):
     p = _write_gz(tmp_path / "h.gz", b"\0\0\x08")
     with pytest.raises(ValueError, match=r"h\.gz.*header too short.*expected 16"):
-        _loader.read_idx_images(p)
+        _loader.read_idx(p, "images")
 
 
 def test_truncated_gzip_stream(tmp_path, data_dir):
@@ -294,14 +295,14 @@ def test_truncated_gzip_stream(tmp_path, data_dir):
     p = tmp_path / FILES[1]
     p.write_bytes(src[: len(src) // 2])
     with pytest.raises(ValueError, match="truncated gzip"):
-        _loader.read_idx_labels(p)
+        _loader.read_idx(p, "labels")
 
 
 def test_not_gzip(tmp_path):
     p = tmp_path / "junk.gz"
     p.write_bytes(b"this is not gzip data at all")
     with pytest.raises(ValueError, match=r"junk\.gz.*not a valid gzip"):
-        _loader.read_idx_images(p)
+        _loader.read_idx(p, "images")
 
 
 def test_load_data_wrong_count_is_clear(isolated, tmp_path):

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
 import pytest
 
 import kerasflow as kf
-from kerasflow.estimators import Estimator, RunConfig, checkpoints
-from kerasflow.estimators.summary import read_events, read_scalars
+from kerasflow.estimators import Estimator, RunConfig
+from kerasflow.utils import checkpoint as ckpt
+from kerasflow.summary import read_events, read_scalars
 from tests.estimators._models import data, eval_input, model_fn, train_input
 
 
@@ -54,11 +54,13 @@ def test_steps_and_max_steps_are_exclusive(tmp_path, xy):
 def test_keep_checkpoint_max_and_index(tmp_path, xy):
     est = _est(tmp_path, save_checkpoints_steps=10, keep_checkpoint_max=3)
     est.train(train_input(*xy), steps=60)
-    files = sorted(f for f in os.listdir(tmp_path) if f.endswith(".npz"))
-    assert files == ["model.ckpt-40.npz", "model.ckpt-50.npz", "model.ckpt-60.npz"]
-    index = json.loads((tmp_path / "checkpoint").read_text())
-    assert index["model_checkpoint_path"] == "model.ckpt-60.npz"
-    assert [e["step"] for e in index["all_model_checkpoint_paths"]] == [40, 50, 60]
+    files = sorted(f for f in os.listdir(tmp_path) if f.startswith("model.ckpt-"))
+    assert files == ["model.ckpt-40", "model.ckpt-50", "model.ckpt-60"]
+    assert (tmp_path / "checkpoint").read_text().splitlines() == [
+        'model_checkpoint_path: "model.ckpt-60"',
+        'all_model_checkpoint_paths: "model.ckpt-40"',
+        'all_model_checkpoint_paths: "model.ckpt-50"',
+        'all_model_checkpoint_paths: "model.ckpt-60"']
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".tmp-")]
     names = est.get_variable_names()
     assert {"global_step", "dense/kernel", "dense_1/bias"} <= set(names)
@@ -69,22 +71,21 @@ def test_keep_checkpoint_max_and_index(tmp_path, xy):
 def test_corrupt_newest_checkpoint_falls_back_to_previous(tmp_path, xy):
     est = _est(tmp_path, save_checkpoints_steps=10, keep_checkpoint_max=5)
     est.train(train_input(*xy), steps=30)
-    newest = tmp_path / "model.ckpt-30.npz"
+    newest = tmp_path / "model.ckpt-30"
     newest.write_bytes(newest.read_bytes()[:100])  # truncated
-    with pytest.warns(UserWarning, match="model.ckpt-30.npz"):
-        assert est.latest_checkpoint().endswith("model.ckpt-20.npz")
+    with pytest.warns(UserWarning, match="model.ckpt-30"):
+        assert est.latest_checkpoint().endswith("model.ckpt-20")
     with pytest.warns(UserWarning):
         est.train(train_input(*xy), steps=5)
     assert est.evaluate(eval_input(*xy))["global_step"] == 25
-    assert not (tmp_path / "model.ckpt-30.npz").exists()  # the stale one is gone
+    assert not (tmp_path / "model.ckpt-30").exists()  # the stale one is gone
 
 
 def test_checkpoint_never_unpickles(tmp_path):
-    np.savez(tmp_path / "model.ckpt-1.npz", __meta__=np.array([{"a": 1}],
-                                                               dtype=object),
-             allow_pickle=True)
-    with pytest.raises(checkpoints.CheckpointError, match="unreadable"):
-        checkpoints.load_checkpoint(tmp_path / "model.ckpt-1.npz")
+    with open(tmp_path / "model.ckpt-1", "wb") as f:
+        np.savez(f, __meta__=np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ckpt.CheckpointError, match="pickled"):
+        ckpt.load_checkpoint(tmp_path / "model.ckpt-1")
 
 
 def test_predict_keys_and_single_examples(tmp_path, xy):
@@ -190,11 +191,14 @@ def test_ftrl_and_proximal_optimizers_compile_by_name(xy):
     for name in ("ftrl", "proximalgradientdescent", "proximaladagrad"):
         opt = kf.optimizers.get({"class_name": name, "config": {
             "learning_rate": 0.5}})
-        model = kf.Sequential([kf.layers.Dense(3, input_shape=(4,),
-                                               activation="softmax")])
+        # Seeded: a linear model reaches ~0.81 here, too close to 0.8 to leave
+        # to the initial weights (an unseeded run scored exactly 0.8 once).
+        model = kf.Sequential([kf.layers.Dense(
+            3, input_shape=(4,), activation="softmax",
+            kernel_initializer=kf.initializers.GlorotUniform(seed=0))])
         model.compile(optimizer=opt, loss="sparse_categorical_crossentropy",
                       metrics=["accuracy"])
-        model.fit(x, y, epochs=15, batch_size=32, verbose=0)
+        model.fit(x, y, epochs=15, batch_size=32, verbose=0, shuffle=False)
         assert model.evaluate(x, y, verbose=0)[1] > 0.8, name
     assert isinstance(kf.optimizers.get("ftrl"), kf.optimizers.Ftrl)
 
@@ -253,9 +257,9 @@ def test_flipped_byte_is_detected(tmp_path):
     from kerasflow import backend as K
 
     v = K.Variable(np.arange(1000, dtype="float32"), name="w")
-    path = checkpoints.save_checkpoint(tmp_path, [v], 7)
+    path = ckpt.save_checkpoint(tmp_path / "model.ckpt-7", {v.name: v.numpy()})
     raw = bytearray(open(path, "rb").read())
     raw[len(raw) // 2] ^= 0xFF   # inside the array's data
     open(path, "wb").write(bytes(raw))
-    with pytest.raises(checkpoints.CheckpointError):
-        checkpoints.load_checkpoint(path)
+    with pytest.raises(ckpt.CheckpointError):
+        ckpt.load_checkpoint(path)

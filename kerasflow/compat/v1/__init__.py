@@ -28,8 +28,9 @@ import builtins as _builtins
 import logging as _logging
 
 from kerasflow import backend as _K
-from kerasflow.compat.v1 import dtypes, flags, layers, losses, nn, summary, train
+from kerasflow.compat.v1 import dtypes, flags, layers, losses, nn, train
 from kerasflow.compat.v1 import session as _session
+from kerasflow.compat.v1 import summary_ops as summary
 from kerasflow.compat.v1 import tensor_shape as _tensor_shape
 from kerasflow.compat.v1._missing import Namespace as _Namespace
 from kerasflow.compat.v1._missing import missing_attribute as _missing_attribute
@@ -75,7 +76,7 @@ from kerasflow.compat.v1.session import (  # noqa: F401
 )
 from kerasflow.compat.v1.variables import *  # noqa: F403
 from kerasflow.compat.v1.variables import __all__ as _variables_all
-from kerasflow.utils.tbx import import_tensorboardx
+from kerasflow.summary import import_tensorboardx
 
 __version__ = VERSION = "1.15.0"  # the TF API level this module follows
 

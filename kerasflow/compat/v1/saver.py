@@ -1,11 +1,12 @@
-"""``tf.train.Saver`` on kerasflow's atomic checkpoint files.
+"""``tf.train.Saver`` on kerasflow's one checkpoint format.
 
-A checkpoint is a path prefix with ``<prefix>.npz`` (values) and
-``<prefix>.json`` (index), written to temporary files and renamed, plus the
-folder's ``checkpoint`` file naming the latest ones (see
-``kerasflow.utils.checkpoint``). Loading never runs pickle. TF1's
-``.meta`` graph files are not written: a kerasflow program rebuilds its graph
-in Python and restores values into it, the common TF1 pattern.
+A checkpoint is one file (``model.ckpt-100``) of named arrays, written
+atomically, and the folder's ``checkpoint`` index (TF's ``CheckpointState``
+text) names the kept ones; both come from ``kerasflow.utils.checkpoint``,
+which the Estimator and ``model.save_weights`` use too, so each reads the
+others' checkpoints where variable names match. Loading never runs pickle.
+TF1's ``.meta`` graph files are not written: a kerasflow program rebuilds its
+graph in Python and restores values into it, the common TF1 pattern.
 """
 
 from __future__ import annotations
@@ -17,17 +18,9 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow.compat.v1 import graph as G
 from kerasflow.utils import checkpoint as ckpt
+from kerasflow.utils.checkpoint import checkpoint_exists, latest_checkpoint
 
 __all__ = ["Saver", "latest_checkpoint", "checkpoint_exists"]
-
-
-def latest_checkpoint(checkpoint_dir, latest_filename=None):
-    """The newest checkpoint prefix in ``checkpoint_dir``, or None."""
-    return ckpt.latest_checkpoint(checkpoint_dir)
-
-
-def checkpoint_exists(checkpoint_prefix) -> bool:
-    return ckpt.checkpoint_exists(checkpoint_prefix)
 
 
 def _name_of(var):
@@ -42,7 +35,9 @@ class Saver:
             state included, when the Saver is created), a list of Variables
             (saved under their names), or a dict ``{name: Variable}``.
         max_to_keep: newest checkpoints kept in the folder (older ones are
-            deleted); None or 0 keeps all.
+            deleted); None or 0 keeps all. The kept list is recovered from
+            the folder's index on every save (TF's
+            ``recover_last_checkpoints``), so it holds across restarts.
 
     Variables are saved under their names. kerasflow names are unique per
     *process* (TF1's were per graph): a graph rebuilt in the same process after
@@ -112,10 +107,10 @@ class Saver:
         arrays = {name: var.numpy() for name, var in self._vars.items()}
         path = ckpt.save_checkpoint(save_path, arrays, max_to_keep=self.max_to_keep,
                                     update_state=write_state)
-        self.last_checkpoints = [p for p in self.last_checkpoints if p != path]
-        self.last_checkpoints.append(path)
-        if self.max_to_keep:
-            self.last_checkpoints = self.last_checkpoints[-self.max_to_keep:]
+        state = write_state and ckpt.get_checkpoint_state(os.path.dirname(path)
+                                                          or ".")
+        self.last_checkpoints = (state.all_model_checkpoint_paths if state
+                                 else [*self.last_checkpoints, path])
         return path
 
     def restore(self, sess, save_path) -> None:

@@ -25,7 +25,7 @@ from kerasflow import backend as K
 from kerasflow import tree
 from kerasflow.backend import default_session as _default
 from kerasflow.compat.v1 import graph as G
-from kerasflow.compat.v1.summary import expand_fetches
+from kerasflow.compat.v1.summary_ops import expand_fetches
 from kerasflow.utils.graph_def import collect_nodes
 
 __all__ = ["Session", "InteractiveSession", "ConfigProto", "GPUOptions",

@@ -11,6 +11,7 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow.estimators import metrics as M
 from kerasflow.estimators.model_fn import EstimatorSpec, ModeKeys
+from kerasflow.feature_column.dense import float_rows
 
 __all__ = ["WEIGHT_KEY", "ClassificationHead", "RegressionHead"]
 
@@ -145,15 +146,7 @@ class RegressionHead:
         self.label_vocabulary = None
 
     def transform_labels(self, labels):
-        y = np.asarray(labels)
-        if y.dtype.kind not in "fiub":
-            raise ValueError(f"Regression labels must be numbers. Received: dtype "
-                             f"{y.dtype}.")
-        y = y.astype(np.float32).reshape(len(y), -1)
-        if y.shape[1] != self.logits_dimension:
-            raise ValueError(f"Regression labels must have shape [batch_size, "
-                             f"{self.logits_dimension}]. Received: {y.shape}.")
-        return y
+        return float_rows(labels, self.logits_dimension, "Regression labels")
 
     def postprocess(self, preds):
         return preds

@@ -1,5 +1,8 @@
 """``tf.summary``: summary ops, ``merge_all`` and ``FileWriter`` (TF1).
 
+Exposed as ``kerasflow.compat.v1.summary`` (``tf.summary``); the file is named
+for what it holds, apart from ``kerasflow.summary`` (the event-file writer).
+
 A summary op records which tensor to report under which tag; fetching it in a
 ``Session`` (alone or merged) computes those tensors in the same run and
 returns one serialized ``Summary`` protobuf (bytes), which
