@@ -3,7 +3,7 @@
 1. Training throughput: ``DNNClassifier.train`` (784-256-128-10, Adagrad 0.05,
    batch 128) vs the same network and optimizer in ``Model.fit`` on the same
    batches (no shuffling in either). Target: >= 0.9x fit's steps/s.
-2. Checkpoint save: ``checkpoints.save_checkpoint`` (npz + JSON metadata, temp
+2. Checkpoint save: ``utils.checkpoint.save_checkpoint`` (npz + JSON metadata, temp
    file, fsync, rename, index) of a 10 M-parameter model vs a raw ``np.savez``
    of the same arrays to a file (target: <= 1.5x), and vs ``np.savez`` followed
    by ``fsync`` (the durability the checkpoint pays for).

@@ -199,7 +199,8 @@ class Model(Trainer, Layer):
         saving.save_model(self, filepath, overwrite=overwrite)
 
     def save_weights(self, filepath, overwrite=True):
-        """Writes the weights as a .npz file (atomic)."""
+        """Writes the weights as one checkpoint file (atomic) and records it in
+        its folder's ``checkpoint`` index (``utils.checkpoint``)."""
         saving.save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath):
