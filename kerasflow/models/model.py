@@ -4,7 +4,7 @@
 calls to ``inputs`` and keeps those calls in topological order. Calling the model
 on new tensors replays them (with the ``training`` flag of that call), which is
 how training and inference graphs are traced and how models nest inside models
-(Keras' functional API, ``keras/src/models/functional.py``).
+(Keras' functional API).
 """
 
 from __future__ import annotations

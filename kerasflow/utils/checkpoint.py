@@ -29,7 +29,7 @@ layer named ``"dense"`` and the same layer in a ``model_fn`` share keys. Each
 reader loads the names it needs and ignores or reports the rest.
 
 The folder's ``checkpoint`` file is TF's ``CheckpointState`` in the text form
-TF writes (``tensorflow/python/checkpoint/checkpoint_management.py``)::
+TF writes (``tf.train.get_checkpoint_state`` reads it)::
 
     model_checkpoint_path: "model.ckpt-60"
     all_model_checkpoint_paths: "model.ckpt-40"

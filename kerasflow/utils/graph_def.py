@@ -1,7 +1,7 @@
 """A kerasflow graph as a TensorFlow ``GraphDef`` protobuf, for TensorBoard.
 
-TensorBoard's Graphs tab reads a ``GraphDef`` (``tensorflow/core/framework/
-graph.proto``) from an event file. This module walks the nodes reachable from
+TensorBoard's Graphs tab reads a ``GraphDef`` (TensorFlow's graph protobuf)
+from an event file. This module walks the nodes reachable from
 some tensors and writes one ``NodeDef`` per node: its name (so name scopes
 become TensorBoard's collapsible groups), op name, inputs (``"node"`` for
 output 0, ``"node:k"`` otherwise, TF's convention), the output dtype as attr
@@ -21,7 +21,7 @@ from kerasflow.summary import import_tensorboardx
 
 __all__ = ["graph_def_from_tensors", "collect_nodes"]
 
-# numpy dtype name -> tensorflow/core/framework/types.proto DataType.
+# numpy dtype name -> TensorFlow's DataType enum (types.proto).
 _DT = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6,
        "int64": 9, "bool": 10, "uint16": 17, "float16": 19}
 _PRODUCER = 27  # a GraphDef version TensorBoard reads without warnings
