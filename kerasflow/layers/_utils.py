@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kerasflow import activations, initializers, regularizers
+from kerasflow import initializers, regularizers
 from kerasflow.layers.core import _get_constraint, _serialize_constraint
 
 __all__ = ["normalize_tuple", "normalize_padding", "WeightArgs", "check_rank",
@@ -101,13 +101,3 @@ class WeightArgs:
                 out[f"{n}_constraint"] = _serialize_constraint(self.con[n])
         return out
 
-
-def activity_penalty(layer, out):
-    """Records ``layer.activity_regularizer(out)`` as the layer's activity loss."""
-    if getattr(layer, "activity_regularizer", None) is not None:
-        layer._activity_penalty = layer.activity_regularizer(out)
-    return out
-
-
-def serialize_activation(fn):
-    return activations.serialize(fn)

@@ -97,6 +97,9 @@ class Layer(TracingMixin):
             ``Sequential`` (``Dense(1, input_shape=(1,))``).
         batch_input_shape: shape with the batch axis.
         input_dim: shorthand for ``input_shape=(input_dim,)``.
+        activity_regularizer: name or instance; its penalty on the outputs of
+            the layer's latest call joins ``losses`` (Keras 3: summed over the
+            outputs, not divided by the batch size).
 
     Raises:
         TypeError: an unknown keyword argument, naming it.
@@ -121,7 +124,8 @@ class Layer(TracingMixin):
             registry("layer").setdefault(cls.__name__, cls)
 
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
-                 batch_input_shape=None, input_dim=None, batch_size=None, **kwargs):
+                 batch_input_shape=None, input_dim=None, batch_size=None,
+                 activity_regularizer=None, **kwargs):
         if kwargs:
             raise TypeError(
                 f"{type(self).__name__} got unexpected keyword argument(s): "
@@ -140,6 +144,7 @@ class Layer(TracingMixin):
         self._trainable_weights: list = []
         self._non_trainable_weights: list = []
         self._regularizers: list = []  # (regularizer, variable)
+        self.activity_regularizer = regularizers.get(activity_regularizer)
         self._calls: list = []
         self.built = False
         self.input_spec = None
@@ -280,6 +285,8 @@ class Layer(TracingMixin):
         out = []
         for layer in self._flatten_layers():
             out.extend(reg(var) for reg, var in layer._regularizers)
+            if "_activity_penalty" in layer.__dict__:
+                out.append(layer._activity_penalty)
             for loss in layer.__dict__.get("_added_losses", ()):
                 out.append(loss() if callable(loss) else loss)
         return out
@@ -367,9 +374,15 @@ class Layer(TracingMixin):
                             dict(kwargs), len(self._calls),
                             len(args) if sym_args else 0)
         self._calls.append(record)
+        penalties = []
         for i, t in enumerate(flatten_struct(outputs)):
             if K.is_symbolic(t):
                 _HISTORY[t] = (self, record, i)
+                if getattr(self, "activity_regularizer", None) is not None:
+                    penalties.append(self.activity_regularizer(t))
+        if penalties:  # Keras applies it here, once, for every layer family
+            self._activity_penalty = K.add_n(penalties) if len(
+                penalties) > 1 else penalties[0]
         first = flatten_struct(outputs)[0]
         self._last_output_shape = map_struct(
             lambda t: getattr(t, "shape", None), outputs) if not K.is_symbolic(
@@ -396,6 +409,9 @@ class Layer(TracingMixin):
         config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = list(self._batch_input_shape)
+        if getattr(self, "activity_regularizer", None) is not None:
+            config["activity_regularizer"] = regularizers.serialize(
+                self.activity_regularizer)
         return config
 
     @classmethod

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from kerasflow import backend as K
-from kerasflow.backend.ops.conv import _geometry
+from kerasflow.backend.ops.conv import window_geometry
 from kerasflow.layers._masks import get_mask
 from kerasflow.layers._utils import (
     check_data_format, check_rank, normalize_padding, normalize_tuple,
@@ -43,7 +43,7 @@ class _Pooling(Layer):
     def call(self, inputs):
         if self.padding == "valid" and inputs.shape is not None:
             for size, p, s in zip(inputs.shape[1:], self.pool_size, self.strides):
-                if size is not None and _geometry(size, p, s, 1, "VALID")[0] < 1:
+                if size is not None and window_geometry(size, p, s, 1, "VALID")[0] < 1:
                     raise ValueError(
                         f"Layer '{self.name}' ({type(self).__name__}): expected "
                         f"spatial dims >= pool_size={self.pool_size} with "

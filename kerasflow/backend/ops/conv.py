@@ -14,12 +14,22 @@ import numpy as np
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.registry import apply, register_gradient, register_op
 
-__all__ = ["avg_pool2d", "conv2d", "max_pool2d"]
+__all__ = ["avg_pool2d", "conv2d", "max_pool2d", "window_geometry"]
 
 
 # -- geometry -------------------------------------------------------------------------
-def _geometry(size, k, s, d, padding):
-    """(output size, pad before, pad after) along one spatial axis, TF's rule."""
+def window_geometry(size, k, s, d, padding):
+    """Where a window sliding along one spatial axis lands, TensorFlow's rule.
+
+    Args:
+        size: input length along the axis (int).
+        k, s, d: window (kernel) size, stride and dilation (ints >= 1).
+        padding: 'VALID' or 'SAME' (upper case).
+
+    Returns:
+        ``(output size, pad before, pad after)``; the output size is < 1 when a
+        'VALID' window is larger than the input.
+    """
     keff = (k - 1) * d + 1
     if padding == "VALID":
         return (size - keff) // s + 1, 0, 0
@@ -31,7 +41,7 @@ def _geometry(size, k, s, d, padding):
 def _plan(shape, window, strides, dilation, padding):
     """Output height and width of a window sliding over NHWC ``shape``, and pads."""
     (ho, *rows), (wo, *cols) = (
-        _geometry(shape[1 + a], window[a], strides[a], dilation[a], padding)
+        window_geometry(shape[1 + a], window[a], strides[a], dilation[a], padding)
         for a in (0, 1)
     )
     return ho, wo, (tuple(rows), tuple(cols))
@@ -89,7 +99,7 @@ def _spatial_infer(what, x, window, strides, dilation, padding):
         if size is None or k is None:
             out.append(None)
             continue
-        o = _geometry(size, k, strides[a], dilation[a], padding)[0]
+        o = window_geometry(size, k, strides[a], dilation[a], padding)[0]
         if o < 1:
             raise ValueError(
                 f"{what} with padding='valid' needs inputs at least as large as its "

@@ -18,7 +18,8 @@ from kerasflow.backend.ops import conv as _conv
 from kerasflow.backend.ops.shape import expand_dims, squeeze
 from kerasflow.backend.registry import apply, register_gradient, register_op
 
-__all__ = ["avg_pool1d", "conv1d", "conv2d_transpose", "depthwise_conv2d",
+__all__ = ["avg_pool1d", "conv1d", "conv2d_transpose", "conv2d_transpose_output_size",
+           "depthwise_conv2d",
            "max_pool1d"]
 
 
@@ -164,7 +165,7 @@ def conv2d_transpose(x, kernel, output_size, strides=(1, 1), padding="valid",
         for a in (0, 1):
             if xs[1 + a] is None:
                 continue
-            back = _conv._geometry(output_size[a], ks[a], strides[a], dilation[a],
+            back = _conv.window_geometry(output_size[a], ks[a], strides[a], dilation[a],
                                    padding)[0]
             if back != xs[1 + a]:
                 raise ValueError(
