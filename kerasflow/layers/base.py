@@ -18,6 +18,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow import initializers, regularizers
+from kerasflow.layers.input_spec import InputSpec, assert_input_compatibility
 from kerasflow.layers.tracing import (  # noqa: F401  (re-exported)
     TracingMixin, _ctx, _update_ctx, collect_updates, flatten_struct, map_struct,
 )
@@ -60,13 +61,6 @@ class training_context:
     def __exit__(self, *exc):
         _ctx.training = self.prev
         return False
-
-
-class InputSpec:
-    """What a layer accepts: rank (``ndim``/``min_ndim``) and fixed axis sizes."""
-
-    def __init__(self, ndim=None, min_ndim=None, axes=None):
-        self.ndim, self.min_ndim, self.axes = ndim, min_ndim, dict(axes or {})
 
 
 class CallRecord:
@@ -316,34 +310,6 @@ class Layer(TracingMixin):
         """The layer's math on symbolic tensors; identity by default."""
         return inputs
 
-    def _check_input_spec(self, inputs):
-        spec = self.input_spec
-        if spec is None or isinstance(inputs, (list, tuple, dict)):
-            return
-        shape = inputs.shape
-        if shape is None:
-            return
-        if spec.ndim is not None and len(shape) != spec.ndim:
-            raise ValueError(
-                f"Input 0 of layer '{self.name}' is incompatible with the layer: "
-                f"expected ndim={spec.ndim}, found ndim={len(shape)}. Full shape "
-                f"received: {shape}."
-            )
-        if spec.min_ndim is not None and len(shape) < spec.min_ndim:
-            raise ValueError(
-                f"Input 0 of layer '{self.name}' is incompatible with the layer: "
-                f"expected min_ndim={spec.min_ndim}, found ndim={len(shape)}. Full "
-                f"shape received: {shape}."
-            )
-        for axis, size in spec.axes.items():
-            got = shape[axis] if -len(shape) <= axis < len(shape) else None
-            if got is not None and got != size:
-                raise ValueError(
-                    f"Input 0 of layer '{self.name}' is incompatible with the layer: "
-                    f"expected axis {axis} of input shape to have value {size}, but "
-                    f"received input with shape {shape}."
-                )
-
     def __call__(self, inputs, *args, **kwargs):
         flat = flatten_struct(inputs)
         if not any(K.is_symbolic(t) for t in flat):
@@ -353,7 +319,7 @@ class Layer(TracingMixin):
             with K.name_scope(self.name):
                 self.build(shapes)
             self.built = True
-        self._check_input_spec(inputs)
+        assert_input_compatibility(self.input_spec, inputs, self.name)
         if "training" in _call_params(type(self)) and kwargs.get("training") is None:
             kwargs["training"] = getattr(_ctx, "training", None)
         _update_ctx.calls = getattr(_update_ctx, "calls", 0) + 1
