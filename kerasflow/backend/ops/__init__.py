@@ -1,6 +1,7 @@
 """All backend ops, by family; each module registers its kernels on import."""
 
 from kerasflow.backend.ops.math import *  # noqa: F403
+from kerasflow.backend.ops.elementwise import *  # noqa: F403
 from kerasflow.backend.ops.reduction import *  # noqa: F403
 from kerasflow.backend.ops.shape import *  # noqa: F403
 from kerasflow.backend.ops.slicing import *  # noqa: F403
@@ -15,10 +16,11 @@ from kerasflow.backend.ops.embedding import *  # noqa: F403
 from kerasflow.backend.ops.normalization import *  # noqa: F403
 from kerasflow.backend.ops.scan import *  # noqa: F403
 from kerasflow.backend.ops import (  # noqa: F401
-    checks, conv, conv_extra, embedding, linalg, math, nn, normalization, random,
+    checks, conv, conv_extra, elementwise, embedding, linalg, math, nn, normalization, random,
     reduction, scan, shape, slicing, state,
 )
 from kerasflow.backend.ops.math import __all__ as _m
+from kerasflow.backend.ops.elementwise import __all__ as _el
 from kerasflow.backend.ops.reduction import __all__ as _r
 from kerasflow.backend.ops.shape import __all__ as _s
 from kerasflow.backend.ops.slicing import __all__ as _sl
@@ -33,5 +35,5 @@ from kerasflow.backend.ops.embedding import __all__ as _em
 from kerasflow.backend.ops.normalization import __all__ as _bn
 from kerasflow.backend.ops.scan import __all__ as _sc
 
-__all__ = [*_m, *_r, *_s, *_sl, *_l, *_st, *_rn, *_nn, *_cv, *_ck, *_cx, *_em, *_bn,
+__all__ = [*_m, *_el, *_r, *_s, *_sl, *_l, *_st, *_rn, *_nn, *_cv, *_ck, *_cx, *_em, *_bn,
            *_sc]
