@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow.backend.ops import conv as _conv
+from kerasflow.backend.ops.pooling import avg_pool2d, max_pool2d
 from kerasflow.backend.ops.shape import expand_dims, squeeze
 from kerasflow.backend.registry import apply, register_gradient, register_op
 
@@ -73,14 +74,14 @@ def _pool1d(fn, x, pool_size, strides, padding):
 def max_pool1d(x, pool_size: int = 2, strides: int | None = None,
                padding: str = "valid"):
     """Maximum over windows along axis 1 of (batch, steps, channels)."""
-    return _pool1d(_conv.max_pool2d, x, pool_size, strides, padding)
+    return _pool1d(max_pool2d, x, pool_size, strides, padding)
 
 
 def avg_pool1d(x, pool_size: int = 2, strides: int | None = None,
                padding: str = "valid"):
     """Mean over windows along axis 1 of (batch, steps, channels); 'same'
     padding is not counted in the mean (as Keras)."""
-    return _pool1d(_conv.avg_pool2d, x, pool_size, strides, padding)
+    return _pool1d(avg_pool2d, x, pool_size, strides, padding)
 
 
 # -- transposed convolution ----------------------------------------------------------
