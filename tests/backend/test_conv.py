@@ -1,4 +1,4 @@
-"""Tests for conv2d, max_pool2d and avg_pool2d (kerasflow.backend.ops.conv)."""
+"""Tests for conv2d, max_pool2d and avg_pool2d (backend.ops.conv, backend.ops.pooling)."""
 
 from __future__ import annotations
 
