@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow import initializers, regularizers
+from kerasflow.layers.base import InputSpec, Layer
 from kerasflow.layers.core import _get_constraint, _serialize_constraint
 
 __all__ = ["normalize_tuple", "normalize_padding", "WeightArgs", "check_rank",
+           "ChannelsLastLayer",
            "check_data_format"]
 
 
@@ -101,3 +103,28 @@ class WeightArgs:
                 out[f"{n}_constraint"] = _serialize_constraint(self.con[n])
         return out
 
+
+class ChannelsLastLayer(Layer):
+    """A layer over (batch, *spatial, channels) inputs with ``rank`` spatial
+    axes (1: steps; 2: height, width): checks ``data_format`` and the rank.
+
+    Raises:
+        ValueError: a data_format other than 'channels_last'; an input whose
+            rank is not ``rank + 2``, naming the layer and the shape.
+    """
+
+    rank = 2
+
+    def __init__(self, data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        self.data_format = check_data_format(self.name, data_format)
+        self.input_spec = InputSpec(ndim=self.rank + 2)
+
+    def _check_rank(self, input_shape):
+        check_rank(self, input_shape, self.rank + 2,
+                   "(batch, " + ("steps" if self.rank == 1 else "height, width")
+                   + ", channels)")
+
+    def build(self, input_shape):
+        self._check_rank(input_shape)
+        self.built = True

@@ -9,9 +9,9 @@ import numpy as np
 from kerasflow import activations
 from kerasflow import backend as K
 from kerasflow.layers._utils import (
-    WeightArgs, check_data_format, check_rank, normalize_padding, normalize_tuple,
+    ChannelsLastLayer, WeightArgs, normalize_padding, normalize_tuple,
 )
-from kerasflow.layers.base import InputSpec, Layer
+from kerasflow.layers.base import InputSpec
 
 __all__ = ["BaseConv", "Conv1D", "Conv2D", "Conv2DTranspose", "DepthwiseConv2D",
            "SeparableConv2D"]
@@ -41,7 +41,7 @@ def _positive_int(value, name):
     return int(value)
 
 
-class BaseConv(Layer):
+class BaseConv(ChannelsLastLayer):
     """What every convolution shares (Keras' ``BaseConv``): argument checks,
     ``build`` (kernels from ``_build_kernels``, then the bias), ``call``
     (``_convolve``, bias, activation) and the common config.
@@ -72,7 +72,7 @@ class BaseConv(Layer):
                  data_format=None, dilation_rate=1, activation=None,
                  use_bias=True, **kwargs):
         self._w = WeightArgs(kwargs, *self.weight_args)
-        super().__init__(**kwargs)
+        super().__init__(data_format, **kwargs)
         r = self.rank
         self.filters = None if filters is None else _positive_int(filters,
                                                                    "filters")
@@ -80,16 +80,12 @@ class BaseConv(Layer):
         self.strides = normalize_tuple(strides, r, "strides")
         self.padding = normalize_padding(
             padding, ("valid", "same", "causal") if r == 1 else ("valid", "same"))
-        self.data_format = check_data_format(self.name, data_format)
         self.dilation_rate = normalize_tuple(dilation_rate, r, "dilation_rate")
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
-        self.input_spec = InputSpec(ndim=r + 2)
 
     def build(self, input_shape):
-        check_rank(self, input_shape, self.rank + 2,
-                   "(batch, " + ("steps" if self.rank == 1 else "height, width")
-                   + ", channels)")
+        self._check_rank(input_shape)
         cin = input_shape[-1]
         if cin is None:
             raise ValueError(f"Layer '{self.name}' needs a known channel dimension. "
