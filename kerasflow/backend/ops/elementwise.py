@@ -23,20 +23,31 @@ __all__ = [
 
 
 # -- unary ----------------------------------------------------------------------------
-_unary("Exp", lambda xp: xp.exp, I.same_float)
-_unary("Log", lambda xp: xp.log, I.same_float)
-_unary("Log1p", lambda xp: xp.log1p, I.same_float)
-_unary("Sqrt", lambda xp: xp.sqrt, I.same_float)
-_unary("Square", lambda xp: xp.square)
-_unary("Abs", lambda xp: xp.abs)
-_unary("Sign", lambda xp: xp.sign)
-_unary("Sin", lambda xp: xp.sin, I.same_float)
-_unary("Cos", lambda xp: xp.cos, I.same_float)
-_unary("Floor", lambda xp: xp.floor, differentiable=False)
-_unary("Round", lambda xp: xp.round, differentiable=False)
-_unary("IsNan", lambda xp: xp.isnan, lambda x, **_: (x.shape, np.dtype(bool)), False)
-_unary("IsFinite", lambda xp: xp.isfinite, lambda x, **_: (x.shape, np.dtype(bool)),
-       False)
+def _bool(x, **_):
+    return x.shape, np.dtype(bool)
+
+
+exp = _unary("Exp", "exp", "Elementwise e**x (float input).", I.same_float)
+log = _unary("Log", "log", "Elementwise natural logarithm (float input); -inf at 0.",
+             I.same_float)
+log1p = _unary("Log1p", "log1p", "Elementwise log(1 + x), accurate for small x.",
+               I.same_float)
+sqrt = _unary("Sqrt", "sqrt", "Elementwise square root (float input).",
+              I.same_float)
+square = _unary("Square", "square", "Elementwise x**2.")
+abs = _unary("Abs", "abs",  # noqa: A001  (the TF/numpy name)
+             "Elementwise |x|; its gradient at 0 is 0 (sign(0) = 0).")
+sign = _unary("Sign", "sign", "Elementwise sign (-1, 0 or 1); gradient zero.")
+sin = _unary("Sin", "sin", "Elementwise sine (radians).", I.same_float)
+cos = _unary("Cos", "cos", "Elementwise cosine (radians).", I.same_float)
+floor = _unary("Floor", "floor", "Elementwise floor (no gradient).",
+               differentiable=False)
+round = _unary("Round", "round",  # noqa: A001
+               "Elementwise round half to even (no gradient).", differentiable=False)
+isnan = _unary("IsNan", "isnan", "Elementwise NaN test, bool result.", _bool,
+               differentiable=False)
+isfinite = _unary("IsFinite", "isfinite", "Elementwise finiteness test, bool result.",
+                  _bool, differentiable=False)
 
 
 @register_op("Rsqrt", I.same_float)
@@ -106,26 +117,6 @@ def _cos_grad(node, g):
     return (negative(multiply(g, sin(node.inputs[0]))),)
 
 
-def exp(x):
-    """Elementwise e**x (float input)."""
-    return apply("Exp", x)
-
-
-def log(x):
-    """Elementwise natural logarithm (float input); -inf at 0."""
-    return apply("Log", x)
-
-
-def log1p(x):
-    """Elementwise log(1 + x), accurate for small x."""
-    return apply("Log1p", x)
-
-
-def sqrt(x):
-    """Elementwise square root (float input)."""
-    return apply("Sqrt", x)
-
-
 def rsqrt(x):
     """Elementwise 1 / sqrt(x) (float input)."""
     return apply("Rsqrt", x)
@@ -134,51 +125,6 @@ def rsqrt(x):
 def reciprocal(x):
     """Elementwise 1 / x (float input)."""
     return apply("Reciprocal", x)
-
-
-def square(x):
-    """Elementwise x**2."""
-    return apply("Square", x)
-
-
-def abs(x):  # noqa: A001  (the TF/numpy name)
-    """Elementwise |x|; its gradient at 0 is 0 (sign(0) = 0)."""
-    return apply("Abs", x)
-
-
-def sign(x):
-    """Elementwise sign (-1, 0 or 1); gradient zero."""
-    return apply("Sign", x)
-
-
-def sin(x):
-    """Elementwise sine (radians)."""
-    return apply("Sin", x)
-
-
-def cos(x):
-    """Elementwise cosine (radians)."""
-    return apply("Cos", x)
-
-
-def floor(x):
-    """Elementwise floor (no gradient)."""
-    return apply("Floor", x)
-
-
-def round(x):  # noqa: A001
-    """Elementwise round half to even (no gradient)."""
-    return apply("Round", x)
-
-
-def isnan(x):
-    """Elementwise NaN test, bool result."""
-    return apply("IsNan", x)
-
-
-def isfinite(x):
-    """Elementwise finiteness test, bool result."""
-    return apply("IsFinite", x)
 
 
 # -- power ----------------------------------------------------------------------------

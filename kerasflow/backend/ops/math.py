@@ -10,6 +10,8 @@ do), so no rule here unbroadcasts.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from kerasflow.backend import array as _array
@@ -25,27 +27,65 @@ __all__ = [
 ]
 
 
-def _binary(name, fn, infer=I.broadcast, differentiable=True):
-    """Registers ``name`` as the ufunc ``fn(xp)`` of two arguments."""
+def _register_ufunc(name, ufunc, infer, differentiable):
+    """Registers op ``name`` as numpy's (or cupy's) ufunc named ``ufunc``."""
+    bind = functools.partial(_ufunc_of, ufunc)
     kernel = register_op(name, infer, differentiable=differentiable)(
-        lambda xp, a, b: fn(xp)(a, b))
-    kernel.bind = fn  # Function calls fn(xp) (the ufunc itself) directly
+        lambda xp, *args: bind(xp)(*args))
+    kernel.bind = bind  # Function calls bind(xp) (the ufunc itself) directly
 
 
-def _unary(name, fn, infer=I.same, differentiable=True):
-    """Registers ``name`` as the ufunc ``fn(xp)`` of one argument."""
-    kernel = register_op(name, infer, differentiable=differentiable)(
-        lambda xp, x: fn(xp)(x))
-    kernel.bind = fn
+def _ufunc_of(ufunc, xp):
+    return getattr(xp, ufunc)
+
+
+def _binary(name, ufunc, doc, infer=I.broadcast, differentiable=True):
+    """Registers op ``name`` as the two-argument ``ufunc`` and returns its
+    public wrapper, named ``ufunc`` and documented by ``doc``."""
+    _register_ufunc(name, ufunc, infer, differentiable)
+
+    def op(a, b):
+        return apply(name, a, b)
+
+    op.__name__ = op.__qualname__ = ufunc
+    op.__doc__ = doc
+    return op
+
+
+def _unary(name, ufunc, doc, infer=I.same, differentiable=True):
+    """Registers op ``name`` as the one-argument ``ufunc`` and returns its
+    public wrapper, named ``ufunc`` and documented by ``doc``."""
+    _register_ufunc(name, ufunc, infer, differentiable)
+
+    def op(x):
+        return apply(name, x)
+
+    op.__name__ = op.__qualname__ = ufunc
+    op.__doc__ = doc
+    return op
 
 
 # -- arithmetic ------------------------------------------------------------------
-_binary("Add", lambda xp: xp.add)
-_binary("Sub", lambda xp: xp.subtract)
-_binary("Mul", lambda xp: xp.multiply)
-_binary("FloorDiv", lambda xp: xp.floor_divide, differentiable=False)
-_binary("Mod", lambda xp: xp.mod, differentiable=False)
-_unary("Neg", lambda xp: xp.negative)
+add = _binary("Add", "add", """Elementwise ``a + b`` with numpy broadcasting.
+
+    Args:
+        a, b: tensors, arrays or numbers of broadcast-compatible shapes.
+
+    Returns:
+        Tensor (or array, eagerly) of the broadcast shape and the result dtype.
+
+    Raises:
+        ValueError: shapes that cannot broadcast, naming both.
+    """)
+subtract = _binary("Sub", "subtract",
+                   "Elementwise ``a - b`` with broadcasting (see ``add``).")
+multiply = _binary("Mul", "multiply",
+                   "Elementwise ``a * b`` with broadcasting (see ``add``).")
+floor_divide = _binary("FloorDiv", "floor_divide",
+                       "Elementwise ``a // b`` (no gradient).", differentiable=False)
+mod = _binary("Mod", "mod", "Elementwise ``a % b`` (no gradient).",
+              differentiable=False)
+negative = _unary("Neg", "negative", "Elementwise ``-x``.")
 
 
 @register_op("Div", I.broadcast_float)
@@ -81,31 +121,6 @@ def _div_grad(node, g):
     return ga, negative(multiply(ga, divide(a, b)))
 
 
-def add(a, b):
-    """Elementwise ``a + b`` with numpy broadcasting.
-
-    Args:
-        a, b: tensors, arrays or numbers of broadcast-compatible shapes.
-
-    Returns:
-        Tensor (or array, eagerly) of the broadcast shape and the result dtype.
-
-    Raises:
-        ValueError: shapes that cannot broadcast, naming both.
-    """
-    return apply("Add", a, b)
-
-
-def subtract(a, b):
-    """Elementwise ``a - b`` with broadcasting (see ``add``)."""
-    return apply("Sub", a, b)
-
-
-def multiply(a, b):
-    """Elementwise ``a * b`` with broadcasting (see ``add``)."""
-    return apply("Mul", a, b)
-
-
 def divide(a, b):
     """Elementwise true division ``a / b``; integer inputs give floatx."""
     if not (_is_float(a) or _is_float(b)):
@@ -127,21 +142,6 @@ def _to_floatx(x):
     return cast(x, _array.floatx())
 
 
-def floor_divide(a, b):
-    """Elementwise ``a // b`` (no gradient)."""
-    return apply("FloorDiv", a, b)
-
-
-def mod(a, b):
-    """Elementwise ``a % b`` (no gradient)."""
-    return apply("Mod", a, b)
-
-
-def negative(x):
-    """Elementwise ``-x``."""
-    return apply("Neg", x)
-
-
 def add_n(tensors):
     """Sum of a list of tensors of the same (broadcastable) shape."""
     tensors = list(tensors)
@@ -154,8 +154,10 @@ def add_n(tensors):
 
 
 # -- maximum, minimum, clip -------------------------------------------------------
-_binary("Maximum", lambda xp: xp.maximum)
-_binary("Minimum", lambda xp: xp.minimum)
+maximum = _binary("Maximum", "maximum",
+                  "Elementwise maximum; at ties the gradient goes to ``a``.")
+minimum = _binary("Minimum", "minimum",
+                  "Elementwise minimum; at ties the gradient goes to ``a``.")
 
 
 @register_gradient("Maximum")
@@ -170,16 +172,6 @@ def _minimum_grad(node, g):
     a, b = node.inputs
     mask = cast(less_equal(a, b), g.dtype)
     return multiply(g, mask), multiply(g, subtract(1.0, mask))
-
-
-def maximum(a, b):
-    """Elementwise maximum; at ties the gradient goes to ``a``."""
-    return apply("Maximum", a, b)
-
-
-def minimum(a, b):
-    """Elementwise minimum; at ties the gradient goes to ``a``."""
-    return apply("Minimum", a, b)
 
 
 @register_op("ClipByValue", I.same)
@@ -236,59 +228,28 @@ def where(condition, x, y):
     return apply("Select", condition, x, y)
 
 
-for _name, _fn in [("Equal", "equal"), ("NotEqual", "not_equal"), ("Less", "less"),
-                   ("LessEqual", "less_equal"), ("Greater", "greater"),
-                   ("GreaterEqual", "greater_equal"), ("LogicalAnd", "logical_and"),
-                   ("LogicalOr", "logical_or")]:
-    _binary(_name, (lambda f: lambda xp: getattr(xp, f))(_fn), I.broadcast_bool,
-            differentiable=False)
-_unary("LogicalNot", lambda xp: xp.logical_not,
-       lambda x, **_: (x.shape, np.dtype(bool)), False)
-
-
-def equal(a, b):
-    """Elementwise ``a == b``, bool result (no gradient)."""
-    return apply("Equal", a, b)
-
-
-def not_equal(a, b):
-    """Elementwise ``a != b``, bool result."""
-    return apply("NotEqual", a, b)
-
-
-def less(a, b):
-    """Elementwise ``a < b``, bool result."""
-    return apply("Less", a, b)
-
-
-def less_equal(a, b):
-    """Elementwise ``a <= b``, bool result."""
-    return apply("LessEqual", a, b)
-
-
-def greater(a, b):
-    """Elementwise ``a > b``, bool result."""
-    return apply("Greater", a, b)
-
-
-def greater_equal(a, b):
-    """Elementwise ``a >= b``, bool result."""
-    return apply("GreaterEqual", a, b)
-
-
-def logical_and(a, b):
-    """Elementwise logical and of bool tensors."""
-    return apply("LogicalAnd", a, b)
-
-
-def logical_or(a, b):
-    """Elementwise logical or of bool tensors."""
-    return apply("LogicalOr", a, b)
-
-
-def logical_not(x):
-    """Elementwise logical not of a bool tensor."""
-    return apply("LogicalNot", x)
+equal = _binary("Equal", "equal", "Elementwise ``a == b``, bool result (no gradient).",
+                I.broadcast_bool, False)
+not_equal = _binary("NotEqual", "not_equal", "Elementwise ``a != b``, bool result.",
+                    I.broadcast_bool, False)
+less = _binary("Less", "less", "Elementwise ``a < b``, bool result.",
+               I.broadcast_bool, False)
+less_equal = _binary("LessEqual", "less_equal",
+                     "Elementwise ``a <= b``, bool result.", I.broadcast_bool, False)
+greater = _binary("Greater", "greater", "Elementwise ``a > b``, bool result.",
+                  I.broadcast_bool, False)
+greater_equal = _binary("GreaterEqual", "greater_equal",
+                        "Elementwise ``a >= b``, bool result.", I.broadcast_bool,
+                        False)
+logical_and = _binary("LogicalAnd", "logical_and",
+                      "Elementwise logical and of bool tensors.", I.broadcast_bool,
+                      False)
+logical_or = _binary("LogicalOr", "logical_or",
+                     "Elementwise logical or of bool tensors.", I.broadcast_bool,
+                     False)
+logical_not = _unary("LogicalNot", "logical_not",
+                     "Elementwise logical not of a bool tensor.",
+                     lambda x, **_: (x.shape, np.dtype(bool)), False)
 
 
 @register_op("Cast", lambda x, dtype, **_: (x.shape, np.dtype(dtype)))
