@@ -401,9 +401,7 @@ _OBJECTS.update({
 })
 
 
-def serialize(initializer: Initializer) -> dict:
-    """``{"class_name": ..., "config": ...}`` for an initializer object."""
-    return serialize_object(initializer)
+serialize = serialize_object  # class_name and config, in Keras' format
 
 
 def deserialize(config, custom_objects=None) -> Initializer:

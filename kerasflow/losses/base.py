@@ -283,9 +283,7 @@ def wrapper_class(cls_name, fn, summary, module, base=None, name=None, **default
 
 
 # -- lookup --------------------------------------------------------------------------
-def serialize(loss) -> Any:
-    """The name of a loss function, or the class_name/config dict of an object."""
-    return serialize_object(loss)
+serialize = serialize_object  # class_name and config, in Keras' format
 
 
 def deserialize(config, custom_objects=None) -> Any:
