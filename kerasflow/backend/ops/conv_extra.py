@@ -207,7 +207,7 @@ def _depthwise_taps(xp, x, kernel, strides, padding, dilation_rate):
 
 @register_op("DepthwiseConv2D", _depthwise_infer)
 def _depthwise(xp, x, kernel, strides, padding, dilation_rate):
-    kh, kw, c, m = kernel.shape
+    c, m = kernel.shape[2:]
     ho, wo, pads, taps = _depthwise_taps(xp, x, kernel, strides, padding,
                                          dilation_rate)
     xpad = _conv._pad(xp, x, pads)
@@ -227,7 +227,7 @@ def _depthwise_grad(node, g):
 @register_op("DepthwiseConv2DBackpropInput",
              lambda x, kernel, g, **_: (x.shape, g.dtype))
 def _depthwise_backprop_input(xp, x, kernel, g, strides, padding, dilation_rate):
-    kh, kw, c, m = kernel.shape
+    c, m = kernel.shape[2:]
     ho, wo, pads, taps = _depthwise_taps(xp, x, kernel, strides, padding,
                                          dilation_rate)
     g5 = g.reshape(g.shape[0], ho, wo, c, m)
@@ -247,7 +247,7 @@ def _depthwise_backprop_input_grad(node, gg):
 @register_op("DepthwiseConv2DBackpropFilter",
              lambda x, kernel, g, **_: (kernel.shape, g.dtype))
 def _depthwise_backprop_filter(xp, x, kernel, g, strides, padding, dilation_rate):
-    kh, kw, c, m = kernel.shape
+    c, m = kernel.shape[2:]
     ho, wo, pads, taps = _depthwise_taps(xp, x, kernel, strides, padding,
                                          dilation_rate)
     xpad = _conv._pad(xp, x, pads)

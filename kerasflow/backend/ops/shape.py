@@ -52,6 +52,8 @@ def _reshape(xp, x, shape):
     return xp.reshape(x, shape)
 
 
+# Reshape (and Flatten, ExpandDims, Squeeze below) only move elements between
+# axes: the gradient is g laid out in the input's shape.
 @register_gradient("Reshape")
 def _reshape_grad(node, g):
     return (reshape_like(g, node.inputs[0]),)
@@ -94,11 +96,6 @@ def _flatten_infer(x):
 @register_op("Flatten", _flatten_infer)
 def _flatten(xp, x):
     return xp.reshape(x, (x.shape[0], -1))
-
-
-@register_gradient("Flatten")
-def _flatten_grad(node, g):
-    return (reshape_like(g, node.inputs[0]),)
 
 
 def flatten(x):
@@ -169,11 +166,6 @@ def _expand_dims(xp, x, axis):
     return xp.expand_dims(x, axis)
 
 
-@register_gradient("ExpandDims")
-def _expand_dims_grad(node, g):
-    return (reshape_like(g, node.inputs[0]),)
-
-
 def expand_dims(x, axis):
     """Inserts an axis of size 1 at ``axis``."""
     return apply("ExpandDims", x, axis=int(axis))
@@ -197,9 +189,8 @@ def _squeeze(xp, x, axis=None):
     return xp.squeeze(x, axis)
 
 
-@register_gradient("Squeeze")
-def _squeeze_grad(node, g):
-    return (reshape_like(g, node.inputs[0]),)
+for _op in ("Flatten", "ExpandDims", "Squeeze"):
+    register_gradient(_op)(_reshape_grad)
 
 
 def squeeze(x, axis=None):
