@@ -166,8 +166,8 @@ def conv2d_transpose(x, kernel, output_size, strides=(1, 1), padding="valid",
         for a in (0, 1):
             if xs[1 + a] is None:
                 continue
-            back = _conv.window_geometry(output_size[a], ks[a], strides[a], dilation[a],
-                                   padding)[0]
+            back = _conv.window_geometry(output_size[a], ks[a], strides[a],
+                                         dilation[a], padding)[0]
             if back != xs[1 + a]:
                 raise ValueError(
                     f"conv2d_transpose: output_size={output_size} does not map back "
