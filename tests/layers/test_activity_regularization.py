@@ -47,3 +47,13 @@ def test_activity_regularizer_round_trips_in_config():
     assert isinstance(clone.activity_regularizer, regularizers.L2)
     assert "activity_regularizer" not in L.Dense(2).get_config()
     assert "activity_regularizer" not in L.ActivityRegularization(0.1).get_config()
+
+
+def test_any_layer_takes_an_activity_regularizer():
+    # GaussianNoise is the identity at inference: the penalty is on its input.
+    layer = L.GaussianNoise(1.0, activity_regularizer=regularizers.L1(0.5))
+    x = K.placeholder("float32", (None, 2))
+    layer(x)
+    (penalty,) = layer.losses
+    value = K.Function([x], penalty)(np.array([[1, -2], [3, 0]], "float32"))
+    assert float(value) == pytest.approx(0.5 * (1 + 2 + 3))
