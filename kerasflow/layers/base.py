@@ -92,8 +92,8 @@ class Layer(TracingMixin):
         batch_input_shape: shape with the batch axis.
         input_dim: shorthand for ``input_shape=(input_dim,)``.
         activity_regularizer: name or instance; its penalty on the outputs of
-            the layer's latest call joins ``losses`` (Keras 3: summed over the
-            outputs, not divided by the batch size).
+            the layer's latest call, over their batch size, joins ``losses``
+            (Keras 3's ``Layer.__call__``).
 
     Raises:
         TypeError: an unknown keyword argument, naming it.
@@ -345,7 +345,8 @@ class Layer(TracingMixin):
             if K.is_symbolic(t):
                 _HISTORY[t] = (self, record, i)
                 if getattr(self, "activity_regularizer", None) is not None:
-                    penalties.append(self.activity_regularizer(t))
+                    penalties.append(_activity_penalty(self.activity_regularizer,
+                                                       t))
         if penalties:  # Keras applies it here, once, for every layer family
             self._activity_penalty = K.add_n(penalties) if len(
                 penalties) > 1 else penalties[0]
@@ -393,6 +394,16 @@ registry("layer")["Layer"] = Layer
 def _is_shape(s):
     return isinstance(s, (list, tuple)) and all(
         d is None or isinstance(d, (int, np.integer)) for d in s)
+
+
+def _activity_penalty(regularizer, output):
+    """``regularizer(output)`` over the batch size (Keras 3), so that its
+    strength does not depend on the batch."""
+    loss = regularizer(output)
+    if output.shape is None or len(output.shape) > 0:
+        batch = K.cast(K.shape_of(output)[0], loss.dtype)
+        loss = K.divide(loss, K.maximum(batch, 1.0))
+    return loss
 
 
 def _dedupe(variables):

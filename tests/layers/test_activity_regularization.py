@@ -1,4 +1,5 @@
-"""Activity regularization: applied once per layer call by ``Layer.__call__``."""
+"""Activity regularization: applied once per layer call by ``Layer.__call__``,
+over the batch size (Keras 3)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def _model():
 
 def test_each_layer_adds_its_penalty_once():
     model = _model()
-    x = np.ones((1, 2), "float32")
+    x = np.ones((2, 2), "float32")  # every output is 2; penalties per sample:
     dense, conv, act = (model.get_layer(index=i) for i in (1, 3, 5))
     for layer, want in ((dense, 0.1 * (2 + 2)),          # L1 of [2, 2]
                         (conv, 0.5 * (2 ** 2 + 2 ** 2)),  # L2 of [[2], [2]]
@@ -35,7 +36,7 @@ def test_each_layer_adds_its_penalty_once():
     assert len(model.losses) == 3
     model.compile("sgd", "mse")
     # mse of outputs 2 against 0 is 4, plus 0.4 + 4.0 + 1.0, each counted once.
-    loss = model.evaluate(x, np.zeros((1, 2), "float32"), verbose=0)
+    loss = model.evaluate(x, np.zeros((2, 2), "float32"), verbose=0)
     assert loss == pytest.approx(4.0 + 0.4 + 4.0 + 1.0)
 
 
@@ -56,4 +57,4 @@ def test_any_layer_takes_an_activity_regularizer():
     layer(x)
     (penalty,) = layer.losses
     value = K.Function([x], penalty)(np.array([[1, -2], [3, 0]], "float32"))
-    assert float(value) == pytest.approx(0.5 * (1 + 2 + 3))
+    assert float(value) == pytest.approx(0.5 * (1 + 2 + 3) / 2)  # batch of 2
