@@ -348,8 +348,7 @@ class Layer(TracingMixin):
                     penalties.append(_activity_penalty(self.activity_regularizer,
                                                        t))
         if penalties:  # Keras applies it here, once, for every layer family
-            self._activity_penalty = K.add_n(penalties) if len(
-                penalties) > 1 else penalties[0]
+            self._activity_penalty = K.add_n(penalties)
         first = flatten_struct(outputs)[0]
         self._last_output_shape = map_struct(
             lambda t: getattr(t, "shape", None), outputs) if not K.is_symbolic(
