@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any
 
@@ -81,7 +82,9 @@ class L1L2(Regularizer):
         return ops.add_n(terms)
 
     def get_config(self):
-        return {"l1": self.l1, "l2": self.l2}
+        # The factors this class's __init__ takes (L1 and L2 take one each).
+        params = inspect.signature(type(self).__init__).parameters
+        return {name: getattr(self, name) for name in params if name != "self"}
 
 
 class L1(L1L2):
@@ -94,9 +97,6 @@ class L1(L1L2):
     def __init__(self, l1=0.01):
         super().__init__(l1=l1)
 
-    def get_config(self):
-        return {"l1": self.l1}
-
 
 class L2(L1L2):
     """``l2 * sum(x ** 2)`` (no factor 1/2, as Keras); ``l2``: non-negative
@@ -108,9 +108,6 @@ class L2(L1L2):
 
     def __init__(self, l2=0.01):
         super().__init__(l2=l2)
-
-    def get_config(self):
-        return {"l2": self.l2}
 
 
 # Keras' lower-case aliases.
