@@ -264,106 +264,64 @@ class VarianceScaling(Initializer):
                 "distribution": self.distribution, "seed": self.seed}
 
 
-class GlorotUniform(VarianceScaling):
-    """Glorot uniform: U[-l, l] with l = sqrt(6 / (fan_in + fan_out)).
-
-    ``VarianceScaling(scale=1.0, mode="fan_avg", distribution="uniform")``
-    (Glorot & Bengio, AISTATS 2010).
+class _Preset(VarianceScaling):
+    """A ``VarianceScaling`` whose scale, mode and distribution are fixed by the
+    class (``preset``); only the seed is an argument.
 
     Args:
         seed: int for the same values on every call; None for numpy's global RNG.
     """
 
+    preset: tuple = ()
+
     def __init__(self, seed=None):
-        super().__init__(1.0, "fan_avg", "uniform", seed)
+        super().__init__(*self.preset, seed=seed)
 
     def get_config(self):
         return {"seed": self.seed}
 
 
-class GlorotNormal(VarianceScaling):
-    """Glorot normal: truncated normal, spread sqrt(2 / (fan_in + fan_out)).
+class GlorotUniform(_Preset):
+    """Glorot uniform: U[-l, l] with l = sqrt(6 / (fan_in + fan_out))
+    (``VarianceScaling(1.0, "fan_avg", "uniform")``, Glorot & Bengio, AISTATS 2010)."""
 
-    ``VarianceScaling(scale=1.0, mode="fan_avg", distribution="truncated_normal")``
-    (Glorot & Bengio, AISTATS 2010).
-
-    Args:
-        seed: int for the same values on every call; None for numpy's global RNG.
-    """
-
-    def __init__(self, seed=None):
-        super().__init__(1.0, "fan_avg", "truncated_normal", seed)
-
-    def get_config(self):
-        return {"seed": self.seed}
+    preset = (1.0, "fan_avg", "uniform")
 
 
-class HeUniform(VarianceScaling):
-    """He uniform: U[-l, l] with l = sqrt(6 / fan_in).
+class GlorotNormal(_Preset):
+    """Glorot normal: truncated normal, spread sqrt(2 / (fan_in + fan_out))
+    (``VarianceScaling(1.0, "fan_avg", "truncated_normal")``, Glorot & Bengio,
+    AISTATS 2010)."""
 
-    ``VarianceScaling(scale=2.0, mode="fan_in", distribution="uniform")``
-    (He et al., ICCV 2015).
-
-    Args:
-        seed: int for the same values on every call; None for numpy's global RNG.
-    """
-
-    def __init__(self, seed=None):
-        super().__init__(2.0, "fan_in", "uniform", seed)
-
-    def get_config(self):
-        return {"seed": self.seed}
+    preset = (1.0, "fan_avg", "truncated_normal")
 
 
-class HeNormal(VarianceScaling):
-    """He normal: truncated normal, spread sqrt(2 / fan_in).
+class HeUniform(_Preset):
+    """He uniform: U[-l, l] with l = sqrt(6 / fan_in)
+    (``VarianceScaling(2.0, "fan_in", "uniform")``, He et al., ICCV 2015)."""
 
-    ``VarianceScaling(scale=2.0, mode="fan_in", distribution="truncated_normal")``
-    (He et al., ICCV 2015).
-
-    Args:
-        seed: int for the same values on every call; None for numpy's global RNG.
-    """
-
-    def __init__(self, seed=None):
-        super().__init__(2.0, "fan_in", "truncated_normal", seed)
-
-    def get_config(self):
-        return {"seed": self.seed}
+    preset = (2.0, "fan_in", "uniform")
 
 
-class LecunUniform(VarianceScaling):
-    """LeCun uniform: U[-l, l] with l = sqrt(3 / fan_in).
+class HeNormal(_Preset):
+    """He normal: truncated normal, spread sqrt(2 / fan_in)
+    (``VarianceScaling(2.0, "fan_in", "truncated_normal")``, He et al., ICCV 2015)."""
 
-    ``VarianceScaling(scale=1.0, mode="fan_in", distribution="uniform")``
-    (LeCun et al., 1998).
-
-    Args:
-        seed: int for the same values on every call; None for numpy's global RNG.
-    """
-
-    def __init__(self, seed=None):
-        super().__init__(1.0, "fan_in", "uniform", seed)
-
-    def get_config(self):
-        return {"seed": self.seed}
+    preset = (2.0, "fan_in", "truncated_normal")
 
 
-class LecunNormal(VarianceScaling):
-    """LeCun normal: truncated normal, spread sqrt(1 / fan_in).
+class LecunUniform(_Preset):
+    """LeCun uniform: U[-l, l] with l = sqrt(3 / fan_in)
+    (``VarianceScaling(1.0, "fan_in", "uniform")``, LeCun et al., 1998)."""
 
-    ``VarianceScaling(scale=1.0, mode="fan_in", distribution="truncated_normal")``
-    (LeCun et al., 1998).
+    preset = (1.0, "fan_in", "uniform")
 
-    Args:
-        seed: int for the same values on every call; None for numpy's global RNG.
-    """
 
-    def __init__(self, seed=None):
-        super().__init__(1.0, "fan_in", "truncated_normal", seed)
+class LecunNormal(_Preset):
+    """LeCun normal: truncated normal, spread sqrt(1 / fan_in)
+    (``VarianceScaling(1.0, "fan_in", "truncated_normal")``, LeCun et al., 1998)."""
 
-    def get_config(self):
-        return {"seed": self.seed}
+    preset = (1.0, "fan_in", "truncated_normal")
 
 
 class Orthogonal(Initializer):
@@ -443,9 +401,7 @@ _OBJECTS.update({
 })
 
 
-def serialize(initializer: Initializer) -> dict:
-    """``{"class_name": ..., "config": ...}`` for an initializer object."""
-    return serialize_object(initializer)
+serialize = serialize_object  # class_name and config, in Keras' format
 
 
 def deserialize(config, custom_objects=None) -> Initializer:

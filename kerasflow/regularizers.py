@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any
 
@@ -56,48 +57,6 @@ class Regularizer:
         return f"{type(self).__name__}({args})"
 
 
-class L1(Regularizer):
-    """``l1 * sum(|x|)``.
-
-    Args:
-        l1: non-negative factor.
-
-    Raises:
-        ValueError: a negative factor.
-    """
-
-    def __init__(self, l1=0.01):
-        self.l1 = _check("l1", l1)
-
-    def __call__(self, x):
-        """Penalty of ``x`` (float tensor or array, any shape): a scalar."""
-        return ops.multiply(self.l1, ops.sum(ops.abs(x)))
-
-    def get_config(self):
-        return {"l1": self.l1}
-
-
-class L2(Regularizer):
-    """``l2 * sum(x ** 2)`` (no factor 1/2, as Keras).
-
-    Args:
-        l2: non-negative factor.
-
-    Raises:
-        ValueError: a negative factor.
-    """
-
-    def __init__(self, l2=0.01):
-        self.l2 = _check("l2", l2)
-
-    def __call__(self, x):
-        """Penalty of ``x`` (float tensor or array, any shape): a scalar."""
-        return ops.multiply(self.l2, ops.sum(ops.square(x)))
-
-    def get_config(self):
-        return {"l2": self.l2}
-
-
 class L1L2(Regularizer):
     """``l1 * sum(|x|) + l2 * sum(x ** 2)``.
 
@@ -114,11 +73,41 @@ class L1L2(Regularizer):
 
     def __call__(self, x):
         """Penalty of ``x`` (float tensor or array, any shape): a scalar."""
-        penalty = ops.multiply(self.l1, ops.sum(ops.abs(x)))
-        return ops.add(penalty, ops.multiply(self.l2, ops.sum(ops.square(x))))
+        # Only the terms with a factor (L1 and L2 build one), at least one.
+        terms = []
+        if self.l1 or not self.l2:
+            terms.append(ops.multiply(self.l1, ops.sum(ops.abs(x))))
+        if self.l2:
+            terms.append(ops.multiply(self.l2, ops.sum(ops.square(x))))
+        return ops.add_n(terms)
 
     def get_config(self):
-        return {"l1": self.l1, "l2": self.l2}
+        # The factors this class's __init__ takes (L1 and L2 take one each).
+        params = inspect.signature(type(self).__init__).parameters
+        return {name: getattr(self, name) for name in params if name != "self"}
+
+
+class L1(L1L2):
+    """``l1 * sum(|x|)``; ``l1``: non-negative factor.
+
+    Raises:
+        ValueError: a negative factor.
+    """
+
+    def __init__(self, l1=0.01):
+        super().__init__(l1=l1)
+
+
+class L2(L1L2):
+    """``l2 * sum(x ** 2)`` (no factor 1/2, as Keras); ``l2``: non-negative
+    factor.
+
+    Raises:
+        ValueError: a negative factor.
+    """
+
+    def __init__(self, l2=0.01):
+        super().__init__(l2=l2)
 
 
 # Keras' lower-case aliases.
@@ -132,9 +121,7 @@ _OBJECTS: dict[str, Any] = {
 }
 
 
-def serialize(regularizer: Regularizer) -> Any:
-    """``{"class_name": ..., "config": ...}`` for a regularizer object."""
-    return serialize_object(regularizer)
+serialize = serialize_object  # class_name and config, in Keras' format
 
 
 def deserialize(config, custom_objects=None) -> Regularizer:

@@ -22,6 +22,7 @@ __all__ = [
     "set_device",
     "get_xp",
     "gpu_available",
+    "is_cupy_array",
     "to_numpy",
     "to_device",
 ]
@@ -123,11 +124,10 @@ def get_xp():
     return _CUPY if get_device() == "gpu" else np
 
 
-def xp_of(array):
-    """Returns the array module an array belongs to (cupy arrays are not numpy)."""
-    if _CUPY is not None and isinstance(array, _CUPY.ndarray):
-        return _CUPY
-    return np
+def is_cupy_array(x) -> bool:
+    """True for a cupy array, told by its type's module so that cupy is not
+    imported to ask (``import kerasflow`` stays free of it)."""
+    return type(x).__module__.startswith("cupy")
 
 
 def to_numpy(value):
@@ -136,9 +136,7 @@ def to_numpy(value):
         return {k: to_numpy(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(to_numpy(v) for v in value)
-    if _CUPY is not None and isinstance(value, _CUPY.ndarray):
-        return _CUPY.asnumpy(value)
-    return value
+    return value.get() if is_cupy_array(value) else value
 
 
 def to_device(value, dtype=None):

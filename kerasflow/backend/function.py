@@ -280,7 +280,7 @@ def function(inputs, outputs, updates=(), name="function"):
 def _is_value(x) -> bool:
     """Arrays (numpy or cupy) and numbers: values a Session can hand back."""
     return isinstance(x, (int, float, complex, np.number, np.bool_, np.ndarray)) \
-        or type(x).__module__.startswith("cupy")
+        or _array.is_cupy_array(x)
 
 
 class Session:

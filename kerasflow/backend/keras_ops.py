@@ -13,7 +13,7 @@ import numpy as np
 
 from kerasflow.backend import array as _array
 from kerasflow.backend.graph import SymbolicTensor, is_symbolic
-from kerasflow.backend.ops import math as _math
+from kerasflow.backend import ops as _math  # math and elementwise ops
 from kerasflow.backend.ops import reduction as _red
 from kerasflow.backend.ops import shape as _shape
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from kerasflow import activations, initializers, regularizers
+from kerasflow import initializers, regularizers
+from kerasflow.layers.base import InputSpec, Layer
 from kerasflow.layers.core import _get_constraint, _serialize_constraint
 
 __all__ = ["normalize_tuple", "normalize_padding", "WeightArgs", "check_rank",
+           "ChannelsLastLayer",
            "check_data_format"]
 
 
@@ -102,12 +104,27 @@ class WeightArgs:
         return out
 
 
-def activity_penalty(layer, out):
-    """Records ``layer.activity_regularizer(out)`` as the layer's activity loss."""
-    if getattr(layer, "activity_regularizer", None) is not None:
-        layer._activity_penalty = layer.activity_regularizer(out)
-    return out
+class ChannelsLastLayer(Layer):
+    """A layer over (batch, *spatial, channels) inputs with ``rank`` spatial
+    axes (1: steps; 2: height, width): checks ``data_format`` and the rank.
 
+    Raises:
+        ValueError: a data_format other than 'channels_last'; an input whose
+            rank is not ``rank + 2``, naming the layer and the shape.
+    """
 
-def serialize_activation(fn):
-    return activations.serialize(fn)
+    rank = 2
+
+    def __init__(self, data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        self.data_format = check_data_format(self.name, data_format)
+        self.input_spec = InputSpec(ndim=self.rank + 2)
+
+    def _check_rank(self, input_shape):
+        check_rank(self, input_shape, self.rank + 2,
+                   "(batch, " + ("steps" if self.rank == 1 else "height, width")
+                   + ", channels)")
+
+    def build(self, input_shape):
+        self._check_rank(input_shape)
+        self.built = True

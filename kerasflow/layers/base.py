@@ -18,6 +18,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow import initializers, regularizers
+from kerasflow.layers.input_spec import InputSpec, assert_input_compatibility
 from kerasflow.layers.tracing import (  # noqa: F401  (re-exported)
     TracingMixin, _ctx, _update_ctx, collect_updates, flatten_struct, map_struct,
 )
@@ -62,13 +63,6 @@ class training_context:
         return False
 
 
-class InputSpec:
-    """What a layer accepts: rank (``ndim``/``min_ndim``) and fixed axis sizes."""
-
-    def __init__(self, ndim=None, min_ndim=None, axes=None):
-        self.ndim, self.min_ndim, self.axes = ndim, min_ndim, dict(axes or {})
-
-
 class CallRecord:
     """One call of a layer: its input and output structures and keyword args."""
 
@@ -97,6 +91,9 @@ class Layer(TracingMixin):
             ``Sequential`` (``Dense(1, input_shape=(1,))``).
         batch_input_shape: shape with the batch axis.
         input_dim: shorthand for ``input_shape=(input_dim,)``.
+        activity_regularizer: name or instance; its penalty on the outputs of
+            the layer's latest call, over their batch size, joins ``losses``
+            (Keras 3's ``Layer.__call__``).
 
     Raises:
         TypeError: an unknown keyword argument, naming it.
@@ -121,7 +118,8 @@ class Layer(TracingMixin):
             registry("layer").setdefault(cls.__name__, cls)
 
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
-                 batch_input_shape=None, input_dim=None, batch_size=None, **kwargs):
+                 batch_input_shape=None, input_dim=None, batch_size=None,
+                 activity_regularizer=None, **kwargs):
         if kwargs:
             raise TypeError(
                 f"{type(self).__name__} got unexpected keyword argument(s): "
@@ -140,6 +138,7 @@ class Layer(TracingMixin):
         self._trainable_weights: list = []
         self._non_trainable_weights: list = []
         self._regularizers: list = []  # (regularizer, variable)
+        self.activity_regularizer = regularizers.get(activity_regularizer)
         self._calls: list = []
         self.built = False
         self.input_spec = None
@@ -280,6 +279,8 @@ class Layer(TracingMixin):
         out = []
         for layer in self._flatten_layers():
             out.extend(reg(var) for reg, var in layer._regularizers)
+            if "_activity_penalty" in layer.__dict__:
+                out.append(layer._activity_penalty)
             for loss in layer.__dict__.get("_added_losses", ()):
                 out.append(loss() if callable(loss) else loss)
         return out
@@ -309,34 +310,6 @@ class Layer(TracingMixin):
         """The layer's math on symbolic tensors; identity by default."""
         return inputs
 
-    def _check_input_spec(self, inputs):
-        spec = self.input_spec
-        if spec is None or isinstance(inputs, (list, tuple, dict)):
-            return
-        shape = inputs.shape
-        if shape is None:
-            return
-        if spec.ndim is not None and len(shape) != spec.ndim:
-            raise ValueError(
-                f"Input 0 of layer '{self.name}' is incompatible with the layer: "
-                f"expected ndim={spec.ndim}, found ndim={len(shape)}. Full shape "
-                f"received: {shape}."
-            )
-        if spec.min_ndim is not None and len(shape) < spec.min_ndim:
-            raise ValueError(
-                f"Input 0 of layer '{self.name}' is incompatible with the layer: "
-                f"expected min_ndim={spec.min_ndim}, found ndim={len(shape)}. Full "
-                f"shape received: {shape}."
-            )
-        for axis, size in spec.axes.items():
-            got = shape[axis] if -len(shape) <= axis < len(shape) else None
-            if got is not None and got != size:
-                raise ValueError(
-                    f"Input 0 of layer '{self.name}' is incompatible with the layer: "
-                    f"expected axis {axis} of input shape to have value {size}, but "
-                    f"received input with shape {shape}."
-                )
-
     def __call__(self, inputs, *args, **kwargs):
         flat = flatten_struct(inputs)
         if not any(K.is_symbolic(t) for t in flat):
@@ -346,7 +319,7 @@ class Layer(TracingMixin):
             with K.name_scope(self.name):
                 self.build(shapes)
             self.built = True
-        self._check_input_spec(inputs)
+        assert_input_compatibility(self.input_spec, inputs, self.name)
         if "training" in _call_params(type(self)) and kwargs.get("training") is None:
             kwargs["training"] = getattr(_ctx, "training", None)
         _update_ctx.calls = getattr(_update_ctx, "calls", 0) + 1
@@ -367,9 +340,15 @@ class Layer(TracingMixin):
                             dict(kwargs), len(self._calls),
                             len(args) if sym_args else 0)
         self._calls.append(record)
+        penalties = []
         for i, t in enumerate(flatten_struct(outputs)):
             if K.is_symbolic(t):
                 _HISTORY[t] = (self, record, i)
+                if getattr(self, "activity_regularizer", None) is not None:
+                    penalties.append(_activity_penalty(self.activity_regularizer,
+                                                       t))
+        if penalties:  # Keras applies it here, once, for every layer family
+            self._activity_penalty = K.add_n(penalties)
         first = flatten_struct(outputs)[0]
         self._last_output_shape = map_struct(
             lambda t: getattr(t, "shape", None), outputs) if not K.is_symbolic(
@@ -396,6 +375,9 @@ class Layer(TracingMixin):
         config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = list(self._batch_input_shape)
+        if getattr(self, "activity_regularizer", None) is not None:
+            config["activity_regularizer"] = regularizers.serialize(
+                self.activity_regularizer)
         return config
 
     @classmethod
@@ -411,6 +393,16 @@ registry("layer")["Layer"] = Layer
 def _is_shape(s):
     return isinstance(s, (list, tuple)) and all(
         d is None or isinstance(d, (int, np.integer)) for d in s)
+
+
+def _activity_penalty(regularizer, output):
+    """``regularizer(output)`` over the batch size (Keras 3), so that its
+    strength does not depend on the batch."""
+    loss = regularizer(output)
+    if output.shape is None or len(output.shape) > 0:
+        batch = K.cast(K.shape_of(output)[0], loss.dtype)
+        loss = K.divide(loss, K.maximum(batch, 1.0))
+    return loss
 
 
 def _dedupe(variables):

@@ -6,43 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from kerasflow import activations, regularizers
+from kerasflow import activations
 from kerasflow import backend as K
-from kerasflow.backend.ops.conv import _geometry
 from kerasflow.layers._utils import (
-    WeightArgs, check_data_format, check_rank, normalize_padding, normalize_tuple,
+    ChannelsLastLayer, WeightArgs, normalize_padding, normalize_tuple,
 )
-from kerasflow.layers.base import InputSpec, Layer
+from kerasflow.layers.base import InputSpec
 
-__all__ = ["Conv1D", "Conv2D", "Conv2DTranspose", "DepthwiseConv2D",
-           "SeparableConv2D", "ActivityRegularized"]
-
-
-class ActivityRegularized(Layer):
-    """A layer whose ``activity_regularizer`` penalty on its output joins
-    ``losses`` (as Keras' ``activity_regularizer`` argument)."""
-
-    def _set_activity_regularizer(self, value):
-        self.activity_regularizer = regularizers.get(value)
-
-    def _finish(self, out):
-        if self.activity_regularizer is not None:
-            self._activity_penalty = self.activity_regularizer(out)
-        return out
-
-    @property
-    def losses(self):
-        out = super().losses
-        if getattr(self, "activity_regularizer", None) is not None and hasattr(
-                self, "_activity_penalty"):
-            out.append(self._activity_penalty)
-        return out
-
-    def get_config(self):
-        config = super().get_config()
-        reg = self.activity_regularizer
-        config["activity_regularizer"] = regularizers.serialize(reg) if reg else None
-        return config
+__all__ = ["BaseConv", "Conv1D", "Conv2D", "Conv2DTranspose", "DepthwiseConv2D",
+           "SeparableConv2D"]
 
 
 def _check_output(layer, shape, kernel, strides, dilation, padding):
@@ -51,7 +23,7 @@ def _check_output(layer, shape, kernel, strides, dilation, padding):
         return
     spatial = shape[1:1 + len(kernel)]
     for size, k, s, d in zip(spatial, kernel, strides, dilation):
-        if size is not None and _geometry(size, k, s, d, "VALID")[0] < 1:
+        if size is not None and K.window_geometry(size, k, s, d, "VALID")[0] < 1:
             raise ValueError(
                 f"Layer '{layer.name}' ({type(layer).__name__}): the kernel "
                 f"(size {tuple(kernel)}, dilation_rate {tuple(dilation)}) is larger "
@@ -61,56 +33,113 @@ def _check_output(layer, shape, kernel, strides, dilation, padding):
             )
 
 
-class _Conv(ActivityRegularized):
-    """N-D convolution base (rank 1 or 2): the Keras ``BaseConv``."""
+def _positive_int(value, name):
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or \
+            value <= 0:
+        raise ValueError(f"Invalid value for argument `{name}`: expected a "
+                         f"positive int. Received: {name}={value!r}.")
+    return int(value)
+
+
+class BaseConv(ChannelsLastLayer):
+    """What every convolution shares (Keras' ``BaseConv``): argument checks,
+    ``build`` (kernels from ``_build_kernels``, then the bias), ``call``
+    (``_convolve``, bias, activation) and the common config.
+
+    Subclasses set ``rank``, ``weight_args`` (the weights whose initializer,
+    regularizer and constraint arguments they take), ``transposed`` (no
+    'valid' output size check) and implement
+    ``_build_kernels(channels) -> output channels`` and ``_convolve(x)``.
+
+    Args:
+        filters: output channels (positive int), or None where the output
+            channels follow from the input (depthwise).
+        kernel_size, strides, dilation_rate: int or ``rank`` ints.
+        padding: 'valid' or 'same' ('causal' too for rank 1).
+        data_format: 'channels_last' only.
+        activation, use_bias, activity_regularizer: as ``Dense``.
+
+    Raises:
+        ValueError: a bad argument, naming it and the received value; an input
+            that is not rank ``rank + 2`` or has an unknown channel dimension.
+    """
 
     rank = 2
+    weight_args = ("kernel", "bias")
+    transposed = False
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid",
-                 data_format=None, dilation_rate=1, groups=1, activation=None,
-                 use_bias=True, activity_regularizer=None, **kwargs):
-        self._w = WeightArgs(kwargs, "kernel", "bias")
-        super().__init__(**kwargs)
+                 data_format=None, dilation_rate=1, activation=None,
+                 use_bias=True, **kwargs):
+        self._w = WeightArgs(kwargs, *self.weight_args)
+        super().__init__(data_format, **kwargs)
         r = self.rank
-        if not isinstance(filters, (int, np.integer)) or filters <= 0:
-            raise ValueError(f"Invalid value for argument `filters`: expected a "
-                             f"positive int. Received: filters={filters!r}.")
-        self.filters = int(filters)
+        self.filters = None if filters is None else _positive_int(filters,
+                                                                   "filters")
         self.kernel_size = normalize_tuple(kernel_size, r, "kernel_size")
         self.strides = normalize_tuple(strides, r, "strides")
         self.padding = normalize_padding(
             padding, ("valid", "same", "causal") if r == 1 else ("valid", "same"))
-        self.data_format = check_data_format(self.name, data_format)
         self.dilation_rate = normalize_tuple(dilation_rate, r, "dilation_rate")
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+
+    def build(self, input_shape):
+        self._check_rank(input_shape)
+        cin = input_shape[-1]
+        if cin is None:
+            raise ValueError(f"Layer '{self.name}' needs a known channel dimension. "
+                             f"Received: input_shape={tuple(input_shape)}.")
+        cout = self._build_kernels(cin)
+        self.bias = (self._w.add(self, "bias", (cout,)) if self.use_bias else None)
+        self.input_spec = InputSpec(ndim=self.rank + 2, axes={-1: cin})
+        self.built = True
+
+    def call(self, inputs):
+        if not self.transposed:  # a transposed convolution grows its input
+            _check_output(self, inputs.shape, self.kernel_size, self.strides,
+                          self.dilation_rate, self.padding)
+        y = self._convolve(inputs)
+        if self.bias is not None:
+            y = y + self.bias
+        return self.activation(y)
+
+    def get_config(self):
+        config = super().get_config()
+        if self.filters is not None:
+            config["filters"] = self.filters
+        config.update(
+            kernel_size=list(self.kernel_size), strides=list(self.strides),
+            padding=self.padding, data_format=self.data_format,
+            dilation_rate=list(self.dilation_rate),
+            activation=activations.serialize(self.activation),
+            use_bias=self.use_bias, **self._w.config())
+        return config
+
+
+class _Conv(BaseConv):
+    """Convolution of rank 1 or 2 with channel groups."""
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid",
+                 data_format=None, dilation_rate=1, groups=1, activation=None,
+                 use_bias=True, **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format,
+                         dilation_rate, activation, use_bias, **kwargs)
         if not isinstance(groups, (int, np.integer)) or groups < 1 or \
                 self.filters % groups:
             raise ValueError(
                 f"The number of filters must be divisible by `groups`. Received: "
                 f"groups={groups!r}, filters={filters}.")
         self.groups = int(groups)
-        self.activation = activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self._set_activity_regularizer(activity_regularizer)
-        self.input_spec = InputSpec(ndim=r + 2)
 
-    def build(self, input_shape):
-        check_rank(self, input_shape, self.rank + 2,
-                   "(batch, " + ("steps" if self.rank == 1 else "height, width")
-                   + ", channels)")
-        cin = input_shape[-1]
-        if cin is None:
-            raise ValueError(f"Layer '{self.name}' needs a known channel dimension. "
-                             f"Received: input_shape={tuple(input_shape)}.")
+    def _build_kernels(self, cin):
         if cin % self.groups:
             raise ValueError(
                 f"Layer '{self.name}': the input channels must be divisible by "
-                f"groups={self.groups}. Received: input_shape={tuple(input_shape)}.")
+                f"groups={self.groups}. Received: input channels {cin}.")
         self.kernel = self._w.add(
             self, "kernel", self.kernel_size + (cin // self.groups, self.filters))
-        self.bias = (self._w.add(self, "bias", (self.filters,)) if self.use_bias
-                     else None)
-        self.input_spec = InputSpec(ndim=self.rank + 2, axes={-1: cin})
-        self.built = True
+        return self.filters
 
     def _conv(self, x, kernel):
         if self.rank == 1:
@@ -118,33 +147,18 @@ class _Conv(ActivityRegularized):
             return K.conv1d(x, kernel, self.strides[0], pad, self.dilation_rate[0])
         return K.conv2d(x, kernel, self.strides, self.padding, self.dilation_rate)
 
-    def call(self, inputs):
-        x = inputs
+    def _convolve(self, x):
         if self.padding == "causal":
             left = (self.kernel_size[0] - 1) * self.dilation_rate[0]
             x = K.pad(x, ((0, 0), (left, 0), (0, 0)))
-        else:
-            _check_output(self, x.shape, self.kernel_size, self.strides,
-                          self.dilation_rate, self.padding)
         if self.groups == 1:
-            y = self._conv(x, self.kernel)
-        else:
-            xs = K.split(x, self.groups, axis=-1)
-            ks = K.split(self.kernel, self.groups, axis=-1)
-            y = K.concatenate([self._conv(a, b) for a, b in zip(xs, ks)], axis=-1)
-        if self.bias is not None:
-            y = y + self.bias
-        return self._finish(self.activation(y))
+            return self._conv(x, self.kernel)
+        xs = K.split(x, self.groups, axis=-1)
+        ks = K.split(self.kernel, self.groups, axis=-1)
+        return K.concatenate([self._conv(a, b) for a, b in zip(xs, ks)], axis=-1)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            filters=self.filters, kernel_size=list(self.kernel_size),
-            strides=list(self.strides), padding=self.padding,
-            data_format=self.data_format, dilation_rate=list(self.dilation_rate),
-            groups=self.groups, activation=activations.serialize(self.activation),
-            use_bias=self.use_bias, **self._w.config())
-        return config
+        return {**super().get_config(), "groups": self.groups}
 
 
 class Conv1D(_Conv):
@@ -196,7 +210,7 @@ class Conv2D(_Conv):
     rank = 2
 
 
-class Conv2DTranspose(ActivityRegularized):
+class Conv2DTranspose(BaseConv):
     """Transposed 2-D convolution (Keras' ``Conv2DTranspose``, "deconvolution").
 
     The kernel is (kh, kw, filters, channels); the output size along an axis is
@@ -206,74 +220,46 @@ class Conv2DTranspose(ActivityRegularized):
     Input: (batch, height, width, channels). Output: (batch, H', W', filters).
 
     Raises:
-        ValueError: bad arguments, a non rank-4 input, channel mismatch.
+        ValueError: bad arguments, a non rank-4 input, channel mismatch, unknown
+            spatial input dims.
     """
+
+    transposed = True
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid",
                  output_padding=None, data_format=None, dilation_rate=1,
-                 activation=None, use_bias=True, activity_regularizer=None,
-                 **kwargs):
-        self._w = WeightArgs(kwargs, "kernel", "bias")
-        super().__init__(**kwargs)
+                 activation=None, use_bias=True, **kwargs):
         if output_padding is not None:
             raise ValueError(f"Conv2DTranspose(output_padding=...) is not "
                              f"supported. Received: {output_padding!r}.")
-        if not isinstance(filters, (int, np.integer)) or filters <= 0:
-            raise ValueError(f"Invalid value for argument `filters`: expected a "
-                             f"positive int. Received: filters={filters!r}.")
-        self.filters = int(filters)
-        self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size")
-        self.strides = normalize_tuple(strides, 2, "strides")
-        self.padding = normalize_padding(padding)
-        self.data_format = check_data_format(self.name, data_format)
-        self.dilation_rate = normalize_tuple(dilation_rate, 2, "dilation_rate")
-        self.activation = activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self._set_activity_regularizer(activity_regularizer)
-        self.input_spec = InputSpec(ndim=4)
+        super().__init__(filters, kernel_size, strides, padding, data_format,
+                         dilation_rate, activation, use_bias, **kwargs)
 
-    def build(self, input_shape):
-        check_rank(self, input_shape, 4, "(batch, height, width, channels)")
-        cin = input_shape[-1]
+    def _build_kernels(self, cin):
         self.kernel = self._w.add(self, "kernel",
                                   self.kernel_size + (self.filters, cin))
-        self.bias = (self._w.add(self, "bias", (self.filters,)) if self.use_bias
-                     else None)
-        self.input_spec = InputSpec(ndim=4, axes={-1: cin})
-        self.built = True
+        return self.filters
 
-    def call(self, inputs):
-        from kerasflow.backend.ops.conv_extra import (  # noqa: PLC0415
-            conv2d_transpose_output_size,
-        )
-
+    def _convolve(self, x):
         size = []
         for a in (0, 1):
-            s = inputs.shape[1 + a]
+            s = x.shape[1 + a]
             if s is None:
                 raise ValueError(f"Layer '{self.name}' needs known spatial input "
-                                 f"dims. Received: input shape {inputs.shape}.")
-            size.append(conv2d_transpose_output_size(
+                                 f"dims. Received: input shape {x.shape}.")
+            size.append(K.conv2d_transpose_output_size(
                 s, self.kernel_size[a], self.strides[a], self.dilation_rate[a],
                 self.padding))
-        y = K.conv2d_transpose(inputs, self.kernel, size, self.strides,
-                               self.padding, self.dilation_rate)
-        if self.bias is not None:
-            y = y + self.bias
-        return self._finish(self.activation(y))
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            filters=self.filters, kernel_size=list(self.kernel_size),
-            strides=list(self.strides), padding=self.padding,
-            data_format=self.data_format, dilation_rate=list(self.dilation_rate),
-            activation=activations.serialize(self.activation),
-            use_bias=self.use_bias, **self._w.config())
-        return config
+        return K.conv2d_transpose(x, self.kernel, size, self.strides,
+                                  self.padding, self.dilation_rate)
 
 
-class DepthwiseConv2D(ActivityRegularized):
+
+def _depth_multiplier(value):
+    return normalize_tuple(value, 1, "depth_multiplier")[0]
+
+
+class DepthwiseConv2D(BaseConv):
     """Depthwise 2-D convolution (Keras' ``DepthwiseConv2D``): each input channel
     is convolved with its own ``depth_multiplier`` filters (Chollet 2017,
     Xception).
@@ -282,83 +268,46 @@ class DepthwiseConv2D(ActivityRegularized):
     Output: (batch, H', W', channels * depth_multiplier).
     """
 
+    weight_args = ("depthwise", "bias")
+
     def __init__(self, kernel_size, strides=1, padding="valid", depth_multiplier=1,
                  data_format=None, dilation_rate=1, activation=None, use_bias=True,
-                 activity_regularizer=None, **kwargs):
-        self._w = WeightArgs(kwargs, "depthwise", "bias")
-        super().__init__(**kwargs)
-        self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size")
-        self.strides = normalize_tuple(strides, 2, "strides")
-        self.padding = normalize_padding(padding)
-        self.depth_multiplier = normalize_tuple(depth_multiplier, 1,
-                                                "depth_multiplier")[0]
-        self.data_format = check_data_format(self.name, data_format)
-        self.dilation_rate = normalize_tuple(dilation_rate, 2, "dilation_rate")
-        self.activation = activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self._set_activity_regularizer(activity_regularizer)
-        self.input_spec = InputSpec(ndim=4)
+                 **kwargs):
+        super().__init__(None, kernel_size, strides, padding, data_format,
+                         dilation_rate, activation, use_bias, **kwargs)
+        self.depth_multiplier = _depth_multiplier(depth_multiplier)
 
-    def build(self, input_shape):
-        check_rank(self, input_shape, 4, "(batch, height, width, channels)")
-        cin = input_shape[-1]
+    def _build_kernels(self, cin):
         self.kernel = self._w.add(
             self, "depthwise", self.kernel_size + (cin, self.depth_multiplier),
             weight_name="kernel")
-        self.bias = (self._w.add(self, "bias", (cin * self.depth_multiplier,))
-                     if self.use_bias else None)
-        self.input_spec = InputSpec(ndim=4, axes={-1: cin})
-        self.built = True
+        return cin * self.depth_multiplier
 
-    def call(self, inputs):
-        _check_output(self, inputs.shape, self.kernel_size, self.strides,
-                      self.dilation_rate, self.padding)
-        y = K.depthwise_conv2d(inputs, self.kernel, self.strides, self.padding,
-                               self.dilation_rate)
-        if self.bias is not None:
-            y = y + self.bias
-        return self._finish(self.activation(y))
+    def _convolve(self, x):
+        return K.depthwise_conv2d(x, self.kernel, self.strides, self.padding,
+                                  self.dilation_rate)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            kernel_size=list(self.kernel_size), strides=list(self.strides),
-            padding=self.padding, depth_multiplier=self.depth_multiplier,
-            data_format=self.data_format, dilation_rate=list(self.dilation_rate),
-            activation=activations.serialize(self.activation),
-            use_bias=self.use_bias, **self._w.config())
-        return config
+        return {**super().get_config(), "depth_multiplier": self.depth_multiplier}
 
 
-class SeparableConv2D(ActivityRegularized):
+class SeparableConv2D(BaseConv):
     """Depthwise then 1x1 pointwise convolution (Keras' ``SeparableConv2D``).
 
     Weights: depthwise (kh, kw, channels, depth_multiplier), pointwise
     (1, 1, channels * depth_multiplier, filters), bias (filters,).
     """
 
+    weight_args = ("depthwise", "pointwise", "bias")
+
     def __init__(self, filters, kernel_size, strides=1, padding="valid",
                  data_format=None, dilation_rate=1, depth_multiplier=1,
-                 activation=None, use_bias=True, activity_regularizer=None,
-                 **kwargs):
-        self._w = WeightArgs(kwargs, "depthwise", "pointwise", "bias")
-        super().__init__(**kwargs)
-        self.filters = normalize_tuple(filters, 1, "filters")[0]
-        self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size")
-        self.strides = normalize_tuple(strides, 2, "strides")
-        self.padding = normalize_padding(padding)
-        self.data_format = check_data_format(self.name, data_format)
-        self.dilation_rate = normalize_tuple(dilation_rate, 2, "dilation_rate")
-        self.depth_multiplier = normalize_tuple(depth_multiplier, 1,
-                                                "depth_multiplier")[0]
-        self.activation = activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self._set_activity_regularizer(activity_regularizer)
-        self.input_spec = InputSpec(ndim=4)
+                 activation=None, use_bias=True, **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format,
+                         dilation_rate, activation, use_bias, **kwargs)
+        self.depth_multiplier = _depth_multiplier(depth_multiplier)
 
-    def build(self, input_shape):
-        check_rank(self, input_shape, 4, "(batch, height, width, channels)")
-        cin = input_shape[-1]
+    def _build_kernels(self, cin):
         m = self.depth_multiplier
         self.depthwise_kernel = self._w.add(self, "depthwise",
                                             self.kernel_size + (cin, m),
@@ -366,28 +315,12 @@ class SeparableConv2D(ActivityRegularized):
         self.pointwise_kernel = self._w.add(self, "pointwise",
                                             (1, 1, cin * m, self.filters),
                                             weight_name="pointwise_kernel")
-        self.bias = (self._w.add(self, "bias", (self.filters,)) if self.use_bias
-                     else None)
-        self.input_spec = InputSpec(ndim=4, axes={-1: cin})
-        self.built = True
+        return self.filters
 
-    def call(self, inputs):
-        _check_output(self, inputs.shape, self.kernel_size, self.strides,
-                      self.dilation_rate, self.padding)
-        y = K.depthwise_conv2d(inputs, self.depthwise_kernel, self.strides,
+    def _convolve(self, x):
+        y = K.depthwise_conv2d(x, self.depthwise_kernel, self.strides,
                                self.padding, self.dilation_rate)
-        y = K.conv2d(y, self.pointwise_kernel)
-        if self.bias is not None:
-            y = y + self.bias
-        return self._finish(self.activation(y))
+        return K.conv2d(y, self.pointwise_kernel)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            filters=self.filters, kernel_size=list(self.kernel_size),
-            strides=list(self.strides), padding=self.padding,
-            data_format=self.data_format, dilation_rate=list(self.dilation_rate),
-            depth_multiplier=self.depth_multiplier,
-            activation=activations.serialize(self.activation),
-            use_bias=self.use_bias, **self._w.config())
-        return config
+        return {**super().get_config(), "depth_multiplier": self.depth_multiplier}

@@ -91,7 +91,7 @@ class Dense(Layer):
                  kernel_regularizer=None, bias_regularizer=None,
                  activity_regularizer=None, kernel_constraint=None,
                  bias_constraint=None, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         if not isinstance(units, (int, np.integer)) or isinstance(units, bool):
             raise TypeError(
                 f"Layer '{self.name}' expects `units` as a positive integer. "
@@ -109,7 +109,6 @@ class Dense(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.activity_regularizer = regularizers.get(activity_regularizer)
         self.kernel_constraint = _get_constraint(kernel_constraint)
         self.bias_constraint = _get_constraint(bias_constraint)
         self.input_spec = InputSpec(min_ndim=2)
@@ -142,18 +141,7 @@ class Dense(Layer):
         x = K.matmul(inputs, self.kernel)
         if self.bias is not None:
             x = x + self.bias
-        out = self.activation(x)
-        if self.activity_regularizer is not None:
-            self._activity_penalty = self.activity_regularizer(out)
-        return out
-
-    @property
-    def losses(self):
-        out = super().losses
-        if self.activity_regularizer is not None and hasattr(self,
-                                                             "_activity_penalty"):
-            out.append(self._activity_penalty)
-        return out
+        return self.activation(x)
 
     def get_config(self):
         config = super().get_config()
@@ -167,8 +155,6 @@ class Dense(Layer):
             if self.kernel_regularizer else None,
             bias_regularizer=regularizers.serialize(self.bias_regularizer)
             if self.bias_regularizer else None,
-            activity_regularizer=regularizers.serialize(self.activity_regularizer)
-            if self.activity_regularizer else None,
             kernel_constraint=_serialize_constraint(self.kernel_constraint),
             bias_constraint=_serialize_constraint(self.bias_constraint),
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from kerasflow import backend as K
@@ -11,6 +13,15 @@ __all__ = ["Concatenate", "Add", "Subtract", "Multiply", "Average"]
 
 
 class _Merge(Layer):
+    """Merges a list of at least two tensors; ``call`` folds them pairwise with
+    the binary op ``merge`` where a subclass sets one."""
+
+    merge = None
+
+    def call(self, inputs):
+        self._check(inputs)
+        return functools.reduce(self.merge, inputs)
+
     def _check(self, inputs):
         if not isinstance(inputs, (list, tuple)) or len(inputs) < 2:
             raise ValueError(
@@ -58,12 +69,7 @@ class Subtract(_Merge):
 class Multiply(_Merge):
     """Elementwise product of a list of tensors."""
 
-    def call(self, inputs):
-        self._check(inputs)
-        out = inputs[0]
-        for t in inputs[1:]:
-            out = out * t
-        return out
+    merge = staticmethod(K.multiply)
 
 
 class Average(_Merge):

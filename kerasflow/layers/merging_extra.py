@@ -11,23 +11,13 @@ __all__ = ["Maximum", "Minimum", "Dot"]
 class Maximum(_Merge):
     """Elementwise maximum of a list of tensors of one shape."""
 
-    def call(self, inputs):
-        self._check(inputs)
-        out = inputs[0]
-        for t in inputs[1:]:
-            out = K.maximum(out, t)
-        return out
+    merge = staticmethod(K.maximum)
 
 
 class Minimum(_Merge):
     """Elementwise minimum of a list of tensors of one shape."""
 
-    def call(self, inputs):
-        self._check(inputs)
-        out = inputs[0]
-        for t in inputs[1:]:
-            out = K.minimum(out, t)
-        return out
+    merge = staticmethod(K.minimum)
 
 
 class Dot(_Merge):

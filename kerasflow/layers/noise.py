@@ -78,30 +78,22 @@ class GaussianNoise(Layer):
 
 
 class ActivityRegularization(Layer):
-    """Identity that adds ``l1 * sum(|x|) + l2 * sum(x^2)`` to the model's loss.
+    """Identity that adds ``l1 * sum(|x|) + l2 * sum(x^2)`` to the model's loss
+    (Keras' ``ActivityRegularization``: an ``activity_regularizer`` of L1L2).
 
     Raises:
         ValueError: a negative factor.
     """
 
     def __init__(self, l1=0.0, l2=0.0, **kwargs):
-        super().__init__(**kwargs)
         if l1 < 0 or l2 < 0:
             raise ValueError(f"ActivityRegularization factors must be >= 0. "
                              f"Received: l1={l1}, l2={l2}.")
+        super().__init__(activity_regularizer=regularizers.L1L2(l1=l1, l2=l2),
+                         **kwargs)
         self.l1, self.l2 = float(l1), float(l2)
-        self._reg = regularizers.L1L2(l1=self.l1, l2=self.l2)
-
-    def call(self, inputs):
-        self._activity_penalty = self._reg(inputs)
-        return inputs
-
-    @property
-    def losses(self):
-        out = super().losses
-        if hasattr(self, "_activity_penalty"):
-            out.append(self._activity_penalty)
-        return out
 
     def get_config(self):
-        return {**super().get_config(), "l1": self.l1, "l2": self.l2}
+        config = {**super().get_config(), "l1": self.l1, "l2": self.l2}
+        config.pop("activity_regularizer")
+        return config

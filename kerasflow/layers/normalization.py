@@ -47,6 +47,17 @@ def _broadcastable(t, input_rank, axes):
     return K.reshape(t, shape)
 
 
+def _build_scale_offset(layer, input_shape):
+    """Sets ``layer``'s axes, gamma and beta (as its scale and center ask) and
+    input spec; returns the parameter shape."""
+    rank = len(input_shape)
+    layer._axes = _axes(layer.axis, rank, layer)
+    shape = _param_shape(input_shape, layer._axes, layer)
+    layer.gamma = layer._w.add(layer, "gamma", shape) if layer.scale else None
+    layer.beta = layer._w.add(layer, "beta", shape) if layer.center else None
+    layer.input_spec = InputSpec(ndim=rank, axes=dict(zip(layer._axes, shape)))
+    return shape
+
 class BatchNormalization(Layer):
     """Normalizes each feature with batch statistics in training and moving
     statistics at inference (Ioffe & Szegedy 2015; Keras' ``BatchNormalization``).
@@ -97,16 +108,10 @@ class BatchNormalization(Layer):
         self.synchronized = False
 
     def build(self, input_shape):
-        rank = len(input_shape)
-        self._axes = _axes(self.axis, rank, self)
-        shape = _param_shape(input_shape, self._axes, self)
-        self.gamma = self._w.add(self, "gamma", shape) if self.scale else None
-        self.beta = self._w.add(self, "beta", shape) if self.center else None
+        shape = _build_scale_offset(self, input_shape)
         self.moving_mean = self._w.add(self, "moving_mean", shape, trainable=False)
         self.moving_variance = self._w.add(self, "moving_variance", shape,
                                            trainable=False)
-        self.input_spec = InputSpec(ndim=rank, axes={
-            a: d for a, d in zip(self._axes, shape)})
         self.built = True
 
     def call(self, inputs, training=None):
@@ -172,13 +177,7 @@ class LayerNormalization(Layer):
         self.center, self.scale = bool(center), bool(scale)
 
     def build(self, input_shape):
-        rank = len(input_shape)
-        self._axes = _axes(self.axis, rank, self)
-        shape = _param_shape(input_shape, self._axes, self)
-        self.gamma = self._w.add(self, "gamma", shape) if self.scale else None
-        self.beta = self._w.add(self, "beta", shape) if self.center else None
-        self.input_spec = InputSpec(ndim=rank, axes={
-            a: d for a, d in zip(self._axes, shape)})
+        _build_scale_offset(self, input_shape)
         self.built = True
 
     def call(self, inputs):

@@ -5,12 +5,10 @@
 from __future__ import annotations
 
 from kerasflow import backend as K
-from kerasflow.backend.ops.conv import _geometry
 from kerasflow.layers._masks import get_mask
 from kerasflow.layers._utils import (
-    check_data_format, check_rank, normalize_padding, normalize_tuple,
+    ChannelsLastLayer, normalize_padding, normalize_tuple,
 )
-from kerasflow.layers.base import InputSpec, Layer
 
 __all__ = ["MaxPooling1D", "MaxPooling2D", "AveragePooling1D", "AveragePooling2D",
            "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalAveragePooling1D",
@@ -19,31 +17,23 @@ __all__ = ["MaxPooling1D", "MaxPooling2D", "AveragePooling1D", "AveragePooling2D
            "GlobalAvgPool2D"]
 
 
-class _Pooling(Layer):
-    rank = 2
+class _Pooling(ChannelsLastLayer):
     kind = "max"
 
     def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None,
                  **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(data_format, **kwargs)
         r = self.rank
         self.pool_size = normalize_tuple(pool_size, r, "pool_size")
         self.strides = (self.pool_size if strides is None
                         else normalize_tuple(strides, r, "strides"))
         self.padding = normalize_padding(padding)
-        self.data_format = check_data_format(self.name, data_format)
-        self.input_spec = InputSpec(ndim=r + 2)
-
-    def build(self, input_shape):
-        check_rank(self, input_shape, self.rank + 2,
-                   "(batch, " + ("steps" if self.rank == 1 else "height, width")
-                   + ", channels)")
-        self.built = True
 
     def call(self, inputs):
         if self.padding == "valid" and inputs.shape is not None:
             for size, p, s in zip(inputs.shape[1:], self.pool_size, self.strides):
-                if size is not None and _geometry(size, p, s, 1, "VALID")[0] < 1:
+                if size is not None and K.window_geometry(size, p, s, 1,
+                                                          "VALID")[0] < 1:
                     raise ValueError(
                         f"Layer '{self.name}' ({type(self).__name__}): expected "
                         f"spatial dims >= pool_size={self.pool_size} with "
@@ -104,21 +94,12 @@ class AveragePooling2D(_Pooling):
     rank, kind = 2, "avg"
 
 
-class _GlobalPooling(Layer):
-    rank = 2
+class _GlobalPooling(ChannelsLastLayer):
     kind = "max"
 
     def __init__(self, data_format=None, keepdims=False, **kwargs):
-        super().__init__(**kwargs)
-        self.data_format = check_data_format(self.name, data_format)
+        super().__init__(data_format, **kwargs)
         self.keepdims = bool(keepdims)
-        self.input_spec = InputSpec(ndim=self.rank + 2)
-
-    def build(self, input_shape):
-        check_rank(self, input_shape, self.rank + 2,
-                   "(batch, " + ("steps" if self.rank == 1 else "height, width")
-                   + ", channels)")
-        self.built = True
 
     def call(self, inputs, mask=None):
         if mask is None:

@@ -7,7 +7,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.layers._masks import get_mask, set_mask
-from kerasflow.layers._utils import check_data_format, check_rank, normalize_tuple
+from kerasflow.layers._utils import ChannelsLastLayer, normalize_tuple
 from kerasflow.layers.base import InputSpec, Layer
 
 __all__ = ["Permute", "RepeatVector", "ZeroPadding1D", "ZeroPadding2D",
@@ -67,19 +67,7 @@ class RepeatVector(Layer):
         return {**super().get_config(), "n": self.n}
 
 
-class _Spatial(Layer):
-    rank = 2
-
-    def __init__(self, data_format=None, **kwargs):
-        super().__init__(**kwargs)
-        self.data_format = check_data_format(self.name, data_format)
-        self.input_spec = InputSpec(ndim=self.rank + 2)
-
-    def build(self, input_shape):
-        check_rank(self, input_shape, self.rank + 2,
-                   "(batch, " + ("steps" if self.rank == 1 else "height, width")
-                   + ", channels)")
-        self.built = True
+class _Spatial(ChannelsLastLayer):
 
     def get_config(self):
         config = super().get_config()

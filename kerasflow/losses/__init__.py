@@ -13,14 +13,14 @@ from __future__ import annotations
 
 # ruff: noqa: F401
 from kerasflow.losses.base import (
-    _OBJECTS,
     EPSILON,
     REDUCTIONS,
     Loss,
     LossFunctionWrapper,
-    _tensor,
+    as_tensor,
     deserialize,
     get,
+    loss_functions,
     reduce_weighted_values,
     serialize,
     squeeze_or_expand_to_same_rank,
@@ -40,7 +40,7 @@ from kerasflow.losses.probabilistic import (
     KLDivergence,
     Poisson,
     SparseCategoricalCrossentropy,
-    _sparse_labels,
+    sparse_labels,
     binary_crossentropy,
     categorical_crossentropy,
     kl_divergence,

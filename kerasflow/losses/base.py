@@ -9,6 +9,7 @@ nodes) and on arrays (computing at once).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +25,8 @@ from kerasflow.utils.serialization import (
 )
 
 __all__ = [
-    "EPSILON", "REDUCTIONS", "Loss", "LossFunctionWrapper", "deserialize", "get",
+    "EPSILON", "REDUCTIONS", "Loss", "LossFunctionWrapper", "as_tensor",
+    "deserialize", "get", "loss_functions",
     "reduce_weighted_values", "serialize", "squeeze_or_expand_to_same_rank",
 ]
 
@@ -42,8 +44,14 @@ def register(*objects, **aliases) -> None:
     _OBJECTS.update(aliases)
 
 
+def loss_functions() -> dict[str, Callable]:
+    """Every registered per-sample loss function, by name and alias."""
+    return {name: obj for name, obj in _OBJECTS.items() if not isinstance(obj, type)}
+
+
 # -- helpers -------------------------------------------------------------------------
-def _tensor(x):
+def as_tensor(x):
+    """A tensor or array as is; anything else (lists, numbers) as an array."""
     return x if is_symbolic(x) or hasattr(x, "shape") else np.asarray(x)
 
 
@@ -69,8 +77,8 @@ def squeeze_or_expand_to_same_rank(x1, x2, expand_rank_1=True):
 
 
 def _prepare(y_true, y_pred):
-    y_pred = _tensor(y_pred)
-    y_true = ops.cast(_tensor(y_true), y_pred.dtype)
+    y_pred = as_tensor(y_pred)
+    y_true = ops.cast(as_tensor(y_true), y_pred.dtype)
     return squeeze_or_expand_to_same_rank(y_true, y_pred)
 
 
@@ -97,7 +105,7 @@ def _is_last(x, axis):
 
 # -- reduction and Loss objects ----------------------------------------------------
 def _match_weights(values, sample_weight):
-    sw = ops.cast(_tensor(sample_weight), values.dtype)
+    sw = ops.cast(as_tensor(sample_weight), values.dtype)
     values, sw = squeeze_or_expand_to_same_rank(values, sw, expand_rank_1=False)
     # Per-sample weights against per-timestep losses: weights broadcast over
     # the trailing axes.
@@ -208,6 +216,8 @@ class LossFunctionWrapper(Loss):
         **kwargs: keyword arguments passed to ``fn`` on every call.
     """
 
+    ARGS_DOC = "reduction, name: as ``Loss``."
+
     def __init__(self, fn: Callable, reduction="sum_over_batch_size", name=None,
                  **kwargs):
         super().__init__(reduction=reduction, name=name or fn.__name__)
@@ -231,36 +241,49 @@ class LossFunctionWrapper(Loss):
         return cls(**config)
 
 
-def wrapper_class(cls_name, fn, default_name, doc, module, base=None, **defaults):
-    """A ``LossFunctionWrapper`` subclass whose ``__init__`` takes ``fn``'s keyword
-    arguments (with their defaults) plus reduction and name, as in Keras 3."""
-    base = base or LossFunctionWrapper
+def wrapper_class(cls_name, fn, summary, module, base=None, name=None, **defaults):
+    """A subclass of ``base`` whose ``__init__`` takes ``base``'s own arguments
+    plus ``fn``'s keyword arguments ``defaults``, as Keras 3's loss and metric
+    classes do (``MeanSquaredError(reduction=..., name=...)``).
 
-    def __init__(self, reduction="sum_over_batch_size", name=default_name, **kw):
-        unknown = set(kw) - set(defaults)
+    Args:
+        cls_name: the class name. fn: the per-sample function it wraps.
+        summary: first line of the docstring; the arguments are appended.
+        module: the defining module's ``__name__``.
+        base: a function wrapper whose ``__init__(fn, ...)`` takes ``fn``
+            first (default ``LossFunctionWrapper``; metrics use
+            ``MeanMetricWrapper``), and whose ``ARGS_DOC`` documents the rest.
+        name: the default name; ``fn.__name__`` when None.
+        **defaults: ``fn``'s keyword arguments and their defaults.
+
+    Raises:
+        TypeError: (from the class) a keyword argument neither ``base`` nor
+            ``fn`` takes, listing the accepted ones.
+    """
+    base = base or LossFunctionWrapper
+    own = [p for p in inspect.signature(base.__init__).parameters
+           if p not in ("self", "fn", "kwargs")]
+    default_name = name or fn.__name__
+
+    def __init__(self, *args, **kw):
+        unknown = set(kw) - set(defaults) - set(own)
         if unknown:
             raise TypeError(f"{cls_name}() got unexpected keyword arguments "
                             f"{sorted(unknown)}. Accepted: {sorted(defaults)}.")
-        LossFunctionWrapper.__init__(self, fn, reduction=reduction, name=name,
-                                     **{**defaults, **kw})
+        kw = {"name": default_name, **defaults, **dict(zip(own, args)), **kw}
+        base.__init__(self, fn, **kw)
 
+    doc = f"{summary}\n\n    Args:\n        {base.ARGS_DOC}"
+    if defaults:
+        doc += f"\n        {', '.join(defaults)}: as ``{fn.__name__}``."
     return type(cls_name, (base,), {
         "__init__": __init__, "__doc__": doc, "__module__": module,
         "__qualname__": cls_name,
     })
 
 
-COMMON_DOC = """
-
-    Args:
-        reduction: as ``Loss``.
-        name: name of the loss."""
-
-
 # -- lookup --------------------------------------------------------------------------
-def serialize(loss) -> Any:
-    """The name of a loss function, or the class_name/config dict of an object."""
-    return serialize_object(loss)
+serialize = serialize_object  # class_name and config, in Keras' format
 
 
 def deserialize(config, custom_objects=None) -> Any:

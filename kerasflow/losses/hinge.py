@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from kerasflow.backend import ops
-from kerasflow.losses.base import COMMON_DOC, _prepare, register, wrapper_class
+from kerasflow.losses.base import _prepare, register, wrapper_class
 
 __all__ = ["CategoricalHinge", "Hinge", "SquaredHinge", "categorical_hinge", "hinge",
            "squared_hinge"]
@@ -42,14 +42,11 @@ def categorical_hinge(y_true, y_pred):
     return ops.maximum(ops.add(ops.subtract(neg, pos), 1.0), 0.0)
 
 
-Hinge = wrapper_class("Hinge", hinge, "hinge", "Hinge loss (``hinge``)." + COMMON_DOC,
-                      __name__)
-SquaredHinge = wrapper_class(
-    "SquaredHinge", squared_hinge, "squared_hinge",
-    "Squared hinge loss (``squared_hinge``)." + COMMON_DOC, __name__)
-CategoricalHinge = wrapper_class(
-    "CategoricalHinge", categorical_hinge, "categorical_hinge",
-    "Categorical hinge loss (``categorical_hinge``)." + COMMON_DOC, __name__)
+Hinge = wrapper_class("Hinge", hinge, "Hinge loss.", __name__)
+SquaredHinge = wrapper_class("SquaredHinge", squared_hinge, "Squared hinge loss.",
+                             __name__)
+CategoricalHinge = wrapper_class("CategoricalHinge", categorical_hinge,
+                                 "Categorical hinge loss.", __name__)
 
 register(hinge, squared_hinge, categorical_hinge, Hinge, SquaredHinge,
          CategoricalHinge)

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from kerasflow.backend import name_scope, ops
 from kerasflow.losses.base import (
-    COMMON_DOC,
     EPSILON,
     _is_last,
     _prepare,
-    _tensor,
+    as_tensor,
     check_same_shape,
     reduce_weighted_values,
     register,
@@ -25,7 +24,7 @@ from kerasflow.losses.base import (
 __all__ = [
     "BinaryCrossentropy", "CategoricalCrossentropy", "KLDivergence", "Poisson",
     "SparseCategoricalCrossentropy", "binary_crossentropy",
-    "categorical_crossentropy", "kl_divergence", "kld", "poisson",
+    "categorical_crossentropy", "kl_divergence", "kld", "poisson", "sparse_labels",
     "sparse_categorical_crossentropy",
 ]
 
@@ -40,9 +39,13 @@ def _logits(y_pred, sigmoid):
     return logits
 
 
-def _sparse_labels(y_true, y_pred):
-    # (batch..., 1) -> (batch...,); floats (as Keras' float label arrays) -> int64.
-    y_true = _tensor(y_true)
+def sparse_labels(y_true, y_pred):
+    """Integer class labels from ``y_true`` against predictions ``y_pred``.
+
+    A trailing size-1 axis (batch..., 1) is dropped when ``y_pred`` has the
+    same rank; float labels (Keras' float label arrays) become int64.
+    """
+    y_true = as_tensor(y_true)
     if y_true.ndim is not None and y_true.ndim == y_pred.ndim and \
             y_true.shape[-1] == 1:
         y_true = ops.squeeze(y_true, -1)
@@ -111,8 +114,8 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
         logits = _logits(y_pred, sigmoid=False)
         if logits is not None:
             y_pred, from_logits = logits, True
-    y_pred = _tensor(y_pred)
-    y_true = ops.cast(_tensor(y_true), y_pred.dtype)
+    y_pred = as_tensor(y_pred)
+    y_true = ops.cast(as_tensor(y_true), y_pred.dtype)
     check_same_shape(y_true, y_pred)
     if label_smoothing:
         classes = ops.reduced_count(y_pred, axis, y_pred.dtype)
@@ -147,7 +150,7 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False,
     Raises:
         ValueError: ``axis`` not last; labels outside [0, classes) (at run time).
     """
-    if not _is_last(_tensor(y_pred), axis):
+    if not _is_last(as_tensor(y_pred), axis):
         raise ValueError(
             f"sparse_categorical_crossentropy supports only the last axis. "
             f"Received: axis={axis}."
@@ -156,8 +159,8 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False,
         logits = _logits(y_pred, sigmoid=False)
         if logits is not None:
             y_pred, from_logits = logits, True
-    y_pred = _tensor(y_pred)
-    labels = _sparse_labels(y_true, y_pred)
+    y_pred = as_tensor(y_pred)
+    labels = sparse_labels(y_true, y_pred)
     if ignore_class is not None:
         valid = ops.not_equal(labels, ignore_class)
         labels = ops.where(valid, labels, 0)
@@ -194,26 +197,20 @@ def poisson(y_true, y_pred):
 
 kld = KLD = kullback_leibler_divergence = kl_divergence
 
-KLDivergence = wrapper_class(
-    "KLDivergence", kl_divergence, "kl_divergence",
-    "Kullback-Leibler divergence (``kl_divergence``)." + COMMON_DOC, __name__)
-Poisson = wrapper_class(
-    "Poisson", poisson, "poisson",
-    "Poisson negative log-likelihood (``poisson``)." + COMMON_DOC, __name__)
+KLDivergence = wrapper_class("KLDivergence", kl_divergence,
+                            "Kullback-Leibler divergence.", __name__)
+Poisson = wrapper_class("Poisson", poisson, "Poisson negative log-likelihood.",
+                        __name__)
 BinaryCrossentropy = wrapper_class(
-    "BinaryCrossentropy", binary_crossentropy, "binary_crossentropy",
-    "Binary cross-entropy (``binary_crossentropy``)." + COMMON_DOC
-    + "\n        from_logits, label_smoothing, axis: as ``binary_crossentropy``.",
-    __name__, from_logits=False, label_smoothing=0.0, axis=-1)
+    "BinaryCrossentropy", binary_crossentropy, "Binary cross-entropy.", __name__,
+    from_logits=False, label_smoothing=0.0, axis=-1)
 CategoricalCrossentropy = wrapper_class(
-    "CategoricalCrossentropy", categorical_crossentropy, "categorical_crossentropy",
-    "Categorical cross-entropy (``categorical_crossentropy``)." + COMMON_DOC
-    + "\n        from_logits, label_smoothing, axis: as the function.",
-    __name__, from_logits=False, label_smoothing=0.0, axis=-1)
+    "CategoricalCrossentropy", categorical_crossentropy,
+    "Categorical cross-entropy.", __name__, from_logits=False,
+    label_smoothing=0.0, axis=-1)
 _SparseBase = wrapper_class(
-    "SparseCategoricalCrossentropy", sparse_categorical_crossentropy,
-    "sparse_categorical_crossentropy", "", __name__, from_logits=False,
-    ignore_class=None)
+    "SparseCategoricalCrossentropy", sparse_categorical_crossentropy, "",
+    __name__, from_logits=False, ignore_class=None)
 
 
 class SparseCategoricalCrossentropy(_SparseBase):
@@ -234,7 +231,7 @@ class SparseCategoricalCrossentropy(_SparseBase):
             return super().__call__(y_true, y_pred, sample_weight)
         with name_scope(self.name):
             values = self.call(y_true, y_pred)
-            labels = _sparse_labels(y_true, _tensor(y_pred))
+            labels = sparse_labels(y_true, as_tensor(y_pred))
             mask = ops.cast(ops.not_equal(labels, ignore), values.dtype)
             return reduce_weighted_values(values, sample_weight, self.reduction,
                                           mask=mask)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from kerasflow.backend import ops
-from kerasflow.losses.base import COMMON_DOC, EPSILON, _prepare, register, wrapper_class
+from kerasflow.losses.base import EPSILON, _prepare, register, wrapper_class
 
 __all__ = [
     "CosineSimilarity", "Huber", "LogCosh", "MeanAbsoluteError",
@@ -104,31 +104,21 @@ msle = MSLE = mean_squared_logarithmic_error
 logcosh = log_cosh
 
 MeanSquaredError = wrapper_class(
-    "MeanSquaredError", mean_squared_error, "mean_squared_error",
-    "Mean of squares of errors (``mean_squared_error``)." + COMMON_DOC, __name__)
+    "MeanSquaredError", mean_squared_error, "Mean of squares of errors.", __name__)
 MeanAbsoluteError = wrapper_class(
-    "MeanAbsoluteError", mean_absolute_error, "mean_absolute_error",
-    "Mean of absolute errors (``mean_absolute_error``)." + COMMON_DOC, __name__)
+    "MeanAbsoluteError", mean_absolute_error, "Mean of absolute errors.", __name__)
 MeanAbsolutePercentageError = wrapper_class(
     "MeanAbsolutePercentageError", mean_absolute_percentage_error,
-    "mean_absolute_percentage_error",
-    "Mean absolute percentage error (``mape``)." + COMMON_DOC, __name__)
+    "Mean absolute percentage error (``mape``).", __name__)
 MeanSquaredLogarithmicError = wrapper_class(
     "MeanSquaredLogarithmicError", mean_squared_logarithmic_error,
-    "mean_squared_logarithmic_error",
-    "Mean squared logarithmic error (``msle``)." + COMMON_DOC, __name__)
-Huber = wrapper_class(
-    "Huber", huber, "huber_loss", "Huber loss (``huber``)." + COMMON_DOC
-    + "\n        delta: where the loss turns from quadratic to linear.", __name__,
-    delta=1.0)
-LogCosh = wrapper_class(
-    "LogCosh", log_cosh, "log_cosh",
-    "Logarithm of the hyperbolic cosine of the error." + COMMON_DOC, __name__)
-CosineSimilarity = wrapper_class(
-    "CosineSimilarity", cosine_similarity, "cosine_similarity",
-    "Negative cosine similarity (``cosine_similarity``)." + COMMON_DOC
-    + "\n        axis: the axis along which similarity is computed.", __name__,
-    axis=-1)
+    "Mean squared logarithmic error (``msle``).", __name__)
+Huber = wrapper_class("Huber", huber, "Huber loss.", __name__, name="huber_loss",
+                      delta=1.0)
+LogCosh = wrapper_class("LogCosh", log_cosh, "Log of the cosh of the error.",
+                        __name__)
+CosineSimilarity = wrapper_class("CosineSimilarity", cosine_similarity,
+                                 "Negative cosine similarity.", __name__, axis=-1)
 
 register(mean_squared_error, mean_absolute_error, mean_absolute_percentage_error,
          mean_squared_logarithmic_error, huber, log_cosh, cosine_similarity,

@@ -6,11 +6,11 @@ updates a custom ``update_state`` makes; ``accuracy``, ``regression`` and
 ``confusion`` hold the metrics by family. Every public name is importable here.
 
 Example:
-    >>> m = SparseCategoricalAccuracy()
-    >>> m.update_state(np.array([1, 0]), np.array([[0.1, 0.9], [0.3, 0.7]]))
+    >>> m = Mean()
+    >>> m.update_state(np.array([1.0, 2.0, 6.0]))
     []
     >>> m.result()
-    0.5
+    3.0
 """
 
 from __future__ import annotations

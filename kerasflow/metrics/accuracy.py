@@ -14,7 +14,6 @@ from __future__ import annotations
 from kerasflow import losses as _losses
 from kerasflow.backend import floatx, ops
 from kerasflow.metrics.base import (
-    ARGS_DOC,
     _same_rank,
     _tensor,
     register,
@@ -55,7 +54,7 @@ def sparse_categorical_accuracy(y_true, y_pred):
     """1.0 where ``y_true == argmax(y_pred)``; labels (batch,) or (batch, 1) of
     any dtype, scores (batch, classes) -> (batch,)."""
     y_pred = _tensor(y_pred)
-    labels = _losses._sparse_labels(y_true, y_pred)
+    labels = _losses.sparse_labels(y_true, y_pred)
     return ops.cast(ops.equal(labels, ops.argmax(y_pred, -1)), floatx())
 
 
@@ -81,37 +80,30 @@ def top_k_categorical_accuracy(y_true, y_pred, k=5):
 def sparse_top_k_categorical_accuracy(y_true, y_pred, k=5):
     """1.0 where label ``y_true`` is among the ``k`` highest of ``y_pred``."""
     y_pred = _tensor(y_pred)
-    return _in_top_k(_losses._sparse_labels(y_true, y_pred), y_pred, k)
+    return _in_top_k(_losses.sparse_labels(y_true, y_pred), y_pred, k)
 
 
-_K_DOC = "\n        k: how many top predictions count."
-Accuracy = wrapper_class(
-    "Accuracy", accuracy, "accuracy",
-    "How often predictions equal labels exactly." + ARGS_DOC, __name__)
+Accuracy = wrapper_class("Accuracy", accuracy,
+                         "How often predictions equal labels exactly.", __name__)
 BinaryAccuracy = wrapper_class(
-    "BinaryAccuracy", binary_accuracy, "binary_accuracy",
-    "How often ``y_pred > threshold`` matches 0/1 labels." + ARGS_DOC
-    + "\n        threshold: decision threshold on ``y_pred``.", __name__,
+    "BinaryAccuracy", binary_accuracy,
+    "How often ``y_pred > threshold`` matches 0/1 labels.", __name__,
     threshold=0.5)
 CategoricalAccuracy = wrapper_class(
-    "CategoricalAccuracy", categorical_accuracy, "categorical_accuracy",
-    "How often the argmax of predictions matches that of one-hot labels."
-    + ARGS_DOC, __name__)
+    "CategoricalAccuracy", categorical_accuracy,
+    "How often the argmax of predictions matches that of one-hot labels.",
+    __name__)
 SparseCategoricalAccuracy = wrapper_class(
     "SparseCategoricalAccuracy", sparse_categorical_accuracy,
-    "sparse_categorical_accuracy",
-    "How often the argmax of predictions matches integer labels." + ARGS_DOC,
-    __name__)
+    "How often the argmax of predictions matches integer labels.", __name__)
 TopKCategoricalAccuracy = wrapper_class(
     "TopKCategoricalAccuracy", top_k_categorical_accuracy,
-    "top_k_categorical_accuracy",
-    "How often the one-hot target is in the top ``k`` predictions." + ARGS_DOC
-    + _K_DOC, __name__, k=5)
+    "How often the one-hot target is in the top ``k`` predictions.", __name__,
+    k=5)
 SparseTopKCategoricalAccuracy = wrapper_class(
     "SparseTopKCategoricalAccuracy", sparse_top_k_categorical_accuracy,
-    "sparse_top_k_categorical_accuracy",
-    "How often the integer target is in the top ``k`` predictions." + ARGS_DOC
-    + _K_DOC, __name__, k=5)
+    "How often the integer target is in the top ``k`` predictions.", __name__,
+    k=5)
 
 register(
     (Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy,

@@ -18,6 +18,7 @@ an array, read to a float.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,8 @@ import numpy as np
 from kerasflow import losses as _losses
 from kerasflow.backend import Variable, floatx, ops
 from kerasflow.backend.graph import is_symbolic
+from kerasflow.losses import base as _loss_base
+from kerasflow.losses.base import as_tensor as _tensor
 from kerasflow.metrics.state import MetricVariable, host_result, recording_update
 from kerasflow.utils.serialization import (
     deserialize_object,
@@ -38,7 +41,6 @@ __all__ = ["Mean", "MeanMetricWrapper", "Metric", "Sum", "deserialize", "get",
 
 EPSILON = 1e-7
 _same_rank = _losses.squeeze_or_expand_to_same_rank
-_tensor = _losses._tensor
 
 
 def _ndim(x) -> int:
@@ -253,6 +255,8 @@ class MeanMetricWrapper(Mean):
         **kwargs: passed to ``fn`` on every update.
     """
 
+    ARGS_DOC = "name, dtype: as ``Metric``."
+
     def __init__(self, fn: Callable, name=None, dtype=None, **kwargs):
         super().__init__(name=name or fn.__name__, dtype=dtype)
         self._fn = fn
@@ -293,32 +297,15 @@ class MeanMetricWrapper(Mean):
         return cls(**config)
 
 
-def wrapper_class(cls_name, fn, default_name, doc, module, base=MeanMetricWrapper,
-                  **defaults):
-    """A ``MeanMetricWrapper`` subclass whose ``__init__`` takes ``fn``'s keyword
-    arguments (with their defaults) plus name and dtype."""
-
-    def __init__(self, name=default_name, dtype=None, **kw):
-        unknown = set(kw) - set(defaults)
-        if unknown:
-            raise TypeError(f"{cls_name}() got unexpected keyword arguments "
-                            f"{sorted(unknown)}. Accepted: {sorted(defaults)}.")
-        base.__init__(self, fn, name=name, dtype=dtype, **{**defaults, **kw})
-
-    return type(cls_name, (base,), {"__init__": __init__, "__doc__": doc,
-                                    "__module__": module, "__qualname__": cls_name})
-
-
-ARGS_DOC = "\n\n    Args:\n        name, dtype: as ``Metric``."
+# The loss wrapper factory, with ``MeanMetricWrapper`` as the base.
+wrapper_class = functools.partial(_loss_base.wrapper_class, base=MeanMetricWrapper)
 
 
 # -- lookup --------------------------------------------------------------------------
 _CLASS_NAMES: dict[str, Any] = {}  # class name -> class
 _BY_NAME: dict[str, Any] = {}  # lower-case name -> class, named by that name
 # Functions a MeanMetricWrapper may wrap: ours and every loss function.
-_FUNCTIONS: dict[str, Callable] = {
-    name: obj for name, obj in _losses._OBJECTS.items() if not isinstance(obj, type)
-}
+_FUNCTIONS: dict[str, Callable] = _losses.loss_functions()
 
 
 def register(classes=(), functions=(), **names) -> None:

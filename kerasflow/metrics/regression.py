@@ -8,7 +8,6 @@ import numpy as np
 from kerasflow import losses as _losses
 from kerasflow.backend import ops
 from kerasflow.metrics.base import (
-    ARGS_DOC,
     _out,
     _same_rank,
     _tensor,
@@ -26,13 +25,13 @@ def _squared_error(y_true, y_pred):
 
 
 MeanSquaredError = wrapper_class(
-    "MeanSquaredError", _losses.mean_squared_error, "mean_squared_error",
-    "Mean of ``mean_squared_error`` over samples." + ARGS_DOC, __name__)
+    "MeanSquaredError", _losses.mean_squared_error,
+    "Mean of ``mean_squared_error`` over samples.", __name__)
 MeanAbsoluteError = wrapper_class(
-    "MeanAbsoluteError", _losses.mean_absolute_error, "mean_absolute_error",
-    "Mean of ``mean_absolute_error`` over samples." + ARGS_DOC, __name__)
-_RMSEBase = wrapper_class("RootMeanSquaredError", _squared_error,
-                          "root_mean_squared_error", "", __name__)
+    "MeanAbsoluteError", _losses.mean_absolute_error,
+    "Mean of ``mean_absolute_error`` over samples.", __name__)
+_RMSEBase = wrapper_class("RootMeanSquaredError", _squared_error, "", __name__,
+                          name="root_mean_squared_error")
 
 
 class RootMeanSquaredError(_RMSEBase):

@@ -9,6 +9,8 @@ tensor in the graph, a 0-d array eagerly. Names, arguments and formulas follow
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import math
 
 from kerasflow import backend as K
@@ -35,15 +37,8 @@ def _float_step(step):
 
 def _scope(schedule, step):
     """A name scope for graph building; none eagerly (no nodes are made)."""
-    return K.name_scope(schedule.name) if K.is_symbolic(step) else _NoScope()
-
-
-class _NoScope:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
+    return K.name_scope(schedule.name) if K.is_symbolic(step) else \
+        contextlib.nullcontext()
 
 
 def _check_positive(name, value):
@@ -61,6 +56,13 @@ def _check_finite(name, value, minimum=None):
         bound = "" if minimum is None else f" >= {minimum}"
         raise ValueError(f"Argument `{name}` must be a finite float{bound}. "
                          f"Received: {name}={value}.")
+
+
+def _check_decay(initial_learning_rate, decay_steps):
+    """Checks the two arguments every decaying schedule takes."""
+    _check_positive("decay_steps", decay_steps)
+    _check_finite("initial_learning_rate", initial_learning_rate, 0)
+    _check_finite("decay_steps", decay_steps)
 
 
 class LearningRateSchedule:
@@ -100,7 +102,16 @@ class LearningRateSchedule:
         return cls(**config)
 
 
-class ExponentialDecay(LearningRateSchedule):
+class _BuiltinSchedule(LearningRateSchedule):
+    """Keeps every ``__init__`` argument under its own name, so ``get_config``
+    returns exactly what ``__init__`` takes."""
+
+    def get_config(self):
+        params = inspect.signature(type(self).__init__).parameters
+        return {name: getattr(self, name) for name in params if name != "self"}
+
+
+class ExponentialDecay(_BuiltinSchedule):
     """``initial_learning_rate * decay_rate ** (step / decay_steps)``.
 
     With ``staircase=True`` the exponent is ``floor(step / decay_steps)``, so the
@@ -124,9 +135,7 @@ class ExponentialDecay(LearningRateSchedule):
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate,
                  staircase=False, name="ExponentialDecay"):
-        _check_positive("decay_steps", decay_steps)
-        _check_finite("initial_learning_rate", initial_learning_rate, 0)
-        _check_finite("decay_steps", decay_steps)
+        _check_decay(initial_learning_rate, decay_steps)
         _check_finite("decay_rate", decay_rate, 0)
         self.initial_learning_rate = initial_learning_rate
         self.decay_steps = decay_steps
@@ -144,17 +153,9 @@ class ExponentialDecay(LearningRateSchedule):
         p = K.divide(_float_step(step), float(self.decay_steps))
         return K.floor(p) if self.staircase else p
 
-    def get_config(self):
-        return {
-            "initial_learning_rate": self.initial_learning_rate,
-            "decay_steps": self.decay_steps,
-            "decay_rate": self.decay_rate,
-            "staircase": self.staircase,
-            "name": self.name,
-        }
 
 
-class PiecewiseConstantDecay(LearningRateSchedule):
+class PiecewiseConstantDecay(_BuiltinSchedule):
     """A constant rate per interval of steps.
 
     The rate is ``values[0]`` for ``step <= boundaries[0]``, ``values[i]`` for
@@ -204,12 +205,8 @@ class PiecewiseConstantDecay(LearningRateSchedule):
                 rate = K.where(K.less_equal(step, float(b)), float(v), rate)
             return rate
 
-    def get_config(self):
-        return {"boundaries": self.boundaries, "values": self.values,
-                "name": self.name}
 
-
-class CosineDecay(LearningRateSchedule):
+class CosineDecay(_BuiltinSchedule):
     """Cosine decay (Loshchilov & Hutter, SGDR, ICLR 2017), optional linear warmup.
 
     Without warmup: with ``s = min(step, decay_steps)``,
@@ -238,9 +235,7 @@ class CosineDecay(LearningRateSchedule):
 
     def __init__(self, initial_learning_rate, decay_steps, alpha=0.0,
                  name="CosineDecay", warmup_target=None, warmup_steps=0):
-        _check_positive("decay_steps", decay_steps)
-        _check_finite("initial_learning_rate", initial_learning_rate, 0)
-        _check_finite("decay_steps", decay_steps)
+        _check_decay(initial_learning_rate, decay_steps)
         _check_finite("alpha", alpha)
         if warmup_target is not None:
             _check_finite("warmup_target", warmup_target, 0)
@@ -273,18 +268,9 @@ class CosineDecay(LearningRateSchedule):
                                    self.warmup_target)
             return K.where(K.less(step, warmup), rising, decaying)
 
-    def get_config(self):
-        return {
-            "initial_learning_rate": self.initial_learning_rate,
-            "decay_steps": self.decay_steps,
-            "alpha": self.alpha,
-            "name": self.name,
-            "warmup_target": self.warmup_target,
-            "warmup_steps": self.warmup_steps,
-        }
 
 
-class PolynomialDecay(LearningRateSchedule):
+class PolynomialDecay(_BuiltinSchedule):
     """Polynomial decay from ``initial_learning_rate`` to ``end_learning_rate``.
 
     ``(initial - end) * (1 - s / decay_steps) ** power + end`` with
@@ -310,7 +296,7 @@ class PolynomialDecay(LearningRateSchedule):
 
     def __init__(self, initial_learning_rate, decay_steps, end_learning_rate=1e-4,
                  power=1.0, cycle=False, name="PolynomialDecay"):
-        _check_positive("decay_steps", decay_steps)
+        _check_decay(initial_learning_rate, decay_steps)
         self.initial_learning_rate = initial_learning_rate
         self.decay_steps = decay_steps
         self.end_learning_rate = end_learning_rate
@@ -334,31 +320,13 @@ class PolynomialDecay(LearningRateSchedule):
             return K.add(K.multiply(span, K.power(frac, float(self.power))),
                          float(self.end_learning_rate))
 
-    def get_config(self):
-        return {
-            "initial_learning_rate": self.initial_learning_rate,
-            "decay_steps": self.decay_steps,
-            "end_learning_rate": self.end_learning_rate,
-            "power": self.power,
-            "cycle": self.cycle,
-            "name": self.name,
-        }
 
 
 class InverseTimeDecay(ExponentialDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)``.
 
     With ``staircase=True`` the ratio ``step / decay_steps`` is floored.
-
-    Args:
-        initial_learning_rate: float.
-        decay_steps: positive int.
-        decay_rate: float.
-        staircase: bool.
-        name: name scope of the graph nodes.
-
-    Raises:
-        ValueError: ``decay_steps <= 0``.
+    Arguments and errors as ``ExponentialDecay``.
 
     Example:
         >>> s = InverseTimeDecay(1.0, decay_steps=1, decay_rate=0.5)

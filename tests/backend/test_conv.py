@@ -1,4 +1,4 @@
-"""Tests for conv2d, max_pool2d and avg_pool2d (kerasflow.backend.ops.conv)."""
+"""Tests for conv2d (backend.ops.conv), max_pool2d and avg_pool2d (.pooling)."""
 
 from __future__ import annotations
 

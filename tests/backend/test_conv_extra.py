@@ -134,16 +134,17 @@ def test_conv2d_input_gradient_in_batch_slices_matches_whole(float64, monkeypatc
     ((1, 6, 9, 2), (3, 2), "SAME"), ((2, 4, 4, 1), (2, 2), "VALID")])
 def test_tiled_max_pool_grad_matches_the_per_tap_rule(shape, size, padding):
     from kerasflow.backend.ops import conv as conv_module
+    from kerasflow.backend.ops import pooling
 
     rng = np.random.RandomState(4)
     # ReLU-like data: many ties at zero, where the first maximum must win.
     x = np.maximum(rng.randn(*shape), 0).round(1).astype("float32")
-    y = conv_module._max_pool(np, x, size, size, padding)
+    y = pooling._max_pool(np, x, size, size, padding)
     g = rng.randn(*y.shape).astype("float32")
-    fast = conv_module._max_pool_grad_kernel(np, x, y, g, size, size, padding)
+    fast = pooling._max_pool_grad_kernel(np, x, y, g, size, size, padding)
     _, _, pads = conv_module._plan(x.shape, size, size, (1, 1), padding)
     xpad = conv_module._pad(np, x, pads, -np.inf)
     slow = conv_module._padded_zeros(np, x.shape, pads, g.dtype)
-    for idx, hit in conv_module._first_max_masks(np, xpad, y, size, size):
+    for idx, hit in pooling._first_max_masks(np, xpad, y, size, size):
         slow[idx] += np.where(hit, g, 0)
     np.testing.assert_array_equal(fast, conv_module._crop(slow, x.shape, pads))

@@ -15,10 +15,12 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow.backend.ops import conv as _conv
+from kerasflow.backend.ops.pooling import avg_pool2d, max_pool2d
 from kerasflow.backend.ops.shape import expand_dims, squeeze
 from kerasflow.backend.registry import apply, register_gradient, register_op
 
-__all__ = ["avg_pool1d", "conv1d", "conv2d_transpose", "depthwise_conv2d",
+__all__ = ["avg_pool1d", "conv1d", "conv2d_transpose", "conv2d_transpose_output_size",
+           "depthwise_conv2d",
            "max_pool1d"]
 
 
@@ -72,14 +74,14 @@ def _pool1d(fn, x, pool_size, strides, padding):
 def max_pool1d(x, pool_size: int = 2, strides: int | None = None,
                padding: str = "valid"):
     """Maximum over windows along axis 1 of (batch, steps, channels)."""
-    return _pool1d(_conv.max_pool2d, x, pool_size, strides, padding)
+    return _pool1d(max_pool2d, x, pool_size, strides, padding)
 
 
 def avg_pool1d(x, pool_size: int = 2, strides: int | None = None,
                padding: str = "valid"):
     """Mean over windows along axis 1 of (batch, steps, channels); 'same'
     padding is not counted in the mean (as Keras)."""
-    return _pool1d(_conv.avg_pool2d, x, pool_size, strides, padding)
+    return _pool1d(avg_pool2d, x, pool_size, strides, padding)
 
 
 # -- transposed convolution ----------------------------------------------------------
@@ -164,8 +166,8 @@ def conv2d_transpose(x, kernel, output_size, strides=(1, 1), padding="valid",
         for a in (0, 1):
             if xs[1 + a] is None:
                 continue
-            back = _conv._geometry(output_size[a], ks[a], strides[a], dilation[a],
-                                   padding)[0]
+            back = _conv.window_geometry(output_size[a], ks[a], strides[a],
+                                         dilation[a], padding)[0]
             if back != xs[1 + a]:
                 raise ValueError(
                     f"conv2d_transpose: output_size={output_size} does not map back "
@@ -205,7 +207,7 @@ def _depthwise_taps(xp, x, kernel, strides, padding, dilation_rate):
 
 @register_op("DepthwiseConv2D", _depthwise_infer)
 def _depthwise(xp, x, kernel, strides, padding, dilation_rate):
-    kh, kw, c, m = kernel.shape
+    c, m = kernel.shape[2:]
     ho, wo, pads, taps = _depthwise_taps(xp, x, kernel, strides, padding,
                                          dilation_rate)
     xpad = _conv._pad(xp, x, pads)
@@ -225,7 +227,7 @@ def _depthwise_grad(node, g):
 @register_op("DepthwiseConv2DBackpropInput",
              lambda x, kernel, g, **_: (x.shape, g.dtype))
 def _depthwise_backprop_input(xp, x, kernel, g, strides, padding, dilation_rate):
-    kh, kw, c, m = kernel.shape
+    c, m = kernel.shape[2:]
     ho, wo, pads, taps = _depthwise_taps(xp, x, kernel, strides, padding,
                                          dilation_rate)
     g5 = g.reshape(g.shape[0], ho, wo, c, m)
@@ -245,7 +247,7 @@ def _depthwise_backprop_input_grad(node, gg):
 @register_op("DepthwiseConv2DBackpropFilter",
              lambda x, kernel, g, **_: (kernel.shape, g.dtype))
 def _depthwise_backprop_filter(xp, x, kernel, g, strides, padding, dilation_rate):
-    kh, kw, c, m = kernel.shape
+    c, m = kernel.shape[2:]
     ho, wo, pads, taps = _depthwise_taps(xp, x, kernel, strides, padding,
                                          dilation_rate)
     xpad = _conv._pad(xp, x, pads)

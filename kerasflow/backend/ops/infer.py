@@ -67,10 +67,6 @@ def same_float(x, *_, **__):
     return x.shape, x.dtype
 
 
-def scalar_float(*specs, **_):
-    return (), specs[0].dtype
-
-
 def norm_axis(axis, ndim):
     """Normalizes an int/tuple axis against a rank; returns a sorted tuple."""
     if axis is None:

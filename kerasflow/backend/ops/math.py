@@ -1,4 +1,7 @@
-"""Elementwise math: arithmetic, unary functions, comparisons, casts, where, clip.
+"""Elementwise arithmetic, maximum/minimum/clip, comparisons, where, casts.
+
+Elementwise functions (exp, log, powers, roots, trigonometry, rounding) live in
+``elementwise``.
 
 Gradient rules return gradients of the broadcast output shape; ``gradients``
 sums them back to each input's shape in one place (as tinygrad and HIPS autograd
@@ -6,6 +9,8 @@ do), so no rule here unbroadcasts.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -15,32 +20,72 @@ from kerasflow.backend.registry import apply, register_gradient, register_op
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "floor_divide", "mod", "negative",
-    "exp", "log", "log1p", "sqrt", "rsqrt", "square", "power", "abs", "sign",
-    "reciprocal", "sin", "cos", "maximum", "minimum", "clip", "where", "equal",
-    "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
-    "logical_or", "logical_not", "cast", "stop_gradient", "identity", "add_n",
-    "zeros_like", "ones_like", "isnan", "isfinite", "floor", "round",
+    "maximum", "minimum", "clip", "where", "equal", "not_equal", "less",
+    "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
+    "logical_not", "cast", "stop_gradient", "identity", "add_n", "zeros_like",
+    "ones_like",
 ]
 
 
-def _binary(name, fn, infer=I.broadcast, differentiable=True):
+def _register_ufunc(name, ufunc, infer, differentiable):
+    """Registers op ``name`` as numpy's (or cupy's) ufunc named ``ufunc``."""
+    bind = functools.partial(_ufunc_of, ufunc)
     kernel = register_op(name, infer, differentiable=differentiable)(
-        lambda xp, a, b: fn(xp)(a, b))
-    kernel.bind = fn  # Function calls fn(xp) (the ufunc itself) directly
+        lambda xp, *args: bind(xp)(*args))
+    kernel.bind = bind  # Function calls bind(xp) (the ufunc itself) directly
 
 
-def _unary(name, fn, infer=I.same, differentiable=True):
-    kernel = register_op(name, infer, differentiable=differentiable)(
-        lambda xp, x: fn(xp)(x))
-    kernel.bind = fn
+def _ufunc_of(ufunc, xp):
+    return getattr(xp, ufunc)
+
+
+def _binary(name, ufunc, doc, infer=I.broadcast, differentiable=True):
+    """Registers op ``name`` as the two-argument ``ufunc`` and returns its
+    public wrapper, named ``ufunc`` and documented by ``doc``."""
+    _register_ufunc(name, ufunc, infer, differentiable)
+
+    def op(a, b):
+        return apply(name, a, b)
+
+    op.__name__ = op.__qualname__ = ufunc
+    op.__doc__ = doc
+    return op
+
+
+def _unary(name, ufunc, doc, infer=I.same, differentiable=True):
+    """Registers op ``name`` as the one-argument ``ufunc`` and returns its
+    public wrapper, named ``ufunc`` and documented by ``doc``."""
+    _register_ufunc(name, ufunc, infer, differentiable)
+
+    def op(x):
+        return apply(name, x)
+
+    op.__name__ = op.__qualname__ = ufunc
+    op.__doc__ = doc
+    return op
 
 
 # -- arithmetic ------------------------------------------------------------------
-_binary("Add", lambda xp: xp.add)
-_binary("Sub", lambda xp: xp.subtract)
-_binary("Mul", lambda xp: xp.multiply)
-_binary("FloorDiv", lambda xp: xp.floor_divide, differentiable=False)
-_binary("Mod", lambda xp: xp.mod, differentiable=False)
+add = _binary("Add", "add", """Elementwise ``a + b`` with numpy broadcasting.
+
+    Args:
+        a, b: tensors, arrays or numbers of broadcast-compatible shapes.
+
+    Returns:
+        Tensor (or array, eagerly) of the broadcast shape and the result dtype.
+
+    Raises:
+        ValueError: shapes that cannot broadcast, naming both.
+    """)
+subtract = _binary("Sub", "subtract",
+                   "Elementwise ``a - b`` with broadcasting (see ``add``).")
+multiply = _binary("Mul", "multiply",
+                   "Elementwise ``a * b`` with broadcasting (see ``add``).")
+floor_divide = _binary("FloorDiv", "floor_divide",
+                       "Elementwise ``a // b`` (no gradient).", differentiable=False)
+mod = _binary("Mod", "mod", "Elementwise ``a % b`` (no gradient).",
+              differentiable=False)
+negative = _unary("Neg", "negative", "Elementwise ``-x``.")
 
 
 @register_op("Div", I.broadcast_float)
@@ -64,36 +109,16 @@ def _mul_grad(node, g):
     return multiply(g, b), multiply(g, a)
 
 
+@register_gradient("Neg")
+def _neg_grad(node, g):
+    return (negative(g),)
+
+
 @register_gradient("Div")
 def _div_grad(node, g):
     a, b = node.inputs
     ga = divide(g, b)
     return ga, negative(multiply(ga, divide(a, b)))
-
-
-def add(a, b):
-    """Elementwise ``a + b`` with numpy broadcasting.
-
-    Args:
-        a, b: tensors, arrays or numbers of broadcast-compatible shapes.
-
-    Returns:
-        Tensor (or array, eagerly) of the broadcast shape and the result dtype.
-
-    Raises:
-        ValueError: shapes that cannot broadcast, naming both.
-    """
-    return apply("Add", a, b)
-
-
-def subtract(a, b):
-    """Elementwise ``a - b`` with broadcasting (see ``add``)."""
-    return apply("Sub", a, b)
-
-
-def multiply(a, b):
-    """Elementwise ``a * b`` with broadcasting (see ``add``)."""
-    return apply("Mul", a, b)
 
 
 def divide(a, b):
@@ -117,16 +142,6 @@ def _to_floatx(x):
     return cast(x, _array.floatx())
 
 
-def floor_divide(a, b):
-    """Elementwise ``a // b`` (no gradient)."""
-    return apply("FloorDiv", a, b)
-
-
-def mod(a, b):
-    """Elementwise ``a % b`` (no gradient)."""
-    return apply("Mod", a, b)
-
-
 def add_n(tensors):
     """Sum of a list of tensors of the same (broadcastable) shape."""
     tensors = list(tensors)
@@ -138,205 +153,11 @@ def add_n(tensors):
     return out
 
 
-# -- unary -----------------------------------------------------------------------
-_unary("Neg", lambda xp: xp.negative)
-_unary("Exp", lambda xp: xp.exp, I.same_float)
-_unary("Log", lambda xp: xp.log, I.same_float)
-_unary("Log1p", lambda xp: xp.log1p, I.same_float)
-_unary("Sqrt", lambda xp: xp.sqrt, I.same_float)
-_unary("Square", lambda xp: xp.square)
-_unary("Abs", lambda xp: xp.abs)
-_unary("Sign", lambda xp: xp.sign)
-_unary("Sin", lambda xp: xp.sin, I.same_float)
-_unary("Cos", lambda xp: xp.cos, I.same_float)
-_unary("Floor", lambda xp: xp.floor, differentiable=False)
-_unary("Round", lambda xp: xp.round, differentiable=False)
-_unary("IsNan", lambda xp: xp.isnan, lambda x, **_: (x.shape, np.dtype(bool)), False)
-_unary("IsFinite", lambda xp: xp.isfinite, lambda x, **_: (x.shape, np.dtype(bool)),
-       False)
-
-
-@register_op("Rsqrt", I.same_float)
-def _rsqrt(xp, x):
-    return xp.reciprocal(xp.sqrt(x))
-
-
-@register_op("Reciprocal", I.same_float)
-def _reciprocal(xp, x):
-    return xp.reciprocal(x)
-
-
-@register_gradient("Neg")
-def _neg_grad(node, g):
-    return (negative(g),)
-
-
-@register_gradient("Exp")
-def _exp_grad(node, g):
-    return (multiply(g, node.outputs[0]),)
-
-
-@register_gradient("Log")
-def _log_grad(node, g):
-    return (divide(g, node.inputs[0]),)
-
-
-@register_gradient("Log1p")
-def _log1p_grad(node, g):
-    return (divide(g, add(node.inputs[0], 1.0)),)
-
-
-@register_gradient("Sqrt")
-def _sqrt_grad(node, g):
-    return (divide(multiply(g, 0.5), node.outputs[0]),)
-
-
-@register_gradient("Rsqrt")
-def _rsqrt_grad(node, g):
-    y = node.outputs[0]
-    return (multiply(g, multiply(-0.5, multiply(y, multiply(y, y)))),)
-
-
-@register_gradient("Reciprocal")
-def _reciprocal_grad(node, g):
-    y = node.outputs[0]
-    return (negative(multiply(g, square(y))),)
-
-
-@register_gradient("Square")
-def _square_grad(node, g):
-    return (multiply(g, multiply(2.0, node.inputs[0])),)
-
-
-@register_gradient("Abs")
-def _abs_grad(node, g):
-    return (multiply(g, sign(node.inputs[0])),)
-
-
-@register_gradient("Sign")
-def _sign_grad(node, g):
-    return (zeros_like(node.inputs[0]),)
-
-
-@register_gradient("Sin")
-def _sin_grad(node, g):
-    return (multiply(g, cos(node.inputs[0])),)
-
-
-@register_gradient("Cos")
-def _cos_grad(node, g):
-    return (negative(multiply(g, sin(node.inputs[0]))),)
-
-
-def negative(x):
-    """Elementwise ``-x``."""
-    return apply("Neg", x)
-
-
-def exp(x):
-    """Elementwise e**x (float input)."""
-    return apply("Exp", x)
-
-
-def log(x):
-    """Elementwise natural logarithm (float input); -inf at 0."""
-    return apply("Log", x)
-
-
-def log1p(x):
-    """Elementwise log(1 + x), accurate for small x."""
-    return apply("Log1p", x)
-
-
-def sqrt(x):
-    """Elementwise square root (float input)."""
-    return apply("Sqrt", x)
-
-
-def rsqrt(x):
-    """Elementwise 1 / sqrt(x) (float input)."""
-    return apply("Rsqrt", x)
-
-
-def reciprocal(x):
-    """Elementwise 1 / x (float input)."""
-    return apply("Reciprocal", x)
-
-
-def square(x):
-    """Elementwise x**2."""
-    return apply("Square", x)
-
-
-def abs(x):  # noqa: A001  (the TF/numpy name)
-    """Elementwise |x|; its gradient at 0 is 0 (sign(0) = 0)."""
-    return apply("Abs", x)
-
-
-def sign(x):
-    """Elementwise sign (-1, 0 or 1); gradient zero."""
-    return apply("Sign", x)
-
-
-def sin(x):
-    """Elementwise sine (radians)."""
-    return apply("Sin", x)
-
-
-def cos(x):
-    """Elementwise cosine (radians)."""
-    return apply("Cos", x)
-
-
-def floor(x):
-    """Elementwise floor (no gradient)."""
-    return apply("Floor", x)
-
-
-def round(x):  # noqa: A001
-    """Elementwise round half to even (no gradient)."""
-    return apply("Round", x)
-
-
-def isnan(x):
-    """Elementwise NaN test, bool result."""
-    return apply("IsNan", x)
-
-
-def isfinite(x):
-    """Elementwise finiteness test, bool result."""
-    return apply("IsFinite", x)
-
-
-# -- power, maximum, minimum, clip ---------------------------------------------------
-@register_op("Pow", I.broadcast)
-def _pow(xp, a, b):
-    return xp.power(a, b)
-
-
-@register_gradient("Pow")
-def _pow_grad(node, g):
-    a, b = node.inputs
-    y = node.outputs[0]
-    ga = multiply(g, multiply(b, power(a, subtract(b, 1))))
-    if b.dtype.kind != "f":
-        return ga, None
-    # d/db a**b = a**b * log(a); defined where a > 0, taken as 0 elsewhere.
-    safe_log = log(where(greater(a, 0), a, ones_like(a)))
-    return ga, multiply(g, multiply(y, safe_log))
-
-
-def power(a, b):
-    """Elementwise ``a ** b`` with broadcasting.
-
-    The gradient with respect to ``b`` is ``a**b * log(a)`` where ``a > 0`` and 0
-    elsewhere.
-    """
-    return apply("Pow", a, b)
-
-
-_binary("Maximum", lambda xp: xp.maximum)
-_binary("Minimum", lambda xp: xp.minimum)
+# -- maximum, minimum, clip -------------------------------------------------------
+maximum = _binary("Maximum", "maximum",
+                  "Elementwise maximum; at ties the gradient goes to ``a``.")
+minimum = _binary("Minimum", "minimum",
+                  "Elementwise minimum; at ties the gradient goes to ``a``.")
 
 
 @register_gradient("Maximum")
@@ -351,16 +172,6 @@ def _minimum_grad(node, g):
     a, b = node.inputs
     mask = cast(less_equal(a, b), g.dtype)
     return multiply(g, mask), multiply(g, subtract(1.0, mask))
-
-
-def maximum(a, b):
-    """Elementwise maximum; at ties the gradient goes to ``a``."""
-    return apply("Maximum", a, b)
-
-
-def minimum(a, b):
-    """Elementwise minimum; at ties the gradient goes to ``a``."""
-    return apply("Minimum", a, b)
 
 
 @register_op("ClipByValue", I.same)
@@ -417,59 +228,28 @@ def where(condition, x, y):
     return apply("Select", condition, x, y)
 
 
-for _name, _fn in [("Equal", "equal"), ("NotEqual", "not_equal"), ("Less", "less"),
-                   ("LessEqual", "less_equal"), ("Greater", "greater"),
-                   ("GreaterEqual", "greater_equal"), ("LogicalAnd", "logical_and"),
-                   ("LogicalOr", "logical_or")]:
-    _binary(_name, (lambda f: lambda xp: getattr(xp, f))(_fn), I.broadcast_bool,
-            differentiable=False)
-_unary("LogicalNot", lambda xp: xp.logical_not,
-       lambda x, **_: (x.shape, np.dtype(bool)), False)
-
-
-def equal(a, b):
-    """Elementwise ``a == b``, bool result (no gradient)."""
-    return apply("Equal", a, b)
-
-
-def not_equal(a, b):
-    """Elementwise ``a != b``, bool result."""
-    return apply("NotEqual", a, b)
-
-
-def less(a, b):
-    """Elementwise ``a < b``, bool result."""
-    return apply("Less", a, b)
-
-
-def less_equal(a, b):
-    """Elementwise ``a <= b``, bool result."""
-    return apply("LessEqual", a, b)
-
-
-def greater(a, b):
-    """Elementwise ``a > b``, bool result."""
-    return apply("Greater", a, b)
-
-
-def greater_equal(a, b):
-    """Elementwise ``a >= b``, bool result."""
-    return apply("GreaterEqual", a, b)
-
-
-def logical_and(a, b):
-    """Elementwise logical and of bool tensors."""
-    return apply("LogicalAnd", a, b)
-
-
-def logical_or(a, b):
-    """Elementwise logical or of bool tensors."""
-    return apply("LogicalOr", a, b)
-
-
-def logical_not(x):
-    """Elementwise logical not of a bool tensor."""
-    return apply("LogicalNot", x)
+equal = _binary("Equal", "equal", "Elementwise ``a == b``, bool result (no gradient).",
+                I.broadcast_bool, False)
+not_equal = _binary("NotEqual", "not_equal", "Elementwise ``a != b``, bool result.",
+                    I.broadcast_bool, False)
+less = _binary("Less", "less", "Elementwise ``a < b``, bool result.",
+               I.broadcast_bool, False)
+less_equal = _binary("LessEqual", "less_equal",
+                     "Elementwise ``a <= b``, bool result.", I.broadcast_bool, False)
+greater = _binary("Greater", "greater", "Elementwise ``a > b``, bool result.",
+                  I.broadcast_bool, False)
+greater_equal = _binary("GreaterEqual", "greater_equal",
+                        "Elementwise ``a >= b``, bool result.", I.broadcast_bool,
+                        False)
+logical_and = _binary("LogicalAnd", "logical_and",
+                      "Elementwise logical and of bool tensors.", I.broadcast_bool,
+                      False)
+logical_or = _binary("LogicalOr", "logical_or",
+                     "Elementwise logical or of bool tensors.", I.broadcast_bool,
+                     False)
+logical_not = _unary("LogicalNot", "logical_not",
+                     "Elementwise logical not of a bool tensor.",
+                     lambda x, **_: (x.shape, np.dtype(bool)), False)
 
 
 @register_op("Cast", lambda x, dtype, **_: (x.shape, np.dtype(dtype)))
@@ -491,24 +271,15 @@ def cast(x, dtype):
 
 
 # -- identity, stop_gradient, zeros_like, ones_like ----------------------------------
-@register_op("Identity", I.same)
-def _identity(xp, x):
+def _pass_through(xp, x):
     return x
 
 
-@register_gradient("Identity")
-def _identity_grad(node, g):
-    return (g,)
-
-
-@register_op("StopGradient", I.same)
-def _stop_gradient(xp, x):
-    return x
-
-
-@register_gradient("StopGradient")
-def _stop_gradient_grad(node, g):
-    return (None,)
+# Both return their input; they differ only in the gradient rule.
+register_op("Identity", I.same)(_pass_through)
+register_op("StopGradient", I.same)(_pass_through)
+register_gradient("Identity")(lambda node, g: (g,))
+register_gradient("StopGradient")(lambda node, g: (None,))
 
 
 def identity(x):

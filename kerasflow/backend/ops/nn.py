@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 
 from kerasflow.backend.ops import infer as I
+from kerasflow.backend.ops.elementwise import abs, exp, log1p, sign, square
 from kerasflow.backend.ops.math import (
-    abs, add, cast, divide, exp, greater, log1p, maximum, minimum, multiply,
-    negative, sign, square, subtract, where,
+    add, cast, divide, greater, maximum, minimum, multiply, negative, subtract,
+    where,
 )
 from kerasflow.backend.ops.random import random_uniform_like
 from kerasflow.backend.ops.reduction import logsumexp, sum

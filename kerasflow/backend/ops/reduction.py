@@ -11,8 +11,9 @@ import numpy as np
 
 from kerasflow.backend import array as _array
 from kerasflow.backend.ops import infer as I
+from kerasflow.backend.ops.elementwise import exp, log
 from kerasflow.backend.ops.math import (
-    cast, divide, equal, log, multiply, add, exp, subtract, stop_gradient,
+    add, cast, divide, equal, multiply, stop_gradient, subtract,
 )
 from kerasflow.backend.registry import apply, register_gradient, register_op
 

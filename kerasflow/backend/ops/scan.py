@@ -236,6 +236,14 @@ def _deriv(name, y, out, xp):
     return out
 
 
+def _masked_split(v, m, s):
+    """(the part of ``v`` at live steps of step ``s``, the rest; None unmasked)."""
+    if m is None:
+        return v, None
+    live = v * m[s]
+    return live, v - live
+
+
 @register_op("RNNLoopGrad", _grad_infer, num_outputs=6)
 def _rnn_loop_grad_kernel(xp, *inputs, cell, units, activation, recurrent_activation,
                           has_state, has_mask, has_rmask):
@@ -266,67 +274,54 @@ def _rnn_loop_grad_kernel(xp, *inputs, cell, units, activation, recurrent_activa
     for s in range(t - 1, -1, -1):
         h_prev = hs[s - 1] if s > 0 else h_init
         dh += g_hs[s]
-        dh_new, dh_keep = dh, None
-        if m is not None:
-            dh_new = dh * m[s]
-            dh_keep = dh - dh_new
+        dh_new, dh_keep = _masked_split(dh, m, s)
         blk = dxw[s]
         if cell == "simple":
             _deriv(activation, hs[s], blk, xp)
             blk *= dh_new
             if m is not None:
                 blk *= m[s]  # masked steps stored h_prev: no gradient through f
-        elif cell == "lstm" and fast:                    # layout (i, f, o, c)
-            c_prev = cs[s - 1] if s > 0 else c_init
-            z = cache[s]
-            i, f, o, g = z[:, :u], z[:, u:2 * u], z[:, 2 * u:3 * u], z[:, 3 * u:4 * u]
-            tc = z[:, 4 * u:]
-            dc += g_cs[s]
-            dc_new, dc_keep = dc, None
-            if m is not None:
-                dc_new = dc * m[s]
-                dc_keep = dc - dc_new
-            xp.multiply(tc, tc, out=tmp2)                # dct = dc + dh o (1 - tc^2)
-            xp.subtract(1.0, tmp2, out=tmp2)
-            tmp2 *= o
-            tmp2 *= dh_new
-            tmp2 += dc_new
-            xp.multiply(tmp2, g, out=blk[:, :u])
-            xp.multiply(tmp2, c_prev, out=blk[:, u:2 * u])
-            xp.multiply(dh_new, tc, out=blk[:, 2 * u:3 * u])
-            xp.multiply(tmp2, i, out=blk[:, 3 * u:])
-            ifo, dv = z[:, :3 * u], deriv[:, :3 * u]
-            xp.subtract(1.0, ifo, out=dv)                # sigmoid' = y (1 - y)
-            dv *= ifo
-            _deriv("tanh", g, deriv[:, 3 * u:], xp)
-            blk *= deriv
-            tmp2 *= f
-            dc, tmp2 = (tmp2, dc) if dc_keep is None else (tmp2 + dc_keep, dc)
         elif cell == "lstm":
             c_prev = cs[s - 1] if s > 0 else c_init
             z = cache[s]
-            i, f, g, o = z[:, :u], z[:, u:2 * u], z[:, 2 * u:3 * u], z[:, 3 * u:4 * u]
             tc = z[:, 4 * u:]
             dc += g_cs[s]
-            dc_new, dc_keep = dc, None
-            if m is not None:
-                dc_new = dc * m[s]
-                dc_keep = dc - dc_new
-            _deriv(activation, tc, tmp2, xp)             # dct = dc + dh o act'(c)
-            tmp2 *= o
-            tmp2 *= dh_new
-            tmp2 += dc_new
-            dct = tmp2
-            xp.multiply(dct, g, out=blk[:, :u])
-            xp.multiply(dct, c_prev, out=blk[:, u:2 * u])
-            xp.multiply(dct, i, out=blk[:, 2 * u:3 * u])
-            xp.multiply(dh_new, tc, out=blk[:, 3 * u:])
-            _deriv(recurrent_activation, z[:, :2 * u], deriv[:, :2 * u], xp)
-            _deriv(activation, g, deriv[:, 2 * u:3 * u], xp)
-            _deriv(recurrent_activation, o, deriv[:, 3 * u:], xp)
-            blk *= deriv
-            dct *= f
-            dc = dct.copy() if dc_keep is None else dct + dc_keep
+            dc_new, dc_keep = _masked_split(dc, m, s)
+            if fast:  # the (i, f, o, c) layout
+                i, f, o, g = (z[:, j * u:(j + 1) * u] for j in range(4))
+                xp.multiply(tc, tc, out=tmp2)            # dct = dc + dh o (1 - tc^2)
+                xp.subtract(1.0, tmp2, out=tmp2)
+                tmp2 *= o
+                tmp2 *= dh_new
+                tmp2 += dc_new
+                xp.multiply(tmp2, g, out=blk[:, :u])
+                xp.multiply(tmp2, c_prev, out=blk[:, u:2 * u])
+                xp.multiply(dh_new, tc, out=blk[:, 2 * u:3 * u])
+                xp.multiply(tmp2, i, out=blk[:, 3 * u:])
+                ifo, dv = z[:, :3 * u], deriv[:, :3 * u]
+                xp.subtract(1.0, ifo, out=dv)            # sigmoid' = y (1 - y)
+                dv *= ifo
+                _deriv("tanh", g, deriv[:, 3 * u:], xp)
+                blk *= deriv
+                tmp2 *= f
+                dc, tmp2 = (tmp2, dc) if dc_keep is None else (tmp2 + dc_keep, dc)
+            else:
+                i, f, g, o = (z[:, j * u:(j + 1) * u] for j in range(4))
+                _deriv(activation, tc, tmp2, xp)         # dct = dc + dh o act'(c)
+                tmp2 *= o
+                tmp2 *= dh_new
+                tmp2 += dc_new
+                dct = tmp2
+                xp.multiply(dct, g, out=blk[:, :u])
+                xp.multiply(dct, c_prev, out=blk[:, u:2 * u])
+                xp.multiply(dct, i, out=blk[:, 2 * u:3 * u])
+                xp.multiply(dh_new, tc, out=blk[:, 3 * u:])
+                _deriv(recurrent_activation, z[:, :2 * u], deriv[:, :2 * u], xp)
+                _deriv(activation, g, deriv[:, 2 * u:3 * u], xp)
+                _deriv(recurrent_activation, o, deriv[:, 3 * u:], xp)
+                blk *= deriv
+                dct *= f
+                dc = dct.copy() if dc_keep is None else dct + dc_keep
         else:  # gru
             z = cache[s]
             zg, rg = z[:, :u], z[:, u:2 * u]

@@ -149,21 +149,21 @@ def count_nonzero(input_tensor, axis=None, keepdims=None, dtype="int64",
 def argmax(input, axis=None, name=None, dimension=None,  # noqa: A002
            output_type="int64"):
     """Index of the largest value along ``axis`` (0 if not given, as in TF1)."""
-    if axis is not None and dimension is not None:
-        raise ValueError("argmax: cannot specify both 'axis' and 'dimension'.")
-    axis = dimension if axis is None else axis
-    return G.track(K.argmax(_t(input), 0 if axis is None else int(axis),
-                            resolve(output_type).name))
+    return _arg_reduce(K.argmax, "argmax", input, axis, dimension, output_type)
 
 
 def argmin(input, axis=None, name=None, dimension=None,  # noqa: A002
            output_type="int64"):
     """Index of the smallest value along ``axis`` (0 if not given, as in TF1)."""
+    return _arg_reduce(K.argmin, "argmin", input, axis, dimension, output_type)
+
+
+def _arg_reduce(fn, what, x, axis, dimension, output_type):
     if axis is not None and dimension is not None:
-        raise ValueError("argmin: cannot specify both 'axis' and 'dimension'.")
+        raise ValueError(f"{what}: cannot specify both 'axis' and 'dimension'.")
     axis = dimension if axis is None else axis
-    return G.track(K.argmin(_t(input), 0 if axis is None else int(axis),
-                            resolve(output_type).name))
+    return G.track(fn(_t(x), 0 if axis is None else int(axis),
+                      resolve(output_type).name))
 
 
 # -- products -------------------------------------------------------------------------

@@ -136,19 +136,22 @@ def conv2d(input, filter=None, strides=None, padding=None,  # noqa: A002
 def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None,
              input=None):  # noqa: A002
     """Max pooling, NHWC, ``ksize``/``strides`` as ``[1, k, k, 1]``."""
-    _nhwc(data_format, "tf.nn.max_pool")
-    return G.track(K.max_pool2d(_t(value if value is not None else input),
-                                _spatial(ksize, "max_pool", "ksize"),
-                                _spatial(strides, "max_pool", "strides"), padding))
+    return _pool(K.max_pool2d, "max_pool", value, input, ksize, strides, padding,
+                 data_format)
 
 
 def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None,
              input=None):  # noqa: A002
     """Average pooling, NHWC, ``ksize``/``strides`` as ``[1, k, k, 1]``."""
-    _nhwc(data_format, "tf.nn.avg_pool")
-    return G.track(K.avg_pool2d(_t(value if value is not None else input),
-                                _spatial(ksize, "avg_pool", "ksize"),
-                                _spatial(strides, "avg_pool", "strides"), padding))
+    return _pool(K.avg_pool2d, "avg_pool", value, input, ksize, strides, padding,
+                 data_format)
+
+
+def _pool(fn, what, value, input, ksize, strides, padding, data_format):  # noqa: A002
+    _nhwc(data_format, f"tf.nn.{what}")
+    return G.track(fn(_t(value if value is not None else input),
+                      _spatial(ksize, what, "ksize"),
+                      _spatial(strides, what, "strides"), padding))
 
 
 max_pool2d, avg_pool2d = max_pool, avg_pool
