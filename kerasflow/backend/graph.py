@@ -331,7 +331,7 @@ class SymbolicTensor:
 
 def _comparable(x) -> bool:
     return isinstance(x, (SymbolicTensor, bool, int, float, np.number, np.ndarray,
-                          np.bool_)) or type(x).__module__.startswith("cupy")
+                          np.bool_)) or _array.is_cupy_array(x)
 
 
 def _ops():

@@ -17,10 +17,13 @@ from collections import defaultdict
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow import initializers, regularizers
+from kerasflow import initializers, regularizers, tree
 from kerasflow.layers.input_spec import InputSpec, assert_input_compatibility
 from kerasflow.layers.tracing import (  # noqa: F401  (re-exported)
-    TracingMixin, _ctx, _update_ctx, collect_updates, flatten_struct, map_struct,
+    TracingMixin,
+    _ctx,
+    _update_ctx,
+    collect_updates,
 )
 from kerasflow.utils.serialization import registry
 
@@ -311,11 +314,11 @@ class Layer(TracingMixin):
         return inputs
 
     def __call__(self, inputs, *args, **kwargs):
-        flat = flatten_struct(inputs)
+        flat = tree.flatten(inputs)
         if not any(K.is_symbolic(t) for t in flat):
             return self._call_eager(inputs, *args, **kwargs)
         if not self.built and not self._builds_in_call:
-            shapes = map_struct(lambda t: t.shape, inputs)
+            shapes = tree.map_structure(lambda t: t.shape, inputs)
             with K.name_scope(self.name):
                 self.build(shapes)
             self.built = True
@@ -330,18 +333,18 @@ class Layer(TracingMixin):
                 # must be a new tensor: the input's own history must not be
                 # overwritten.
                 in_ids = {id(t) for t in flat}
-                outputs = map_struct(
+                outputs = tree.map_structure(
                     lambda t: K.identity(t) if id(t) in in_ids else t, outputs)
         finally:
             _update_ctx.calls -= 1
-        sym_args = bool(args) and any(K.is_symbolic(t) for t in flatten_struct(
+        sym_args = bool(args) and any(K.is_symbolic(t) for t in tree.flatten(
             list(args)))
         record = CallRecord((inputs, *args) if sym_args else inputs, outputs,
                             dict(kwargs), len(self._calls),
                             len(args) if sym_args else 0)
         self._calls.append(record)
         penalties = []
-        for i, t in enumerate(flatten_struct(outputs)):
+        for i, t in enumerate(tree.flatten(outputs)):
             if K.is_symbolic(t):
                 _HISTORY[t] = (self, record, i)
                 if getattr(self, "activity_regularizer", None) is not None:
@@ -349,19 +352,19 @@ class Layer(TracingMixin):
                                                        t))
         if penalties:  # Keras applies it here, once, for every layer family
             self._activity_penalty = K.add_n(penalties)
-        first = flatten_struct(outputs)[0]
-        self._last_output_shape = map_struct(
+        first = tree.flatten(outputs)[0]
+        self._last_output_shape = tree.map_structure(
             lambda t: getattr(t, "shape", None), outputs) if not K.is_symbolic(
-            first) or len(flatten_struct(outputs)) > 1 else first.shape
+            first) or len(tree.flatten(outputs)) > 1 else first.shape
         return outputs
 
     def compute_output_shape(self, input_shape):
         """Output shape for ``input_shape``, found by tracing on placeholders."""
-        ph = map_struct(lambda s: K.placeholder(self.dtype, s), input_shape,
+        ph = tree.map_structure(lambda s: K.placeholder(self.dtype, s), input_shape,
                         ) if not _is_shape(input_shape) else K.placeholder(
             self.dtype, input_shape)
         out = self(ph)
-        return map_struct(lambda t: t.shape, out)
+        return tree.map_structure(lambda t: t.shape, out)
 
     @property
     def output_shape(self):

@@ -15,10 +15,9 @@ import threading
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow.tree import flatten as flatten_struct
-from kerasflow.tree import map_structure as map_struct
+from kerasflow import tree
 
-__all__ = ["collect_updates", "flatten_struct", "map_struct", "TracingMixin"]
+__all__ = ["collect_updates", "TracingMixin"]
 
 _ctx = threading.local()  # the training flag of the call being traced
 _update_ctx = threading.local()
@@ -63,8 +62,8 @@ def _after_updates(out, fn):
         t = fn.outputs[0]
         return t.numpy() if isinstance(t, K.Variable) else out
     vals = iter([t.numpy() if isinstance(t, K.Variable) else v
-                 for t, v in zip(fn.outputs, flatten_struct(out))])
-    return map_struct(lambda _: next(vals), out)
+                 for t, v in zip(fn.outputs, tree.flatten(out))])
+    return tree.map_structure(lambda _: next(vals), out)
 
 
 class TracingMixin:
@@ -132,8 +131,8 @@ class TracingMixin:
         repeated eager calls add no graph nodes, call records or memory (as
         ``tf.function`` retraces only for a new input signature).
         """
-        arrays = map_struct(np.asarray, inputs)
-        flat = flatten_struct(arrays)
+        arrays = tree.map_structure(np.asarray, inputs)
+        flat = tree.flatten(arrays)
         key = _trace_key(inputs, flat, args, kwargs)
         cache = self.__dict__.get("_eager_traces")
         if cache is None:
@@ -141,13 +140,13 @@ class TracingMixin:
             object.__setattr__(self, "_eager_traces", cache)
         entry = cache.get(key) if key is not None else None
         if entry is None:
-            phs = map_struct(
+            phs = tree.map_structure(
                 lambda a: K.placeholder(_placeholder_dtype(a.dtype),
                                         (None,) + a.shape[1:]),
                 arrays)
             with collect_updates() as updates:
                 outputs = self(phs, *args, **kwargs)
-            entry = K.Function(flatten_struct(phs), outputs, updates=updates,
+            entry = K.Function(tree.flatten(phs), outputs, updates=updates,
                                name=f"{self.name}_eager")
             if key is not None:
                 if len(cache) >= _MAX_EAGER_TRACES:  # drop the oldest signature
