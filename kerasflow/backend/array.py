@@ -146,3 +146,36 @@ def to_device(value, dtype=None):
         return np.asarray(value, dtype=dtype)
     return xp.asarray(to_numpy(value) if not isinstance(value, xp.ndarray) else value,
                       dtype=dtype)
+
+
+def as_numpy(value, dtype=None, what=None) -> np.ndarray:
+    """``value`` as a host array: Python floats and float lists in floatx, else
+    ``dtype`` (checked with ``cast_checked``)."""
+    value = to_numpy(value)
+    dtype = None if dtype is None else as_dtype(dtype)
+    if dtype is None and isinstance(value, float):
+        dtype = floatx()
+    if dtype is None and isinstance(value, (list, tuple)):
+        arr = np.asarray(value)
+        if arr.dtype == np.float64:
+            dtype = floatx()
+    return cast_checked(value, dtype, what or "a value")
+
+
+def cast_checked(value, dtype, what):
+    """``np.asarray(value, dtype)``, refusing float overflow to inf (issue 7).
+
+    Raises:
+        ValueError: a finite value too large for ``dtype``, naming ``what``.
+    """
+    try:
+        with np.errstate(over="raise"):
+            return np.asarray(value, dtype=dtype)
+    except FloatingPointError:
+        big = np.abs(np.asarray(value, dtype=np.float64))
+        top = float(big[np.isfinite(big)].max())
+        raise ValueError(
+            f"{what} expects values that fit dtype {np.dtype(dtype).name} (|x| <= "
+            f"{float(np.finfo(dtype).max):.4g}). Received: |x| up to {top:.4g}, "
+            f"which would overflow to inf."
+        ) from None

@@ -377,41 +377,10 @@ def constant(value, dtype=None, name=None) -> SymbolicTensor:
         dtype: dtype to convert to; defaults to floatx() for Python floats and to
             the array's own dtype otherwise.
     """
-    value = _as_numpy(value, dtype, f"constant '{name or 'Const'}'")
+    value = _array.as_numpy(value, dtype, f"constant '{name or 'Const'}'")
     return _make_node_tensor(
         "Const", value.shape, value.dtype, name or "Const", {"value": value}
     )
-
-
-def _as_numpy(value, dtype=None, what=None):
-    value = _array.to_numpy(value)
-    dtype = None if dtype is None else _array.as_dtype(dtype)
-    if dtype is None and isinstance(value, float):
-        dtype = _array.floatx()
-    if dtype is None and isinstance(value, (list, tuple)):
-        arr = np.asarray(value)
-        if arr.dtype == np.float64:
-            dtype = _array.floatx()
-    return cast_checked(value, dtype, what or "a value")
-
-
-def cast_checked(value, dtype, what):
-    """``np.asarray(value, dtype)``, refusing float overflow to inf (issue 7).
-
-    Raises:
-        ValueError: a finite value too large for ``dtype``, naming ``what``.
-    """
-    try:
-        with np.errstate(over="raise"):
-            return np.asarray(value, dtype=dtype)
-    except FloatingPointError:
-        big = np.abs(np.asarray(value, dtype=np.float64))
-        top = float(big[np.isfinite(big)].max())
-        raise ValueError(
-            f"{what} expects values that fit dtype {np.dtype(dtype).name} (|x| <= "
-            f"{float(np.finfo(dtype).max):.4g}). Received: |x| up to {top:.4g}, "
-            f"which would overflow to inf."
-        ) from None
 
 
 def walk(roots) -> list:

@@ -20,7 +20,7 @@ import numpy as np
 
 from kerasflow.backend import array as _array
 from kerasflow.backend.graph import (
-    Node, SymbolicTensor, TensorSpec, _as_numpy, constant,
+    Node, SymbolicTensor, TensorSpec, constant,
 )
 
 __all__ = ["OpDef", "register_op", "register_gradient", "register_op_family",
@@ -170,7 +170,7 @@ def apply(op: str, *inputs, name: str | None = None, **attrs):
             arrays.append(x)
         else:
             # As constant() does in a graph: a list of Python floats is floatx.
-            arrays.append(_array.to_device(_as_numpy(x)))
+            arrays.append(_array.to_device(_array.as_numpy(x)))
     _infer(opdef, [TensorSpec(a.shape, a.dtype) for a in arrays], attrs, name)
     if opdef.random:
         from kerasflow.backend.ops.random import eager_rng  # noqa: PLC0415

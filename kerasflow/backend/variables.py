@@ -12,7 +12,7 @@ import numpy as np
 
 from kerasflow.backend import array as _array
 from kerasflow.backend.graph import (
-    Node, SymbolicTensor, _as_numpy, _normalize_shape, _ops, cast_checked,
+    Node, SymbolicTensor, _normalize_shape, _ops,
     in_tracing, is_symbolic, record_stateful,
 )
 
@@ -54,9 +54,9 @@ class Variable(SymbolicTensor):
                 _normalize_shape(shape), dtype or _array.floatx()
             )
         what = f"Variable '{name or 'Variable'}'"
-        host = _as_numpy(initial_value, dtype, what)
+        host = _array.as_numpy(initial_value, dtype, what)
         if dtype is None and host.dtype.kind == "f":
-            host = cast_checked(host, _array.floatx(), what)
+            host = _array.cast_checked(host, _array.floatx(), what)
         # Variable names are not prefixed by name scopes: layers name their
         # weights "<layer>/<weight>" themselves, wherever they are built.
         node = Node("Variable", (), {}, name or "Variable", scoped=False)
@@ -81,7 +81,7 @@ class Variable(SymbolicTensor):
 
     def _set(self, value):
         if not isinstance(value, _array.get_xp().ndarray) or value.dtype != self.dtype:
-            value = cast_checked(_array.to_numpy(value), self.dtype,
+            value = _array.cast_checked(_array.to_numpy(value), self.dtype,
                                  f"Variable '{self.name}'")
         value = _array.to_device(value, dtype=self.dtype)
         if value.shape != self.value.shape:
@@ -149,7 +149,7 @@ def assign_all(variables, values, owner: str) -> None:
                 f"Received: shape {tuple(np.shape(value))}."
             )
     # Cast (and check for overflow) all first: nothing is assigned on failure.
-    cast = [cast_checked(_array.to_numpy(value), var.dtype,
+    cast = [_array.cast_checked(_array.to_numpy(value), var.dtype,
                          f"Weight '{var.name}' of {owner}")
             for var, value in zip(variables, values)]
     for var, value in zip(variables, cast):

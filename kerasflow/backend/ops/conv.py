@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from kerasflow.backend.ops import infer as I
 from kerasflow.backend.registry import apply, register_gradient, register_op
 
 __all__ = ["conv2d", "window_geometry"]
