@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from kerasflow import backend as K
+from kerasflow.utils.serialization import deserialize_object
 
 __all__ = [
     "CosineDecay",
@@ -412,7 +413,5 @@ def deserialize(config: dict, custom_objects: dict | None = None):
             f"deserialize expects a dict with 'class_name' and 'config'. "
             f"Received: {config!r}."
         )
-    from kerasflow.utils.serialization import deserialize_object  # noqa: PLC0415
-
     return deserialize_object(config, _SCHEDULES, "learning rate schedule",
                               custom_objects)
