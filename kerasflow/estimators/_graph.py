@@ -17,10 +17,11 @@ from collections import defaultdict
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow import tree
 from kerasflow import train as train_lib
+from kerasflow import tree
 from kerasflow.backend import graph as graph_mod
 from kerasflow.estimators.model_fn import EstimatorSpec
+from kerasflow.layers import base as layer_base
 from kerasflow.utils.graph_def import collect_nodes
 
 __all__ = [
@@ -41,8 +42,6 @@ _lock = threading.RLock()
 @contextlib.contextmanager
 def fresh_names(seed=None):
     """Empty node- and layer-name counters (and an optional seed) inside."""
-    from kerasflow.layers import base as layer_base
-
     with _lock:
         saved = (graph_mod._name_counts, layer_base._name_counts)
         graph_mod._name_counts = defaultdict(int)

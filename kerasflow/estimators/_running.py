@@ -17,8 +17,13 @@ import warnings
 import numpy as np
 
 from kerasflow import backend as K
+from kerasflow.distribute_lib import BatchRef, DefaultStrategy, get_strategy
 from kerasflow.estimators import _graph
+from kerasflow.estimators.inputs import InputContext
 from kerasflow.estimators.model_fn import ModeKeys
+from kerasflow.layers.base import training_context
+from kerasflow.models.train_step import TrainStep
+from kerasflow.optimizers import train_op_info
 from kerasflow.utils import checkpoint as ckpt
 
 __all__ = [
@@ -73,8 +78,6 @@ class Built:
 
 def build(model_fn, mode, features, labels, params, config):
     """Builds and compiles ``model_fn``'s graph for one mode and input signature."""
-    from kerasflow.layers.base import training_context
-
     with _graph.fresh_names(config.tf_random_seed), \
             _graph.local_variable_scope() as local_vars, \
             training_context(mode == ModeKeys.TRAIN):
@@ -95,11 +98,7 @@ def build(model_fn, mode, features, labels, params, config):
             raise TypeError(f"EstimatorSpec.train_op must be a graph op (e.g. "
                             f"optimizer.minimize(loss)). Received: "
                             f"{type(spec.train_op).__name__}.")
-        from kerasflow.optimizers import train_op_info
-
         if train_op_info(spec.train_op) is not None:
-            from kerasflow.models.train_step import TrainStep
-
             built.train_step = TrainStep.from_train_op(spec.train_op, phs)
         else:
             built.train_fn = K.Function(phs, [spec.loss], updates=[spec.train_op],
@@ -254,8 +253,6 @@ def check_writable(model_dir):
 
 
 def _call_input_fn(input_fn, mode, est):
-    from kerasflow.estimators.inputs import InputContext
-
     if not callable(input_fn):
         raise TypeError(f"input_fn must be callable. Received: {input_fn!r}.")
     try:
@@ -326,15 +323,9 @@ def run_train_step(est, built, arrays):
     """
     strategy = est.config.train_distribute
     if built.train_step is not None:
-        from kerasflow.distribute_lib import BatchRef
-
         if strategy is None:
-            from kerasflow.distribute_lib import get_strategy
-
             strategy = get_strategy()
         return strategy.run_steps(built.train_step, [BatchRef(arrays, None)])[0].loss
-    from kerasflow.distribute_lib import DefaultStrategy
-
     if strategy is not None and not isinstance(strategy, DefaultStrategy):
         raise ValueError(
             f"{type(strategy).__name__} runs train ops that one optimizer's "

@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from kerasflow.estimators import _graph
+from kerasflow.estimators import _export, _graph
 from kerasflow.estimators import _loops as L
 from kerasflow.estimators import _running as R
 from kerasflow.estimators.model_fn import ModeKeys
@@ -300,8 +300,6 @@ class Estimator:
         Raises:
             ValueError: no checkpoint to export.
         """
-        from kerasflow.estimators import _export
-
         return _export.export(self, export_dir_base, checkpoint_path)
 
     def __repr__(self):

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from kerasflow import backend as K
+from kerasflow import train as train_lib
 from kerasflow.estimators import metrics as metric_pairs
 from kerasflow.estimators.estimator import Estimator
 from kerasflow.estimators.model_fn import EstimatorSpec, ModeKeys
+from kerasflow.layers.base import training_context
+from kerasflow.models import compile_utils as cu
+from kerasflow.models import load_model
 
 __all__ = ["model_to_estimator"]
 
 
 def _model_fn_for(model):
     def model_fn(features, labels, mode):
-        from kerasflow.layers.base import training_context
-
         training = mode == ModeKeys.TRAIN
         with training_context(training):
             outputs = model(features, training=training)
@@ -23,9 +26,6 @@ def _model_fn_for(model):
         predictions = {model._output_names(1)[0]: outputs}
         if mode == ModeKeys.PREDICT:
             return EstimatorSpec(mode, predictions=predictions)
-        from kerasflow import backend as K
-        from kerasflow.models import compile_utils as cu
-
         names = model._output_names(1)
         loss_fns, _ = model._compiled_losses.resolve(names, model.name)
         if labels.ndim == 1 and not cu.is_sparse_target(labels.shape,
@@ -42,8 +42,6 @@ def _model_fn_for(model):
                    for _, name, m in metric_objs}
             return EstimatorSpec(mode, predictions=predictions, loss=loss,
                                  eval_metric_ops=ops)
-        from kerasflow import train as train_lib
-
         op = model.optimizer.minimize(
             loss, global_step=train_lib.get_or_create_global_step(),
             var_list=model.trainable_weights)
@@ -74,8 +72,6 @@ def model_to_estimator(keras_model=None, keras_model_path=None, custom_objects=N
         raise ValueError("model_to_estimator expects exactly one of keras_model and "
                          "keras_model_path.")
     if keras_model is None:
-        from kerasflow.models import load_model
-
         keras_model = load_model(keras_model_path, custom_objects=custom_objects)
     if not getattr(keras_model, "compiled", False):
         raise ValueError(f"model_to_estimator expects a compiled model. Call "

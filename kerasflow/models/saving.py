@@ -21,6 +21,7 @@ import zipfile
 import yaml
 
 from kerasflow import backend as K
+from kerasflow import layers, optimizers
 from kerasflow.models import config_checks, weight_names
 from kerasflow.utils import checkpoint as ckpt
 from kerasflow.utils import file_io
@@ -42,7 +43,7 @@ def _weights(model) -> tuple[dict, dict]:
 
 
 def _model_config(model) -> dict:
-    from kerasflow import layers, __version__  # noqa: PLC0415
+    from kerasflow import __version__, layers  # noqa: PLC0415
 
     return {"format": FORMAT, "kerasflow_version": __version__,
             "model": layers.serialize(model), "compile": _compile_config(model)}
@@ -51,8 +52,6 @@ def _model_config(model) -> dict:
 def _compile_config(model):
     if not getattr(model, "compiled", False):
         return None
-    from kerasflow import optimizers  # noqa: PLC0415
-
     def plain(v):
         try:
             json.dumps(v)
@@ -172,8 +171,6 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
     cc = config.get("compile")
     if compile and cc and cc.get("loss") is not None:
         try:
-            from kerasflow import optimizers  # noqa: PLC0415
-
             model.compile(optimizer=optimizers.deserialize(cc["optimizer"]),
                           loss=cc["loss"], metrics=cc.get("metrics"),
                           loss_weights=cc.get("loss_weights"))
@@ -211,16 +208,12 @@ def model_from_config(config, custom_objects=None):
 
 
 def _from_config(config, custom_objects, source):
-    from kerasflow import layers  # noqa: PLC0415
-
     config_checks.check_model_config(config, source)
     return layers.deserialize(config, custom_objects)
 
 
 def to_json(model, **kwargs):
     """The architecture as JSON (no weights)."""
-    from kerasflow import layers  # noqa: PLC0415
-
     return json.dumps(layers.serialize(model), **kwargs)
 
 
@@ -236,8 +229,6 @@ def model_from_json(json_string, custom_objects=None):
 
 def to_yaml(model, **kwargs):
     """The architecture as YAML (plain mappings and lists only)."""
-    from kerasflow import layers  # noqa: PLC0415
-
     return yaml.safe_dump(json.loads(json.dumps(layers.serialize(model))), **kwargs)
 
 

@@ -14,6 +14,7 @@ import inspect
 import math
 
 from kerasflow import backend as K
+from kerasflow.utils.serialization import deserialize_object
 
 __all__ = [
     "CosineDecay",
@@ -380,7 +381,5 @@ def deserialize(config: dict, custom_objects: dict | None = None):
             f"deserialize expects a dict with 'class_name' and 'config'. "
             f"Received: {config!r}."
         )
-    from kerasflow.utils.serialization import deserialize_object  # noqa: PLC0415
-
     return deserialize_object(config, _SCHEDULES, "learning rate schedule",
                               custom_objects)

@@ -17,6 +17,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.compat.v1 import graph as G
+from kerasflow.compat.v1.session import NotFoundError
 from kerasflow.utils import checkpoint as ckpt
 from kerasflow.utils.checkpoint import checkpoint_exists, latest_checkpoint
 
@@ -121,8 +122,6 @@ class Saver:
             NotFoundError: the checkpoint does not exist, or lacks a variable
                 (TF1's "Key ... not found in checkpoint").
         """
-        from kerasflow.compat.v1.session import NotFoundError  # noqa: PLC0415
-
         _check_session(sess)
         if save_path is None:
             raise ValueError("Can't load save_path when it is None.")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from kerasflow import backend as K
 from kerasflow import summary as _kf_summary
+from kerasflow.backend.default_session import get_default_session
 from kerasflow.compat.v1 import graph as G
 from kerasflow.compat.v1._missing import missing_attribute
 
@@ -49,10 +50,6 @@ class SummaryOp:
         return _kf_summary.merge_summaries(parts)
 
     def eval(self, feed_dict=None, session=None):
-        from kerasflow.backend.default_session import (  # noqa: PLC0415
-            get_default_session,
-        )
-
         session = session or get_default_session()
         if session is None:
             raise ValueError("Cannot evaluate a summary op: no default session. "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow import optimizers
+from kerasflow import layers, optimizers
 from kerasflow import train as train_lib
 from kerasflow.estimators.canned.heads import (
     WEIGHT_KEY,
@@ -14,7 +14,7 @@ from kerasflow.estimators.canned.heads import (
 )
 from kerasflow.estimators.estimator import Estimator
 from kerasflow.feature_column import base as fc_base
-from kerasflow.feature_column import input_layer, transform_features
+from kerasflow.feature_column import input_layer, numeric_column, transform_features
 
 __all__ = [
     "CannedEstimator",
@@ -75,8 +75,6 @@ def minimize_all(loss, pairs):
 def dnn_logits(inputs, hidden_units, units, activation_fn, dropout, training,
                prefix="dnn"):
     """Hidden Dense layers (+ dropout when training) and a linear logits layer."""
-    from kerasflow import layers
-
     h = inputs
     for i, n in enumerate(hidden_units):
         h = layers.Dense(int(n), activation=activation_fn,
@@ -107,8 +105,6 @@ class CannedEstimator(Estimator):
         if not self._columns:
             raise ValueError("A canned estimator needs at least one feature column.")
         if isinstance(weight_column, str):
-            from kerasflow.feature_column import numeric_column
-
             weight_column = numeric_column(weight_column)
         self._weight_column = weight_column
         self._feature_transform = self._transform

@@ -7,6 +7,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.estimators.canned import _base
+from kerasflow.estimators.canned.heads import WEIGHT_KEY
 from kerasflow.estimators.estimator import Estimator
 
 __all__ = ["BaselineClassifier", "BaselineRegressor"]
@@ -51,8 +52,6 @@ class _Baseline(Estimator):
                 n = len(np.asarray(next(iter(features.values()))))
                 feats["__rows__"] = np.zeros((n, 1), np.float32)
             if self._weight_key is not None:
-                from kerasflow.estimators.canned.heads import WEIGHT_KEY
-
                 feats[WEIGHT_KEY] = np.asarray(features[self._weight_key],
                                                np.float32).reshape(-1)
             return feats

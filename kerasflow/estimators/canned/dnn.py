@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kerasflow.estimators.canned import _base
 from kerasflow.estimators.model_fn import ModeKeys
+from kerasflow.optimizers import trainable_variables_of
 
 __all__ = ["DNNClassifier", "DNNRegressor"]
 
@@ -18,8 +19,6 @@ def _dnn_model_fn(head, hidden_units, columns, optimizer, activation_fn, dropout
 
         def train_op_fn(loss):
             opt = _base.get_optimizer(optimizer, "Adagrad", _LEARNING_RATE)
-            from kerasflow.optimizers import trainable_variables_of
-
             return _base.minimize_all(loss, [(opt, trainable_variables_of(loss))])
 
         return head.create_spec(features, mode, logits, labels, train_op_fn)

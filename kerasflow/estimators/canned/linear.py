@@ -6,6 +6,7 @@ import math
 
 from kerasflow.estimators.canned import _base
 from kerasflow.feature_column import linear_model
+from kerasflow.optimizers import trainable_variables_of
 
 __all__ = ["LinearClassifier", "LinearRegressor", "linear_learning_rate"]
 
@@ -23,8 +24,6 @@ def _linear_model_fn(head, columns, optimizer, sparse_combiner):
         def train_op_fn(loss):
             opt = _base.get_optimizer(optimizer, "Ftrl",
                                       linear_learning_rate(len(columns)))
-            from kerasflow.optimizers import trainable_variables_of
-
             return _base.minimize_all(loss, [(opt, trainable_variables_of(loss))])
 
         return head.create_spec(features, mode, logits, labels, train_op_fn)
