@@ -233,6 +233,7 @@ class ParameterServerStrategy(ActorStrategy):
             if self._workers is not None:
                 log.warning("ParameterServerStrategy: re-creating the worker group "
                             "(dead workers %s).", sorted(self._dead))
+                if self._workers is not None:
                 self._workers.shutdown()
             self._start("worker")
         ps, wk = self._ps, self._workers
@@ -313,16 +314,19 @@ class ParameterServerStrategy(ActorStrategy):
             self.close()
             raise err
         t0 = time.monotonic()
-        dead_ps = [s for s in range(self.num_ps) if not self._ps.is_alive(s)]
+        dead_ps = (list(range(self.num_ps)) if self._ps is None  # died starting
+                   else [s for s in range(self.num_ps) if not self._ps.is_alive(s)])
         kind = "ps" if dead_ps or isinstance(err, ReplicaTimeoutError) else "all workers"
         log.warning("ParameterServerStrategy: %s; restoring %s from the chief's "
                     "snapshot at step %d and running the call again.", err,
                     "the PS shards" if kind == "ps" else "the workers",
                     self._global_step)
-        self._ps.shutdown()
+        if self._ps is not None:
+            self._ps.shutdown()
         self._start("ps")  # shards reload the chief's step (its last snapshot)
         if kind != "ps" or isinstance(err, ReplicaTimeoutError):
-            self._workers.shutdown()
+            if self._workers is not None:
+                self._workers.shutdown()
             self._start("worker")
         self.recoveries.append(dict(kind=kind, rank=list(getattr(err, "ranks", [])),
                                     step=self._global_step, error=str(err),
