@@ -9,7 +9,7 @@ import numpy as np
 
 from kerasflow import activations, constraints, initializers, regularizers
 from kerasflow import backend as K
-from kerasflow.layers.base import InputSpec, Layer
+from kerasflow.layers.base import _HISTORY, CallRecord, InputSpec, Layer
 
 __all__ = ["InputLayer", "Input", "Dense", "Activation", "Dropout", "Flatten",
            "Reshape", "Lambda"]
@@ -38,8 +38,6 @@ class InputLayer(Layer):
         self._batch_input_shape = tuple(batch_shape)
         self.output = K.placeholder(self.dtype, self._batch_input_shape,
                                     name=self.name)
-        from kerasflow.layers.base import _HISTORY, CallRecord  # noqa: PLC0415
-
         record = CallRecord(None, self.output, {}, 0)
         self._calls.append(record)
         _HISTORY[self.output] = (self, record, 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kerasflow.backend.ops.shape import reshape_like
 from kerasflow.backend.registry import apply, register_gradient, register_op
 
 __all__ = ["check_numerics", "reshape_batch"]
@@ -88,8 +89,6 @@ def _reshape_batch(xp, x, target, who=""):
 
 @register_gradient("ReshapeBatch")
 def _reshape_batch_grad(node, g):
-    from kerasflow.backend.ops.shape import reshape_like  # noqa: PLC0415
-
     return (reshape_like(g, node.inputs[0]),)
 
 

@@ -13,11 +13,11 @@ import math
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.ops.elementwise import abs, exp, log1p, sign, square
 from kerasflow.backend.ops.math import (
-    add, cast, divide, greater, maximum, minimum, multiply, negative, subtract,
-    where,
+    add, cast, divide, greater, maximum, minimum, multiply, negative, subtract, where,
 )
 from kerasflow.backend.ops.random import random_uniform_like
 from kerasflow.backend.ops.reduction import logsumexp, sum
+from kerasflow.backend.ops.shape import expand_dims, one_hot
 from kerasflow.backend.registry import apply, register_gradient, register_op
 
 __all__ = ["relu", "sigmoid", "tanh", "softplus", "softsign", "elu", "selu", "gelu",
@@ -303,8 +303,6 @@ def _sparse_xent_grad_kernel(xp, g, labels, logits):
 @register_gradient("SparseXentGrad")
 def _sparse_xent_grad_grad(node, gg):
     g, labels, logits = node.inputs
-    from kerasflow.backend.ops.shape import expand_dims, one_hot  # noqa: PLC0415
-
     sm = softmax(logits)
     d = subtract(sm, one_hot(labels, logits.shape[-1], logits.dtype.name))
     # d(out)/dg: out = d * g[..., None]

@@ -7,6 +7,7 @@ pre-update ones ("updates applied after all outputs are computed").
 
 from __future__ import annotations
 
+from kerasflow.backend.graph import Node, SymbolicTensor
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.registry import apply, register_op
 
@@ -76,8 +77,6 @@ def no_op(name=None):
 
 
 def _group(inputs, name=None):
-    from kerasflow.backend.graph import Node, SymbolicTensor  # noqa: PLC0415
-
     node = Node("NoOp", tuple(inputs), {}, name or "NoOp")
     node.outputs = (SymbolicTensor(node, 0, (), "bool"),)
     return node.outputs[0]
