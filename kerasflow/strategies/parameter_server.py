@@ -233,7 +233,6 @@ class ParameterServerStrategy(ActorStrategy):
             if self._workers is not None:
                 log.warning("ParameterServerStrategy: re-creating the worker group "
                             "(dead workers %s).", sorted(self._dead))
-                if self._workers is not None:
                 self._workers.shutdown()
             self._start("worker")
         ps, wk = self._ps, self._workers
