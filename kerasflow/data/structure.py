@@ -1,0 +1,127 @@
+"""Element structure for ``kerasflow.data``: specs, checks, and calling user functions.
+
+An element is a numpy array (or numpy scalar, or ``bytes``) or a tuple/dict of
+elements, flattened and rebuilt with ``kerasflow.tree``. Its spec is the same
+structure of ``kerasflow.backend.TensorSpec``; strings have dtype ``object``
+(tf.string).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerasflow import tree
+from kerasflow.backend import TensorSpec
+
+__all__ = ["as_structure", "call_unpacked", "check_against_spec", "leaves_like",
+           "spec_of", "stack", "to_numpy"]
+
+
+def to_numpy(value) -> np.ndarray:
+    """One leaf as an array; ``bytes``/``str`` stay strings (dtype 'S')."""
+    if isinstance(value, str):
+        value = value.encode()
+    return np.asarray(value)
+
+
+def as_structure(x):
+    """``x`` with lists turned into arrays: in tf.data a list is one tensor, only
+    tuples and dicts nest."""
+    if isinstance(x, list):
+        return to_numpy(x)
+    if isinstance(x, tuple) and not hasattr(x, "_fields"):
+        return tuple(as_structure(v) for v in x)
+    if isinstance(x, dict):
+        return type(x)((k, as_structure(v)) for k, v in x.items())
+    return x
+
+
+def _dtype(a: np.ndarray) -> np.dtype:
+    return np.dtype(object) if a.dtype.kind in "SUO" else a.dtype
+
+
+def spec_of(element):
+    """The ``TensorSpec`` structure describing ``element``."""
+    def one(v):
+        a = to_numpy(v)
+        return TensorSpec(a.shape, _dtype(a))
+    return tree.map_structure(one, element)
+
+
+def leaves_like(structure, values, what: str) -> list:
+    """``values`` flattened to ``structure``'s leaves, where a leaf of ``values``
+    may itself be a tuple (a shape); a mismatch raises ``ValueError`` naming
+    ``what``."""
+    if isinstance(structure, dict):
+        if not isinstance(values, dict) or set(values) != set(structure):
+            raise ValueError(f"{what} must be a dict with keys {sorted(structure)}. "
+                             f"Received: {values!r}.")
+        return [leaf for k in sorted(structure)
+                for leaf in leaves_like(structure[k], values[k], what)]
+    if isinstance(structure, tuple):
+        if not isinstance(values, (tuple, list)) or len(values) != len(structure):
+            raise ValueError(f"{what} must be a sequence of {len(structure)} items "
+                             f"matching the element structure. Received: "
+                             f"{values!r}.")
+        return [leaf for s, v in zip(structure, values)
+                for leaf in leaves_like(s, v, what)]
+    return [values]
+
+
+def check_against_spec(element, signature, what: str = "generator"):
+    """``element`` converted to ``signature``'s dtypes after checking its
+    structure, dtypes (same-kind casts only) and shapes (None matches any size).
+
+    Raises:
+        TypeError: a dtype that does not cast (e.g. float into int32).
+        ValueError: a different structure or an incompatible shape.
+    """
+    specs = tree.flatten(signature)
+    values = leaves_like(signature, as_structure(element), f"The {what}'s element")
+    out = []
+    for spec, v in zip(specs, values):
+        a = to_numpy(v)
+        if spec.dtype == np.dtype(object):
+            if a.dtype.kind not in "SUO":
+                raise TypeError(f"The {what} yielded a {a.dtype} value where a "
+                                f"string was expected. Received: {v!r}.")
+        elif a.dtype != spec.dtype:
+            if not np.can_cast(a.dtype, spec.dtype, "same_kind"):
+                raise TypeError(f"The {what} yielded a value of dtype {a.dtype} "
+                                f"where {spec.dtype} was expected. Received: {v!r}.")
+            a = a.astype(spec.dtype)
+        if spec.shape is not None and (a.ndim != len(spec.shape) or any(
+                d is not None and d != n for d, n in zip(spec.shape, a.shape))):
+            raise ValueError(f"The {what} yielded an element of shape {a.shape} "
+                             f"where an element of shape {spec.shape} was "
+                             f"expected.")
+        out.append(a[()] if a.ndim == 0 else a)
+    return tree.pack_sequence_as(signature, out)
+
+
+def call_unpacked(func, element):
+    """``func(*element)`` for a tuple element, else ``func(element)`` (tf.data's
+    ``map``/``filter``/``interleave`` convention); lists returned become arrays."""
+    if isinstance(element, tuple) and not hasattr(element, "_fields"):
+        return as_structure(func(*element))
+    return as_structure(func(element))
+
+
+def stack(elements: list):
+    """Elements stacked leaf by leaf along a new axis 0 (``batch``).
+
+    Raises:
+        ValueError: elements of different shapes, suggesting ``padded_batch``.
+    """
+    def one(*vs):
+        arrays = [to_numpy(v) for v in vs]
+        first = arrays[0].shape
+        for i, a in enumerate(arrays):
+            if a.shape != first:
+                raise ValueError(
+                    f"Cannot batch elements of different shapes: element 0 has "
+                    f"shape {first} and element {i} has shape {a.shape}. Use "
+                    f"padded_batch() for ragged elements, or map() them to one "
+                    f"shape first.")
+        return np.stack(arrays)
+    return tree.map_structure(one, *elements)
