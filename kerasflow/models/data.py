@@ -13,13 +13,15 @@ from typing import NamedTuple
 import numpy as np
 
 from kerasflow.backend import floatx
+from kerasflow.data import INFINITE_CARDINALITY, Dataset
 from kerasflow.distribute_lib import BatchRef
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import input_checks
 
 __all__ = ["Standardized", "standardize", "to_list", "check_arrays",
            "split_validation", "ArrayBatches", "GeneratorBatches",
-           "class_weights_to_sample_weights", "is_generator", "chunks"]
+           "class_weights_to_sample_weights", "is_generator", "chunks",
+           "check_dataset_steps", "num_batches", "unpack_x_y_sample_weight"]
 
 
 class Standardized(NamedTuple):
@@ -67,8 +69,39 @@ def _is_indexed_dataset(x):
 
 
 def num_batches(x):
-    """Batches per epoch of a ``PyDataset``-like source, else None."""
+    """Batches per epoch of a ``PyDataset``-like source or of a ``Dataset`` of
+    known finite cardinality, else None."""
+    if isinstance(x, Dataset):
+        n = x.cardinality()
+        return n if n >= 0 else None
     return len(x) if _is_indexed_dataset(x) else None
+
+
+def check_dataset_steps(x, steps, what="steps_per_epoch"):
+    """Raises ``ValueError`` for an infinite ``Dataset`` without ``steps``."""
+    if isinstance(x, Dataset) and steps is None and (
+            x.cardinality() == INFINITE_CARDINALITY):
+        raise ValueError(
+            f"The dataset is infinite (cardinality() == INFINITE_CARDINALITY, "
+            f"e.g. after repeat()), so an epoch never ends: pass {what}=... or "
+            f"take() a finite part. Received: {what}=None.")
+
+
+def unpack_x_y_sample_weight(item):
+    """(x, y, sample_weight) from a batch: ``(x,)``, ``(x, y)``, ``(x, y, sw)``
+    or ``x`` alone (Keras' convention; lists count as tuples).
+
+    Raises:
+        ValueError: a tuple of more than three items.
+    """
+    if isinstance(item, list) and len(item) in (2, 3):
+        item = tuple(item)
+    if not isinstance(item, tuple) or hasattr(item, "_fields"):
+        return item, None, None
+    if len(item) > 3:
+        raise ValueError(f"A batch must be x, (x,), (x, y) or (x, y, "
+                         f"sample_weight). Received: a tuple of {len(item)} items.")
+    return (*item, *(None,) * (3 - len(item)))
 
 
 def to_list(x, names=None, what="x"):
@@ -277,25 +310,43 @@ class ArrayBatches:
 
 
 class GeneratorBatches:
-    """``BatchRef``s from a Python generator of (x, y[, sample_weight]) tuples.
+    """``BatchRef``s from a generator, iterable, ``PyDataset`` or ``Dataset`` of
+    batches: ``(x, y[, sample_weight])``, ``(x,)`` or ``x``.
+
+    Every batch goes through ``standardize`` (the checks and reshapes arrays
+    get), so a dataset batched like ``fit``'s arrays trains identically. A
+    ``Dataset`` starts a new pass every epoch, unless ``steps`` differs from
+    its cardinality: then, as in tf.keras, one iterator runs across epochs.
 
     Args:
-        gen: the generator (or iterator).
-        steps: batches per epoch; None runs until the generator is exhausted.
+        gen: the source.
+        steps: batches per epoch; None: ``num_batches(gen)``, else until the
+            source is exhausted.
+        standardize: ``(x, y, sample_weight) -> Standardized``.
+        inputs_only: yield the inputs alone (``predict``).
     """
 
-    def __init__(self, gen, steps):
+    def __init__(self, gen, steps, standardize, inputs_only=False):
         self.gen = gen
         self.steps = steps if steps is not None else num_batches(gen)
+        self.standardize = standardize
+        self.inputs_only = inputs_only
         self.n_inputs = None  # inputs in the latest batch (the rest: y, weights)
+        self._across_epochs = isinstance(gen, Dataset) and steps is not None and (
+            steps != gen.cardinality())
+        self._iterator = None
 
     def _items(self):
         src = self.gen
         if hasattr(src, "__next__"):  # an iterator continues across epochs
             return src
+        if self._across_epochs:
+            if self._iterator is None:
+                self._iterator = iter(src)
+            return self._iterator
         if _is_indexed_dataset(src):  # keras.utils.PyDataset: index per batch
             return (src[i] for i in range(len(src)))
-        return iter(src)  # an iterable starts over every epoch
+        return iter(src)  # an iterable or Dataset starts over every epoch
 
     def __iter__(self):
         count = 0
@@ -306,25 +357,15 @@ class GeneratorBatches:
             except StopIteration:
                 if self.steps is not None and count < self.steps:
                     raise ValueError(
-                        f"The generator ran out after {count} batches; "
-                        f"steps_per_epoch={self.steps} were expected."
-                    ) from None
+                        f"The input ran out after {count} batches; "
+                        f"{self.steps} steps were expected (steps_per_epoch or "
+                        f"steps). Use repeat() on a dataset to go on.") from None
                 return
-            if isinstance(item, list) and len(item) in (2, 3):
-                item = tuple(item)
-            if not isinstance(item, tuple) or len(item) not in (2, 3):
-                raise ValueError(f"A generator must yield (x, y) or (x, y, "
-                                 f"sample_weight). Received: {type(item).__name__}.")
-            bx = [np.asarray(v) for v in (item[0] if isinstance(item[0], list)
-                                          else [item[0]])]
-            by = [np.asarray(v) for v in (item[1] if isinstance(item[1], list)
-                                          else [item[1]])]
-            sw = None if len(item) == 2 else np.asarray(item[2])
-            n = check_arrays(bx, by, sw, None)
+            data = self.standardize(*unpack_x_y_sample_weight(item))
             count += 1
-            self.n_inputs = len(bx)
-            weights = np.ones(n, floatx()) if sw is None else sw
-            yield BatchRef(bx + by + [weights], None, sw is not None)
+            self.n_inputs = len(data.xs)
+            yield BatchRef(data.xs if self.inputs_only else data.arrays, None,
+                           data.weighted)
         if hasattr(self.gen, "on_epoch_end"):
             self.gen.on_epoch_end()
 

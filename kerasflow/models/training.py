@@ -175,15 +175,14 @@ class Trainer(StepBuilder):
         gen = data_mod.is_generator(x)
         val = None
         if gen:
-            if y is not None:
-                raise ValueError(
-                    f"When x is a generator, iterable or dataset it yields the "
-                    f"targets itself; y must be None. Received: y of type "
-                    f"{type(y).__name__}.")
+            self._check_no_targets(y)
             if validation_split:
                 raise ValueError("validation_split is not supported with "
                                  "generators; pass validation_data.")
-            batches = data_mod.GeneratorBatches(x, steps_per_epoch)
+            data_mod.check_dataset_steps(x, steps_per_epoch)
+            batches = data_mod.GeneratorBatches(
+                x, steps_per_epoch, lambda bx, by, bsw: self._standardize(
+                    bx, by, bsw, class_weight))
             steps, samples = batches.steps, None
         else:
             batch_size = 32 if batch_size is None else batch_size
@@ -199,7 +198,12 @@ class Trainer(StepBuilder):
                                             steps_per_epoch, len(data.xs),
                                             data.weighted)
             steps, samples = batches.steps, len(data.xs[0])
-        if validation_data is not None:
+        if data_mod.is_generator(validation_data):
+            data_mod.check_dataset_steps(validation_data, validation_steps,
+                                         "validation_steps")
+            val = data_mod.GeneratorBatches(validation_data, validation_steps,
+                                            self._standardize)
+        elif validation_data is not None:
             if not isinstance(validation_data, (tuple, list)) or len(
                     validation_data) not in (2, 3):
                 got = (f"a {type(validation_data).__name__} of length "
@@ -248,8 +252,9 @@ class Trainer(StepBuilder):
                 raise ValueError("The training data yielded no batches.")
             epoch_logs = dict(logs)
             if val is not None and (epoch + 1) % validation_freq == 0:
-                vlogs = self._evaluate_arrays(val, validation_batch_size or
-                                              batch_size or 32, validation_steps)
+                vlogs = self._evaluate_batches(val) if isinstance(
+                    val, data_mod.GeneratorBatches) else self._evaluate_arrays(
+                    val, validation_batch_size or batch_size or 32, validation_steps)
                 epoch_logs.update({f"val_{k}": v for k, v in vlogs.items()})
             cbs.on_epoch_end(epoch, epoch_logs)
             logs = epoch_logs
@@ -263,15 +268,20 @@ class Trainer(StepBuilder):
 
     # -- evaluate / predict ---------------------------------------------------------------
     def _evaluate_arrays(self, data, batch_size, steps=None, callbacks=None):
+        return self._evaluate_batches(
+            data_mod.ArrayBatches(data.arrays, batch_size, False, steps,
+                                  len(data.xs), data.weighted), callbacks)
+
+    def _evaluate_batches(self, batches, callbacks=None):
         strategy = self._strategy()
         self.reset_metrics()
-        step = self._get_step("eval", data.xs, data.ys, data.weighted)
         total, seen, index, per_out = 0.0, 0, 0, None
-        batches = data_mod.ArrayBatches(data.arrays, batch_size, False, steps,
-                                        weighted=data.weighted)
         for chunk in data_mod.chunks(batches, self._spe(strategy)):
             if callbacks is not None:
                 callbacks.on_test_batch_begin(index)
+            arrays, n_in = chunk[0].arrays, batches.n_inputs
+            step = self._get_step("eval", arrays[:n_in], arrays[n_in:-1],
+                                  chunk[0].weighted)
             for j, r in enumerate(strategy.run_steps(step, chunk)):
                 if j and callbacks is not None:
                     callbacks.on_test_batch_begin(index)
@@ -285,6 +295,8 @@ class Trainer(StepBuilder):
                 if callbacks is not None:
                     callbacks.on_test_batch_end(index, {"loss": total / seen})
                 index += 1
+        if seen == 0:
+            raise ValueError("The evaluation data yielded no batches.")
         logs = {"loss": total / seen}
         if per_out is not None:
             for name, p in zip(self._output_names(len(per_out)), per_out):
@@ -302,12 +314,21 @@ class Trainer(StepBuilder):
         self._require_compiled("evaluate")
         steps = input_checks.check_steps(steps)
         batch_size = batch_size or 32
-        data = self._standardize(x, y, sample_weight, None, batch_size)
         verbose = 1 if verbose == "auto" else int(verbose)
+        if data_mod.is_generator(x):
+            self._check_no_targets(y)
+            data_mod.check_dataset_steps(x, steps, "steps")
+            batches = data_mod.GeneratorBatches(x, steps, self._standardize)
+            n_steps = batches.steps
+        else:
+            data = self._standardize(x, y, sample_weight, None, batch_size)
+            batches = data_mod.ArrayBatches(data.arrays, batch_size, False, steps,
+                                            len(data.xs), data.weighted)
+            n_steps = batches.steps
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self,
-                           verbose=verbose, steps=-(-len(data.xs[0]) // batch_size))
+                           verbose=verbose, steps=n_steps)
         cbs.on_test_begin()
-        logs = self._evaluate_arrays(data, batch_size, steps, cbs)
+        logs = self._evaluate_batches(batches, cbs)
         cbs.on_test_end(logs)
         if return_dict:
             return logs
@@ -323,13 +344,20 @@ class Trainer(StepBuilder):
         """
         strategy = self._strategy()
         batch_size = batch_size or 32
-        xs = data_mod.to_list(x, self._input_names(), "x")
-        xs = [a.reshape(-1, 1) if a.ndim == 1 else a for a in xs]
-        data_mod.check_arrays(xs, None, None, batch_size)
-        step = self._get_step("predict", xs)
+        steps = input_checks.check_steps(steps)
+        if data_mod.is_generator(x):  # batches of x, (x,) or (x, y...): y unused
+            data_mod.check_dataset_steps(x, steps, "steps")
+            batches = data_mod.GeneratorBatches(
+                x, steps, lambda bx, by, bsw: self._standardize(bx),
+                inputs_only=True)
+        else:
+            xs = data_mod.to_list(x, self._input_names(), "x")
+            xs = [a.reshape(-1, 1) if a.ndim == 1 else a for a in xs]
+            data_mod.check_arrays(xs, None, None, batch_size)
+            batches = data_mod.ArrayBatches(xs, batch_size, False, steps)
         chunks = None
-        batches = data_mod.ArrayBatches(xs, batch_size, False, steps)
         for chunk in data_mod.chunks(batches, self._spe(strategy)):
+            step = self._get_step("predict", chunk[0].arrays)
             for outs in strategy.run_steps(step, chunk):
                 outs = [K.to_numpy(o) for o in outs]
                 chunks = [[o] for o in outs] if chunks is None else [
@@ -338,6 +366,14 @@ class Trainer(StepBuilder):
         if self._is_functional and isinstance(self._outputs_struct, dict):
             return tree.pack_sequence_as(self._outputs_struct, results)  # Keras 3
         return results[0] if len(results) == 1 else results
+
+    @staticmethod
+    def _check_no_targets(y):
+        if y is not None:
+            raise ValueError(
+                f"When x is a generator, iterable or dataset it yields the "
+                f"targets itself; y must be None. Received: y of type "
+                f"{type(y).__name__}.")
 
     def _input_names(self):
         """Names keying dict inputs (functional models), else None."""
