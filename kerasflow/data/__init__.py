@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from kerasflow.data import experimental
 from kerasflow.data.cardinality import (
-    AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY)
+    AUTOTUNE,
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+)
 from kerasflow.data.dataset import Dataset
 from kerasflow.data.readers import CsvDataset, TextLineDataset
 

@@ -25,8 +25,17 @@ from kerasflow import tree
 from kerasflow.data import structure as st
 from kerasflow.data import transforms as tr
 from kerasflow.data.cardinality import (
-    AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, batched, check_count,
-    repeated, sharded, skipped, taken, zipped)
+    AUTOTUNE,
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+    batched,
+    check_count,
+    repeated,
+    sharded,
+    skipped,
+    taken,
+    zipped,
+)
 
 __all__ = ["Dataset"]
 

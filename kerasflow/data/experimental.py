@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from kerasflow.data.cardinality import (
-    AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY)
+    AUTOTUNE,
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+)
 from kerasflow.data.readers import CsvDataset
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "CsvDataset",

@@ -18,10 +18,21 @@ from kerasflow.distribute_lib import BatchRef
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import input_checks
 
-__all__ = ["Standardized", "standardize", "to_list", "check_arrays",
-           "split_validation", "ArrayBatches", "GeneratorBatches",
-           "class_weights_to_sample_weights", "is_generator", "chunks",
-           "check_dataset_steps", "num_batches", "unpack_x_y_sample_weight"]
+__all__ = [
+    "ArrayBatches",
+    "GeneratorBatches",
+    "Standardized",
+    "check_arrays",
+    "check_dataset_steps",
+    "chunks",
+    "class_weights_to_sample_weights",
+    "is_generator",
+    "num_batches",
+    "split_validation",
+    "standardize",
+    "to_list",
+    "unpack_x_y_sample_weight",
+]
 
 
 class Standardized(NamedTuple):

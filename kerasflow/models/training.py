@@ -142,18 +142,25 @@ class Trainer(StepBuilder):
         """Trains for ``epochs`` passes (Keras' ``Model.fit``).
 
         Args:
-            x: array (batch, ...), list/dict of arrays for several inputs, or a
-                Python generator yielding (x, y) or (x, y, sample_weight) batches.
-            y: targets: array, or list/dict per output; None with a generator.
+            x: array (batch, ...), list/dict of arrays for several inputs, a
+                ``kerasflow.data.Dataset`` or a Python generator of batches
+                ``(x, y)``, ``(x, y, sample_weight)`` or ``x`` (a new pass over
+                a dataset every epoch; its cardinality sets the epoch length).
+            y: targets: array, or list/dict per output; None with a dataset or
+                generator.
             batch_size: samples per step (default 32).
             epochs: index of the last epoch (training starts at initial_epoch).
             verbose: 0 silent, 1 a tqdm bar per epoch, 2 one line per epoch.
             validation_split: fraction of the (unshuffled) data held out at the end.
-            validation_data: (x_val, y_val) or (x_val, y_val, sample_weight).
+            validation_data: (x_val, y_val), (x_val, y_val, sample_weight), or a
+                dataset/generator of such batches.
             shuffle: reshuffle the training arrays every epoch.
             class_weight: {class index: weight} scaling each sample's loss.
             sample_weight: (batch,) weights of each sample's loss.
-            steps_per_epoch: batches per epoch (needed for endless generators).
+            steps_per_epoch: batches per epoch (needed for endless generators
+                and infinite datasets; when it differs from a dataset's
+                cardinality, one pass over the dataset runs across epochs, as in
+                tf.keras).
 
         Returns:
             A ``History`` whose ``history`` dict maps 'loss', metric names and
@@ -163,7 +170,8 @@ class Trainer(StepBuilder):
             RuntimeError: fit before compile.
             ValueError / TypeError: bad data (mismatched lengths, wrong feature
                 shapes, NaNs, labels out of range, batch_size <= 0, empty arrays),
-                naming what was expected and received.
+                naming what was expected and received; an infinite dataset
+                without steps_per_epoch (or validation_steps).
         """
         self._require_compiled("fit")
         epochs, initial_epoch = input_checks.check_epochs(epochs, initial_epoch)
@@ -220,6 +228,10 @@ class Trainer(StepBuilder):
             if isinstance(vy, list) and len(vy) == 1:
                 vy = vy[0]
             val = self._standardize(vx, vy, vsw, None, validation_batch_size)
+        if isinstance(val, data_mod.Standardized):
+            val = data_mod.ArrayBatches(
+                val.arrays, validation_batch_size or batch_size or 32, False,
+                validation_steps, len(val.xs), val.weighted)
 
         cbs = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0,
                            model=self, verbose=verbose, epochs=epochs, steps=steps,
@@ -252,9 +264,7 @@ class Trainer(StepBuilder):
                 raise ValueError("The training data yielded no batches.")
             epoch_logs = dict(logs)
             if val is not None and (epoch + 1) % validation_freq == 0:
-                vlogs = self._evaluate_batches(val) if isinstance(
-                    val, data_mod.GeneratorBatches) else self._evaluate_arrays(
-                    val, validation_batch_size or batch_size or 32, validation_steps)
+                vlogs = self._evaluate_batches(val)
                 epoch_logs.update({f"val_{k}": v for k, v in vlogs.items()})
             cbs.on_epoch_end(epoch, epoch_logs)
             logs = epoch_logs
@@ -267,11 +277,6 @@ class Trainer(StepBuilder):
         return self.history
 
     # -- evaluate / predict ---------------------------------------------------------------
-    def _evaluate_arrays(self, data, batch_size, steps=None, callbacks=None):
-        return self._evaluate_batches(
-            data_mod.ArrayBatches(data.arrays, batch_size, False, steps,
-                                  len(data.xs), data.weighted), callbacks)
-
     def _evaluate_batches(self, batches, callbacks=None):
         strategy = self._strategy()
         self.reset_metrics()
@@ -307,6 +312,10 @@ class Trainer(StepBuilder):
                  sample_weight=None, steps=None, callbacks=None, return_dict=False):
         """Loss and metrics on the given data (Keras' ``Model.evaluate``).
 
+        ``x`` may be a ``kerasflow.data.Dataset`` or generator of ``(x, y)`` or
+        ``(x, y, sample_weight)`` batches (``y`` None); an infinite dataset
+        needs ``steps``.
+
         Returns:
             The loss (a float) when there are no metrics, else ``[loss, *metrics]``;
             a dict of them with ``return_dict=True``.
@@ -337,6 +346,10 @@ class Trainer(StepBuilder):
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """Model outputs for ``x`` in batches (Keras' ``Model.predict``).
+
+        ``x`` may be a ``kerasflow.data.Dataset`` or generator of batches ``x``,
+        ``(x,)`` or ``(x, y, ...)`` (targets ignored); an infinite dataset needs
+        ``steps``.
 
         Returns:
             A numpy array (batch, ...), a list of them for several outputs, or a
