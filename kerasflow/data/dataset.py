@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from kerasflow import tree
+from kerasflow.data import sources
 from kerasflow.data import structure as st
 from kerasflow.data import transforms as tr
 from kerasflow.data.cardinality import (
@@ -123,31 +124,12 @@ class Dataset:
             ValueError: a scalar component, or components of different lengths
                 (naming them).
         """
-        structure = st.as_structure(tensors)
-        leaves = [st.to_numpy(v) for v in tree.flatten(structure)]
-        if any(a.ndim == 0 for a in leaves):
-            raise ValueError("from_tensor_slices needs components with a first "
-                             "axis to slice. Received a scalar component.")
-        sizes = [a.shape[0] for a in leaves]
-        if len(set(sizes)) > 1:
-            raise ValueError(f"from_tensor_slices needs components of one length "
-                             f"on axis 0. Received lengths {sizes}.")
-        n = sizes[0]
-
-        def rows():
-            for i in range(n):
-                yield tree.pack_sequence_as(structure, [a[i] for a in leaves])
-
-        spec = tree.pack_sequence_as(structure, [st.spec_of(a[0]) if n else None
-                                                 for a in leaves])
-        return Dataset(rows, n, spec)
+        return Dataset(*sources.slices(tensors))
 
     @staticmethod
     def from_tensors(tensors) -> Dataset:
         """A dataset of exactly one element, ``tensors`` (lists become arrays)."""
-        element = tree.map_structure(lambda v: st.to_numpy(v)[()],
-                                     st.as_structure(tensors))
-        return Dataset(lambda: iter([element]), 1, st.spec_of(element))
+        return Dataset(*sources.single(tensors))
 
     @staticmethod
     def from_generator(generator, output_types=None, output_shapes=None,
@@ -166,20 +148,11 @@ class Dataset:
             ValueError / TypeError (while iterating): an element of another
                 structure, shape or dtype than ``output_signature``.
         """
-        if not callable(generator):
-            raise TypeError(f"`generator` must be a callable returning an "
-                            f"iterator. Received: {type(generator).__name__}.")
         if output_signature is None:
             raise TypeError("from_generator needs output_signature (a structure "
                             "of TensorSpec). Received: output_types="
                             f"{output_types!r}, output_shapes={output_shapes!r}.")
-        call_args = tuple(args or ())
-
-        def checked():
-            for element in generator(*call_args):
-                yield st.check_against_spec(element, output_signature)
-
-        return Dataset(checked, UNKNOWN_CARDINALITY, output_signature)
+        return Dataset(*sources.generated(generator, args, output_signature))
 
     @staticmethod
     def range(*args, dtype="int64") -> Dataset:
@@ -189,13 +162,7 @@ class Dataset:
         Raises:
             ValueError: step 0 or a wrong number of arguments.
         """
-        if not 1 <= len(args) <= 3:
-            raise ValueError(f"range takes 1 to 3 arguments (start, stop, step). "
-                             f"Received: {len(args)}.")
-        r = range(*(int(a) for a in args))
-        dt = np.dtype(dtype)
-        return Dataset(lambda: (dt.type(v) for v in r), len(r),
-                       st.spec_of(dt.type(0)))
+        return Dataset(*sources.int_range(args, dtype))
 
     @staticmethod
     def zip(*datasets, name=None) -> Dataset:

@@ -16,6 +16,7 @@ from kerasflow import optimizers, tree
 from kerasflow.callbacks import CallbackList
 from kerasflow.distribute_lib import BatchRef, DefaultStrategy, get_strategy
 from kerasflow.layers.base import get_history
+from kerasflow.models import batches as batches_mod
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import data as data_mod
 from kerasflow.models import input_checks
@@ -180,15 +181,15 @@ class Trainer(StepBuilder):
                                                     "validation_steps")
         strategy = self._strategy()
         verbose = 1 if verbose == "auto" else int(verbose)
-        gen = data_mod.is_generator(x)
+        gen = batches_mod.is_generator(x)
         val = None
         if gen:
-            self._check_no_targets(y)
+            batches_mod.check_no_targets(y)
             if validation_split:
                 raise ValueError("validation_split is not supported with "
                                  "generators; pass validation_data.")
-            data_mod.check_dataset_steps(x, steps_per_epoch)
-            batches = data_mod.GeneratorBatches(
+            batches_mod.check_dataset_steps(x, steps_per_epoch)
+            batches = batches_mod.GeneratorBatches(
                 x, steps_per_epoch, lambda bx, by, bsw: self._standardize(
                     bx, by, bsw, class_weight))
             steps, samples = batches.steps, None
@@ -202,34 +203,21 @@ class Trainer(StepBuilder):
                 train, held = data_mod.split_validation(data.arrays,
                                                         validation_split)
                 data, val = data.split(train), data.split(held)
-            batches = data_mod.ArrayBatches(data.arrays, batch_size, shuffle,
+            batches = batches_mod.ArrayBatches(data.arrays, batch_size, shuffle,
                                             steps_per_epoch, len(data.xs),
                                             data.weighted)
             steps, samples = batches.steps, len(data.xs[0])
-        if data_mod.is_generator(validation_data):
-            data_mod.check_dataset_steps(validation_data, validation_steps,
+        if batches_mod.is_generator(validation_data):
+            batches_mod.check_dataset_steps(validation_data, validation_steps,
                                          "validation_steps")
-            val = data_mod.GeneratorBatches(validation_data, validation_steps,
+            val = batches_mod.GeneratorBatches(validation_data, validation_steps,
                                             self._standardize)
         elif validation_data is not None:
-            if not isinstance(validation_data, (tuple, list)) or len(
-                    validation_data) not in (2, 3):
-                got = (f"a {type(validation_data).__name__} of length "
-                       f"{len(validation_data)}" if isinstance(
-                           validation_data, (tuple, list))
-                       else type(validation_data).__name__)
-                raise ValueError(
-                    f"validation_data must be (x_val, y_val) or (x_val, y_val, "
-                    f"val_sample_weight). Received: {got}.")
-            vx, vy = validation_data[0], validation_data[1]
-            vsw = validation_data[2] if len(validation_data) > 2 else None
-            if isinstance(vx, list) and len(vx) == 1 and not self._is_functional:
-                vx = vx[0]
-            if isinstance(vy, list) and len(vy) == 1:
-                vy = vy[0]
+            vx, vy, vsw = data_mod.unpack_validation_data(validation_data,
+                                                          self._is_functional)
             val = self._standardize(vx, vy, vsw, None, validation_batch_size)
         if isinstance(val, data_mod.Standardized):
-            val = data_mod.ArrayBatches(
+            val = batches_mod.ArrayBatches(
                 val.arrays, validation_batch_size or batch_size or 32, False,
                 validation_steps, len(val.xs), val.weighted)
 
@@ -244,7 +232,7 @@ class Trainer(StepBuilder):
             self.reset_metrics()
             cbs.on_epoch_begin(epoch)
             total, seen, index = 0.0, 0, 0
-            for chunk in data_mod.chunks(batches, spe):
+            for chunk in batches_mod.chunks(batches, spe):
                 cbs.on_train_batch_begin(index)
                 arrays, n_in = chunk[0].arrays, batches.n_inputs
                 step = self._get_step("train", arrays[:n_in], arrays[n_in:-1],
@@ -281,7 +269,7 @@ class Trainer(StepBuilder):
         strategy = self._strategy()
         self.reset_metrics()
         total, seen, index, per_out = 0.0, 0, 0, None
-        for chunk in data_mod.chunks(batches, self._spe(strategy)):
+        for chunk in batches_mod.chunks(batches, self._spe(strategy)):
             if callbacks is not None:
                 callbacks.on_test_batch_begin(index)
             arrays, n_in = chunk[0].arrays, batches.n_inputs
@@ -324,14 +312,14 @@ class Trainer(StepBuilder):
         steps = input_checks.check_steps(steps)
         batch_size = batch_size or 32
         verbose = 1 if verbose == "auto" else int(verbose)
-        if data_mod.is_generator(x):
-            self._check_no_targets(y)
-            data_mod.check_dataset_steps(x, steps, "steps")
-            batches = data_mod.GeneratorBatches(x, steps, self._standardize)
+        if batches_mod.is_generator(x):
+            batches_mod.check_no_targets(y)
+            batches_mod.check_dataset_steps(x, steps, "steps")
+            batches = batches_mod.GeneratorBatches(x, steps, self._standardize)
             n_steps = batches.steps
         else:
             data = self._standardize(x, y, sample_weight, None, batch_size)
-            batches = data_mod.ArrayBatches(data.arrays, batch_size, False, steps,
+            batches = batches_mod.ArrayBatches(data.arrays, batch_size, False, steps,
                                             len(data.xs), data.weighted)
             n_steps = batches.steps
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self,
@@ -358,18 +346,18 @@ class Trainer(StepBuilder):
         strategy = self._strategy()
         batch_size = batch_size or 32
         steps = input_checks.check_steps(steps)
-        if data_mod.is_generator(x):  # batches of x, (x,) or (x, y...): y unused
-            data_mod.check_dataset_steps(x, steps, "steps")
-            batches = data_mod.GeneratorBatches(
+        if batches_mod.is_generator(x):  # batches of x, (x,) or (x, y...): y unused
+            batches_mod.check_dataset_steps(x, steps, "steps")
+            batches = batches_mod.GeneratorBatches(
                 x, steps, lambda bx, by, bsw: self._standardize(bx),
                 inputs_only=True)
         else:
             xs = data_mod.to_list(x, self._input_names(), "x")
             xs = [a.reshape(-1, 1) if a.ndim == 1 else a for a in xs]
             data_mod.check_arrays(xs, None, None, batch_size)
-            batches = data_mod.ArrayBatches(xs, batch_size, False, steps)
+            batches = batches_mod.ArrayBatches(xs, batch_size, False, steps)
         chunks = None
-        for chunk in data_mod.chunks(batches, self._spe(strategy)):
+        for chunk in batches_mod.chunks(batches, self._spe(strategy)):
             step = self._get_step("predict", chunk[0].arrays)
             for outs in strategy.run_steps(step, chunk):
                 outs = [K.to_numpy(o) for o in outs]
@@ -379,14 +367,6 @@ class Trainer(StepBuilder):
         if self._is_functional and isinstance(self._outputs_struct, dict):
             return tree.pack_sequence_as(self._outputs_struct, results)  # Keras 3
         return results[0] if len(results) == 1 else results
-
-    @staticmethod
-    def _check_no_targets(y):
-        if y is not None:
-            raise ValueError(
-                f"When x is a generator, iterable or dataset it yields the "
-                f"targets itself; y must be None. Received: y of type "
-                f"{type(y).__name__}.")
 
     def _input_names(self):
         """Names keying dict inputs (functional models), else None."""
