@@ -7,10 +7,13 @@ iterating, as tf.data does.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "batched",
-           "check_count", "repeated", "sharded", "skipped", "taken", "zipped"]
+           "check_count", "concatenated", "parallelism", "repeated", "sharded",
+           "skipped", "taken", "zipped"]
 
 AUTOTUNE = -1
 INFINITE_CARDINALITY = -1
@@ -29,6 +32,15 @@ def check_count(value, what: str, minimum: int = 0) -> int:
     if value < minimum:
         raise ValueError(f"{what} must be >= {minimum}. Received: {what}={value}.")
     return int(value)
+
+
+def parallelism(value, what: str) -> int | None:
+    """None, or the number of threads for ``value`` (AUTOTUNE: the CPU count)."""
+    if value is None:
+        return None
+    if value == AUTOTUNE:
+        return os.cpu_count() or 1
+    return check_count(value, what, minimum=1)
 
 
 def batched(n: int, size: int, drop_remainder: bool) -> int:
@@ -61,6 +73,12 @@ def sharded(n: int, num_shards: int, index: int) -> int:
     if n < 0:
         return n
     return n // num_shards + (1 if index < n % num_shards else 0)
+
+
+def concatenated(a: int, b: int) -> int:
+    if _INF in (a, b):
+        return _INF
+    return _UNKNOWN if _UNKNOWN in (a, b) else a + b
 
 
 def zipped(ns: list) -> int:

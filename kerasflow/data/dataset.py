@@ -16,27 +16,15 @@ Example::
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from kerasflow import tree
+from kerasflow.data import cardinality as cd
 from kerasflow.data import sources
 from kerasflow.data import structure as st
 from kerasflow.data import transforms as tr
-from kerasflow.data.cardinality import (
-    AUTOTUNE,
-    INFINITE_CARDINALITY,
-    UNKNOWN_CARDINALITY,
-    batched,
-    check_count,
-    repeated,
-    sharded,
-    skipped,
-    taken,
-    zipped,
-)
 
 __all__ = ["Dataset"]
 
@@ -72,9 +60,9 @@ class Dataset:
             TypeError: the dataset is infinite or its length is unknown (as
                 tf.data; use ``cardinality()``).
         """
-        if self._cardinality == INFINITE_CARDINALITY:
+        if self._cardinality == cd.INFINITE_CARDINALITY:
             raise TypeError("The dataset is infinite.")
-        if self._cardinality == UNKNOWN_CARDINALITY:
+        if self._cardinality == cd.UNKNOWN_CARDINALITY:
             raise TypeError("The dataset length is unknown.")
         return self._cardinality
 
@@ -91,8 +79,8 @@ class Dataset:
     def element_spec(self):
         """The elements' structure of ``kerasflow.backend.TensorSpec``.
 
-        Sources and shape-changing transformations know it; after ``map``,
-        ``interleave`` or ``unbatch`` it is read from the first element (there
+        Sources and the other transformations know it; after ``map``,
+        ``interleave`` or ``flat_map`` it is read from the first element (there
         is no tracing in kerasflow), so the pipeline runs once up to there.
         """
         if callable(self._spec):
@@ -141,17 +129,20 @@ class Dataset:
             output_signature: the elements' structure of
                 ``kerasflow.backend.TensorSpec`` (shape: None for any size).
                 Each element is checked and cast to its dtype.
-            output_types, output_shapes: TF's deprecated form; not supported.
+            output_types, output_shapes: TF 1's form of the signature: dtypes,
+                and shapes (a tuple per component; default: any shape).
 
         Raises:
-            TypeError: ``generator`` is not callable, or no output_signature.
+            TypeError: ``generator`` is not callable, or neither
+                output_signature nor output_types given.
             ValueError / TypeError (while iterating): an element of another
                 structure, shape or dtype than ``output_signature``.
         """
-        if output_signature is None:
+        if output_signature is None and output_types is None:
             raise TypeError("from_generator needs output_signature (a structure "
-                            "of TensorSpec). Received: output_types="
-                            f"{output_types!r}, output_shapes={output_shapes!r}.")
+                            "of TensorSpec) or output_types. Received neither.")
+        if output_signature is None:
+            output_signature = st.signature(output_types, output_shapes)
         return Dataset(*sources.generated(generator, args, output_signature))
 
     @staticmethod
@@ -179,7 +170,7 @@ class Dataset:
             raise TypeError(f"zip takes datasets (or a tuple/dict of them). "
                             f"Received: {bad}.")
         return Dataset(lambda: tr.zip_elements(leaves, structure),
-                       zipped([d.cardinality() for d in leaves]),
+                       cd.zipped([d.cardinality() for d in leaves]),
                        lambda: tree.map_structure(lambda d: d.element_spec,
                                                   structure))
 
@@ -198,7 +189,7 @@ class Dataset:
         Raises:
             ValueError: num_parallel_calls not None, AUTOTUNE or positive.
         """
-        workers = _parallelism(num_parallel_calls, "num_parallel_calls")
+        workers = cd.parallelism(num_parallel_calls, "num_parallel_calls")
         order = True if deterministic is None else bool(deterministic)
         if workers is None:
             def stream():
@@ -213,7 +204,7 @@ class Dataset:
         """The elements for which ``predicate`` (called like ``map``'s function)
         returns True; the cardinality becomes unknown."""
         return self._derive(lambda: tr.filter_elements(self, predicate),
-                            UNKNOWN_CARDINALITY)
+                            cd.UNKNOWN_CARDINALITY)
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=True,
                 name=None) -> Dataset:
@@ -230,7 +221,7 @@ class Dataset:
         Raises:
             ValueError: buffer_size < 1.
         """
-        buffer_size = check_count(buffer_size, "buffer_size", minimum=1)
+        buffer_size = cd.check_count(buffer_size, "buffer_size", minimum=1)
         base = int(np.random.randint(2**31)) if seed is None else int(seed)
         passes = itertools.count()
 
@@ -249,12 +240,12 @@ class Dataset:
             ValueError: batch_size < 1; (while iterating) elements of different
                 shapes, suggesting ``padded_batch``.
         """
-        size = check_count(batch_size, "batch_size", minimum=1)
+        size = cd.check_count(batch_size, "batch_size", minimum=1)
         dim = size if drop_remainder else None
         return self._derive(
             lambda: tr.batch(self, size, drop_remainder),
-            batched(self._cardinality, size, drop_remainder),
-            lambda: _batched_spec(self.element_spec, dim))
+            cd.batched(self._cardinality, size, drop_remainder),
+            lambda: st.batched_spec(self.element_spec, dim))
 
     def padded_batch(self, batch_size, padded_shapes=None, padding_values=None,
                      drop_remainder=False, name=None) -> Dataset:
@@ -270,7 +261,7 @@ class Dataset:
             ValueError: a structure mismatch, or an element larger than its
                 padded shape (while iterating).
         """
-        size = check_count(batch_size, "batch_size", minimum=1)
+        size = cd.check_count(batch_size, "batch_size", minimum=1)
         spec = self.element_spec
         n = len(tree.flatten(spec))
         shapes = ([None] * n if padded_shapes is None else
@@ -280,42 +271,38 @@ class Dataset:
         if len(values) != n:
             raise ValueError(f"padding_values must be one value or one per "
                              f"component ({n}). Received: {padding_values!r}.")
-        dim = size if drop_remainder else None
-        out_spec = tree.pack_sequence_as(spec, [
-            type(s)((dim, *(s.shape if p is None else (
-                None if d is None or d == -1 else d for d in p))), s.dtype)
-            for s, p in zip(tree.flatten(spec), shapes)])
+        out_spec = st.batched_spec(spec, size if drop_remainder else None, shapes)
         return self._derive(
             lambda: tr.padded_batch(self, size, drop_remainder, shapes, values),
-            batched(self._cardinality, size, drop_remainder), out_spec)
+            cd.batched(self._cardinality, size, drop_remainder), out_spec)
 
     def unbatch(self, name=None) -> Dataset:
         """Each element split along axis 0 into elements (``batch``'s inverse)."""
-        return self._derive(lambda: tr.unbatch(self), UNKNOWN_CARDINALITY,
+        return self._derive(lambda: tr.unbatch(self), cd.UNKNOWN_CARDINALITY,
                             lambda: tree.map_structure(
                                 lambda s: type(s)(s.shape[1:], s.dtype),
                                 self.element_spec))
 
     def repeat(self, count=None, name=None) -> Dataset:
         """``count`` passes over the dataset; None or -1 repeats forever."""
-        count = -1 if count is None else check_count(count, "count", minimum=-1)
+        count = -1 if count is None else cd.check_count(count, "count", minimum=-1)
         return self._derive(lambda: tr.repeat(self, count),
-                            repeated(self._cardinality, count))
+                            cd.repeated(self._cardinality, count))
 
     def take(self, count, name=None) -> Dataset:
         """The first ``count`` elements (all of them for -1)."""
-        count = check_count(count, "count", minimum=-1)
+        count = cd.check_count(count, "count", minimum=-1)
         stop = None if count == -1 else count
         return self._derive(lambda: itertools.islice(self, stop),
-                            taken(self._cardinality, count))
+                            cd.taken(self._cardinality, count))
 
     def skip(self, count, name=None) -> Dataset:
         """All but the first ``count`` elements (none for -1)."""
-        count = check_count(count, "count", minimum=-1)
+        count = cd.check_count(count, "count", minimum=-1)
         if count == -1:
             return self._derive(lambda: iter(()), 0)
         return self._derive(lambda: itertools.islice(self, count, None),
-                            skipped(self._cardinality, count))
+                            cd.skipped(self._cardinality, count))
 
     def shard(self, num_shards, index, name=None) -> Dataset:
         """Every ``num_shards``-th element starting at ``index`` (elements i with
@@ -324,13 +311,13 @@ class Dataset:
         Raises:
             ValueError: num_shards < 1 or index outside [0, num_shards).
         """
-        num_shards = check_count(num_shards, "num_shards", minimum=1)
-        index = check_count(index, "index", minimum=0)
+        num_shards = cd.check_count(num_shards, "num_shards", minimum=1)
+        index = cd.check_count(index, "index", minimum=0)
         if index >= num_shards:
             raise ValueError(f"shard index must be in [0, num_shards={num_shards}). "
                              f"Received: index={index}.")
         return self._derive(lambda: itertools.islice(self, index, None, num_shards),
-                            sharded(self._cardinality, num_shards, index))
+                            cd.sharded(self._cardinality, num_shards, index))
 
     def cache(self, filename="", name=None) -> Dataset:
         """The elements kept in memory after the first complete pass; later
@@ -348,7 +335,7 @@ class Dataset:
     def prefetch(self, buffer_size, name=None) -> Dataset:
         """Elements read ahead by a background thread, ``buffer_size`` at a time
         (``AUTOTUNE``: 4); 0 reads nothing ahead."""
-        size = 4 if buffer_size == AUTOTUNE else check_count(buffer_size,
+        size = 4 if buffer_size == cd.AUTOTUNE else cd.check_count(buffer_size,
                                                              "buffer_size")
         if size == 0:
             return self._derive(lambda: iter(self))
@@ -366,15 +353,47 @@ class Dataset:
             cycle_length: datasets open at once (None/AUTOTUNE: the CPU count).
             block_length: consecutive elements from each (default 1).
         """
-        _parallelism(num_parallel_calls, "num_parallel_calls")
-        cycle = (os.cpu_count() or 1) if cycle_length in (None, AUTOTUNE) else \
-            check_count(cycle_length, "cycle_length", minimum=1)
-        block = 1 if block_length is None else check_count(
+        cd.parallelism(num_parallel_calls, "num_parallel_calls")
+        cycle = cd.parallelism(cd.AUTOTUNE if cycle_length is None else cycle_length,
+                            "cycle_length")
+        block = 1 if block_length is None else cd.check_count(
             block_length, "block_length", minimum=1)
-        out = self._derive(lambda: tr.interleave(self, map_func, cycle, block),
-                           UNKNOWN_CARDINALITY,
+        def open_dataset(element):
+            ds = st.call_unpacked(map_func, element)
+            if not isinstance(ds, Dataset):
+                raise TypeError(f"interleave's and flat_map's map_func must "
+                                f"return a Dataset. Received: {type(ds).__name__}.")
+            return ds
+
+        out = self._derive(lambda: tr.interleave(self, open_dataset, cycle, block),
+                           cd.UNKNOWN_CARDINALITY,
                            lambda: Dataset._first_spec(out))
         return out
+
+    def flat_map(self, map_func, name=None) -> Dataset:
+        """The elements of ``map_func(element)`` (a ``Dataset``) for each element,
+        one dataset after another (``interleave`` with cycle_length=1).
+
+        Raises:
+            TypeError: (while iterating) ``map_func`` returns no Dataset.
+        """
+        return self.interleave(map_func, cycle_length=1, block_length=1)
+
+    def concatenate(self, dataset, name=None) -> Dataset:
+        """This dataset's elements, then ``dataset``'s.
+
+        Raises:
+            TypeError: ``dataset`` is not a Dataset.
+        """
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"concatenate takes a Dataset. Received: "
+                            f"{type(dataset).__name__}.")
+        return self._derive(lambda: itertools.chain(self, dataset),
+                            cd.concatenated(self._cardinality, dataset.cardinality()))
+
+    def apply(self, transformation_func) -> Dataset:
+        """``transformation_func(self)``: a reusable chain of transformations."""
+        return transformation_func(self)
 
     def enumerate(self, start=0, name=None) -> Dataset:
         """``(index, element)`` pairs, index an int64 scalar counting from
@@ -387,15 +406,3 @@ class Dataset:
     def __repr__(self):
         return f"<{type(self).__name__} cardinality={self._cardinality}>"
 
-
-def _parallelism(value, what):
-    """None, or the number of threads for ``value`` (AUTOTUNE: the CPU count)."""
-    if value is None:
-        return None
-    if value == AUTOTUNE:
-        return os.cpu_count() or 1
-    return check_count(value, what, minimum=1)
-
-
-def _batched_spec(spec, dim):
-    return tree.map_structure(lambda s: type(s)((dim, *s.shape), s.dtype), spec)

@@ -13,8 +13,9 @@ import numpy as np
 from kerasflow import tree
 from kerasflow.backend import TensorSpec
 
-__all__ = ["as_structure", "call_unpacked", "check_against_spec", "leaves_like",
-           "spec_of", "stack", "to_numpy"]
+__all__ = ["as_structure", "batched_spec", "call_unpacked", "check_against_spec",
+           "leaves_like", "signature", "spec_of", "stack", "to_element_leaf",
+           "to_numpy"]
 
 
 def to_numpy(value) -> np.ndarray:
@@ -22,6 +23,43 @@ def to_numpy(value) -> np.ndarray:
     if isinstance(value, str):
         value = value.encode()
     return np.asarray(value)
+
+
+def to_element_leaf(value):
+    """A leaf as an element holds it: arrays and numpy scalars as they are,
+    Python numbers as numpy scalars (numpy's default dtypes), strings as bytes."""
+    if isinstance(value, (np.ndarray, np.generic, bytes)):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    return np.asarray(value)[()]
+
+
+def signature(output_types, output_shapes=None):
+    """A ``TensorSpec`` structure from TF 1's ``output_types`` and
+    ``output_shapes`` (None: any shape)."""
+    types = tree.flatten(output_types)
+    shapes = ([None] * len(types) if output_shapes is None else
+              leaves_like(output_types, output_shapes, "output_shapes"))
+    return tree.pack_sequence_as(output_types, [
+        TensorSpec(shape, _spec_dtype(t)) for t, shape in zip(types, shapes)])
+
+
+def _spec_dtype(t) -> np.dtype:
+    if t in (str, bytes) or getattr(t, "name", None) == "string":
+        return np.dtype(object)
+    return np.dtype(getattr(t, "as_numpy_dtype", t))
+
+
+def batched_spec(spec, dim, padded_shapes=None):
+    """``spec`` with a batch axis of size ``dim`` (None: unknown) in front, and
+    padded components' dims from ``padded_shapes`` (None/-1: unknown)."""
+    specs = tree.flatten(spec)
+    shapes = padded_shapes or [None] * len(specs)
+    return tree.pack_sequence_as(spec, [
+        TensorSpec((dim, *(s.shape if p is None else (
+            None if d is None or d == -1 else d for d in p))), s.dtype)
+        for s, p in zip(specs, shapes)])
 
 
 def as_structure(x):

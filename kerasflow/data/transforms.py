@@ -16,7 +16,7 @@ from concurrent import futures
 import numpy as np
 
 from kerasflow import tree
-from kerasflow.data.structure import call_unpacked, stack, to_numpy
+from kerasflow.data.structure import call_unpacked, stack, to_element_leaf, to_numpy
 
 __all__ = ["batch", "cache", "filter_elements", "interleave", "map_parallel",
            "map_serial", "padded_batch", "prefetch", "repeat", "shuffle",
@@ -25,10 +25,14 @@ __all__ = ["batch", "cache", "filter_elements", "interleave", "map_parallel",
 _END = object()
 
 
+def _mapped(func, element):
+    return tree.map_structure(to_element_leaf, call_unpacked(func, element))
+
+
 def map_serial(source, func):
     """``func`` applied to each element, in this thread."""
     for element in source:
-        yield call_unpacked(func, element)
+        yield _mapped(func, element)
 
 
 def map_parallel(source, func, workers: int, deterministic: bool):
@@ -46,7 +50,7 @@ def map_parallel(source, func, workers: int, deterministic: bool):
                 if element is _END:
                     exhausted = True
                 else:
-                    add(pool.submit(call_unpacked, func, element))
+                    add(pool.submit(_mapped, func, element))
             if not pending:
                 return
             if deterministic:
@@ -222,7 +226,7 @@ def interleave(source, make_dataset, cycle_length: int, block_length: int):
             if element is _END:
                 inputs_left = False
             else:
-                slots[index] = iter(call_unpacked(make_dataset, element))
+                slots[index] = iter(make_dataset(element))
                 open_count += 1
             continue
         if slots[index] is not None:

@@ -141,3 +141,13 @@ def test_csv_dataset_parses_defaults_and_names_bad_rows(tmp_path):
     with pytest.raises(ValueError, match=r"bad\.csv:1: column 0 expects int32. "
                                          r"Received: '1,2,3'"):
         list(CsvDataset(str(bad), [0], use_quote_delim=False, field_delim=";"))
+
+
+def test_from_generator_with_tf1_output_types_and_shapes():
+    ds = Dataset.from_generator(lambda: _gen(3), output_types=("int64", "float32"),
+                                output_shapes=((None,), ()))
+    assert [s.shape for s in ds.element_spec] == [(None,), ()]
+    assert [float(b) for _, b in ds] == [0.0, 1.0, 2.0]
+    loose = Dataset.from_generator(lambda: iter([np.zeros((2, 2))]),
+                                   output_types="float32")
+    assert next(iter(loose)).dtype == np.float32

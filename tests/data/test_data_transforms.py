@@ -227,3 +227,24 @@ def test_datasets_are_immutable_and_reiterable():
     assert sorted(first[0] + first[1]) == list(range(6))
     assert _vals(base.map(lambda x: x + 1)) == list(range(1, 7))
     assert _vals(base) == list(range(6))
+
+
+def test_flat_map_concatenate_apply():
+    ds = Dataset.range(1, 4).flat_map(lambda n: Dataset.range(n))
+    assert _vals(ds) == [0, 0, 1, 0, 1, 2]
+    with pytest.raises(TypeError, match="must return a Dataset. Received: ndarray"):
+        list(Dataset.range(2).flat_map(lambda n: np.arange(3)))
+    both = Dataset.range(2).concatenate(Dataset.range(5, 7))
+    assert _vals(both) == [0, 1, 5, 6] and both.cardinality() == 4
+    assert Dataset.range(2).concatenate(Dataset.range(1).repeat()).cardinality() \
+        == INFINITE_CARDINALITY
+    assert Dataset.range(2).concatenate(Dataset.range(1).filter(
+        lambda x: True)).cardinality() == UNKNOWN_CARDINALITY
+    assert _vals(Dataset.range(6).apply(lambda d: d.skip(2).take(2))) == [2, 3]
+
+
+def test_map_outputs_are_numpy():
+    out = list(Dataset.range(2).map(lambda x: (int(x), 2.5, "s")))
+    assert out[0] == (0, 2.5, b"s")
+    assert [type(v) for v in out[0]] == [np.int64, np.float64, bytes]
+    assert Dataset.range(2).map(lambda x: (x, [x, x])).element_spec[1].shape == (2,)
