@@ -39,11 +39,12 @@ class Dataset:
     """
 
     def __init__(self, make_iterator: Callable[[], Iterator], cardinality: int,
-                 element_spec=None):
+                 element_spec=None, row_range=None):
         # Internal: sources and transformations construct datasets.
         self._make_iterator = make_iterator
         self._cardinality = int(cardinality)
         self._spec = element_spec
+        self._row_range = row_range  # from_tensor_slices: batches by slicing
 
     # -- iteration and properties ---------------------------------------------------
     def __iter__(self) -> Iterator:
@@ -242,8 +243,15 @@ class Dataset:
         """
         size = cd.check_count(batch_size, "batch_size", minimum=1)
         dim = size if drop_remainder else None
+        if self._row_range is not None:
+            def batches():
+                return tr.row_batches(self._row_range, self._cardinality, size,
+                                      drop_remainder)
+        else:
+            def batches():
+                return tr.batch(self, size, drop_remainder)
         return self._derive(
-            lambda: tr.batch(self, size, drop_remainder),
+            batches,
             cd.batched(self._cardinality, size, drop_remainder),
             lambda: st.batched_spec(self.element_spec, dim))
 

@@ -151,8 +151,16 @@ def stack(elements: list):
     Raises:
         ValueError: elements of different shapes, suggesting ``padded_batch``.
     """
-    def one(*vs):
-        arrays = [to_numpy(v) for v in vs]
+    # Flattening each element once (no structure comparison per element) keeps
+    # batching cheap; a dataset's elements share one structure by construction.
+    leaves = [tree.flatten(e) for e in elements]
+    if len({len(f) for f in leaves}) > 1:
+        raise ValueError(f"Cannot batch elements of different structures. "
+                         f"Received: {elements[0]!r} and another with "
+                         f"{len(leaves[-1])} components.")
+    out = []
+    for column in zip(*leaves):
+        arrays = [to_numpy(v) for v in column]
         first = arrays[0].shape
         for i, a in enumerate(arrays):
             if a.shape != first:
@@ -161,5 +169,5 @@ def stack(elements: list):
                     f"shape {first} and element {i} has shape {a.shape}. Use "
                     f"padded_batch() for ragged elements, or map() them to one "
                     f"shape first.")
-        return np.stack(arrays)
-    return tree.map_structure(one, *elements)
+        out.append(np.stack(arrays))
+    return tree.pack_sequence_as(elements[0], out)

@@ -19,7 +19,8 @@ from kerasflow import tree
 from kerasflow.data.structure import call_unpacked, stack, to_element_leaf, to_numpy
 
 __all__ = ["batch", "cache", "filter_elements", "interleave", "map_parallel",
-           "map_serial", "padded_batch", "prefetch", "repeat", "shuffle",
+           "map_serial", "padded_batch", "prefetch", "repeat", "row_batches",
+           "shuffle",
            "unbatch", "zip_elements"]
 
 _END = object()
@@ -113,6 +114,13 @@ def batch(source, size: int, drop_remainder: bool):
     """Consecutive ``size`` elements stacked; a short last batch unless dropped."""
     for group in _groups(source, size, drop_remainder):
         yield stack(group)
+
+
+def row_batches(row_range, n: int, size: int, drop_remainder: bool):
+    """``batch`` over sliceable rows: ``row_range(start, stop)`` per batch."""
+    stop = n - n % size if drop_remainder else n
+    for start in range(0, stop, size):
+        yield row_range(start, min(start + size, n))
 
 
 def _pad_leaf(arrays, target, value, index):

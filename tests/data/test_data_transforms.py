@@ -248,3 +248,18 @@ def test_map_outputs_are_numpy():
     assert out[0] == (0, 2.5, b"s")
     assert [type(v) for v in out[0]] == [np.int64, np.float64, bytes]
     assert Dataset.range(2).map(lambda x: (x, [x, x])).element_spec[1].shape == (2,)
+
+
+@pytest.mark.parametrize("drop", [False, True])
+def test_batch_of_slices_equals_batch_of_stacked_elements(drop):
+    x = {"a": np.arange(14).reshape(7, 2), "b": np.array([b"x"] * 7)}
+    sliced = Dataset.from_tensor_slices((x, np.arange(7.0)))  # slicing fast path
+    stacked = sliced.map(lambda f, t: (f, t))  # element by element
+    for a, b in zip(sliced.batch(3, drop), stacked.batch(3, drop), strict=True):
+        np.testing.assert_array_equal(a[0]["a"], b[0]["a"])
+        np.testing.assert_array_equal(a[0]["b"], b[0]["b"])
+        np.testing.assert_array_equal(a[1], b[1])
+    first = next(iter(sliced.batch(3)))
+    first[1][:] = -1  # a batch is a copy: the source stays intact
+    assert next(iter(sliced.batch(3)))[1].tolist() == [0.0, 1.0, 2.0]
+    assert len(list(sliced.batch(3, drop))) == sliced.batch(3, drop).cardinality()
