@@ -44,12 +44,14 @@ def parallelism(value, what: str) -> int | None:
 
 
 def batched(n: int, size: int, drop_remainder: bool) -> int:
+    """After ``batch(size, drop_remainder)``."""
     if n < 0:
         return n
     return n // size if drop_remainder else -(-n // size)
 
 
 def repeated(n: int, count: int) -> int:
+    """After ``repeat(count)`` (count < 0: forever; an empty dataset stays empty)."""
     if count < 0:
         return 0 if n == 0 else _INF
     if count == 0 or n == 0:
@@ -58,6 +60,7 @@ def repeated(n: int, count: int) -> int:
 
 
 def taken(n: int, count: int) -> int:
+    """After ``take(count)`` (count < 0: all)."""
     if count < 0:
         return n
     if n == _INF:
@@ -66,22 +69,27 @@ def taken(n: int, count: int) -> int:
 
 
 def skipped(n: int, count: int) -> int:
+    """After ``skip(count)`` for count >= 0."""
     return n if n < 0 else max(n - count, 0)
 
 
 def sharded(n: int, num_shards: int, index: int) -> int:
+    """After ``shard(num_shards, index)``: the indices i < n with i % num_shards
+    == index."""
     if n < 0:
         return n
     return n // num_shards + (1 if index < n % num_shards else 0)
 
 
 def concatenated(a: int, b: int) -> int:
+    """After ``a.concatenate(b)``."""
     if _INF in (a, b):
         return _INF
     return _UNKNOWN if _UNKNOWN in (a, b) else a + b
 
 
 def zipped(ns: list) -> int:
+    """After ``zip``: the shortest; unknown when an unknown one could be shorter."""
     if _UNKNOWN in ns:
         finite = [n for n in ns if n >= 0]
         return min(finite) if finite and min(finite) == 0 else _UNKNOWN

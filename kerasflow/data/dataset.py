@@ -36,6 +36,14 @@ class Dataset:
     ``from_generator``, ``range``, ``zip``, ``TextLineDataset``,
     ``CsvDataset``), chain transformations (each returns a new ``Dataset``),
     and iterate it or pass it to ``Model.fit``/``evaluate``/``predict``.
+
+    Example::
+
+        >>> ds = kf.data.Dataset.range(10).filter(lambda x: x % 2 == 0)
+        >>> [b.tolist() for b in ds.map(lambda x: x * 10).batch(2)]
+        [[0, 20], [40, 60], [80]]
+        >>> ds.cardinality() == kf.data.UNKNOWN_CARDINALITY
+        True
     """
 
     def __init__(self, make_iterator: Callable[[], Iterator], cardinality: int,

@@ -123,6 +123,14 @@ class CsvDataset(Dataset):
         na_value: a field value meaning "missing".
         select_cols: sorted column indices to keep (default: all).
 
+    Blank lines are skipped (TextLineDataset keeps them).
+
+    Example::
+
+        # x1,x2,label  header, then rows like 0.5,1.5,1
+        ds = kf.data.CsvDataset("train.csv", [0.0, 0.0, np.int64], header=True)
+        ds = ds.map(lambda x1, x2, label: (np.stack([x1, x2]), label)).batch(32)
+
     Raises:
         ValueError: (while iterating) a record with another number of fields,
             a missing required field, or a field that does not parse, naming
@@ -159,7 +167,7 @@ def _records(path, compression_type, header, delim, quote, na_value, select_cols
     """One file's parsed records."""
     quoting = csv.QUOTE_MINIMAL if quote else csv.QUOTE_NONE
     for number, line in _lines(path, compression_type):
-        if header and number == 1:
+        if (header and number == 1) or not line.strip():
             continue
         text = line.decode()
         fields = next(csv.reader(io.StringIO(text), delimiter=delim,

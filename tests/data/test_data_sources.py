@@ -121,9 +121,9 @@ def test_text_line_dataset_reads_files_in_order(tmp_path):
 
 def test_csv_dataset_parses_defaults_and_names_bad_rows(tmp_path):
     path = tmp_path / "rows.csv"
-    path.write_text('x,label,name\n1.5,3,"a,b"\n,4,c\n2.5,,d\n')
+    path.write_text('x,label,name\n1.5,3,"a,b"\n,4,c\n\n2.5,,d\n')
     ds = CsvDataset(str(path), [0.0, np.int64, ""], header=True)
-    with pytest.raises(ValueError, match=r"rows\.csv:4: column 1 is required"):
+    with pytest.raises(ValueError, match=r"rows\.csv:5: column 1 is required"):
         list(ds)
     ok = CsvDataset(str(path), [[-1.0], 0, ""], header=True)
     rows = [(float(x), int(n), s) for x, n, s in ok]
