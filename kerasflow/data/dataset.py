@@ -147,12 +147,8 @@ class Dataset:
             ValueError / TypeError (while iterating): an element of another
                 structure, shape or dtype than ``output_signature``.
         """
-        if output_signature is None and output_types is None:
-            raise TypeError("from_generator needs output_signature (a structure "
-                            "of TensorSpec) or output_types. Received neither.")
-        if output_signature is None:
-            output_signature = st.signature(output_types, output_shapes)
-        return Dataset(*sources.generated(generator, args, output_signature))
+        return Dataset(*sources.generated(generator, args, output_signature,
+                                          output_types, output_shapes))
 
     @staticmethod
     def range(*args, dtype="int64") -> Dataset:
@@ -200,12 +196,11 @@ class Dataset:
         """
         workers = cd.parallelism(num_parallel_calls, "num_parallel_calls")
         order = True if deterministic is None else bool(deterministic)
-        if workers is None:
-            def stream():
+        def stream():
+            if workers is None:
                 return tr.map_serial(self, map_func)
-        else:
-            def stream():
-                return tr.map_parallel(self, map_func, workers, order)
+            return tr.map_parallel(self, map_func, workers, order)
+
         mapped = self._derive(stream, spec=lambda: Dataset._first_spec(mapped))
         return mapped
 

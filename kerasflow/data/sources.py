@@ -51,12 +51,17 @@ def single(tensors):
     return (lambda: iter([element])), 1, st.spec_of(element)
 
 
-def generated(generator, args, signature):
-    """``generator(*args)``'s elements checked against ``signature``
-    (``from_generator``)."""
+def generated(generator, args, signature, output_types=None, output_shapes=None):
+    """``generator(*args)``'s elements checked against ``signature``, else the
+    one TF 1's ``output_types``/``output_shapes`` describe (``from_generator``)."""
     if not callable(generator):
         raise TypeError(f"`generator` must be a callable returning an iterator. "
                         f"Received: {type(generator).__name__}.")
+    if signature is None and output_types is None:
+        raise TypeError("from_generator needs output_signature (a structure of "
+                        "TensorSpec) or output_types. Received neither.")
+    if signature is None:
+        signature = st.signature(output_types, output_shapes)
     call_args = tuple(args or ())
 
     def checked():
