@@ -13,6 +13,7 @@ from kerasflow import activations, constraints, initializers, regularizers
 from kerasflow import losses, metrics, optimizers
 from kerasflow import layers
 from kerasflow import callbacks
+from kerasflow import data
 from kerasflow import models
 from kerasflow import datasets, summary, utils
 from kerasflow import distribute  # tf.distribute's names; Ray loads on first use
@@ -21,7 +22,7 @@ from kerasflow.models import Model, Sequential
 
 __version__ = "0.1.0"
 __all__ = ["backend", "ops", "activations", "constraints", "initializers", "regularizers",
-           "losses", "metrics", "optimizers", "layers", "callbacks", "models",
+           "losses", "metrics", "optimizers", "layers", "callbacks", "data", "models",
            "datasets", "summary", "utils", "distribute", "Input",
            "Model", "Sequential", "__version__"]
 

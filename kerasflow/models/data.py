@@ -1,4 +1,4 @@
-"""Training data: checking arrays up front, splitting, batching, class weights.
+"""Training data: checking arrays up front, splitting, class weights.
 
 Every check runs once per ``fit``/``evaluate``/``predict`` call, before any step,
 so a bad input fails with a message naming what was expected and received, and
@@ -13,13 +13,11 @@ from typing import NamedTuple
 import numpy as np
 
 from kerasflow.backend import floatx
-from kerasflow.distribute_lib import BatchRef
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import input_checks
 
-__all__ = ["Standardized", "standardize", "to_list", "check_arrays",
-           "split_validation", "ArrayBatches", "GeneratorBatches",
-           "class_weights_to_sample_weights", "is_generator", "chunks"]
+__all__ = ["Standardized", "check_arrays", "class_weights_to_sample_weights",
+           "split_validation", "standardize", "to_list", "unpack_validation_data"]
 
 
 class Standardized(NamedTuple):
@@ -47,28 +45,6 @@ class Standardized(NamedTuple):
         n_x, n_y = len(self.xs), len(self.ys)
         return Standardized(arrays[:n_x], arrays[n_x:n_x + n_y], arrays[-1],
                             self.weighted)
-
-
-def is_generator(x):
-    """True for batch sources: generators, iterators, other iterables that are
-    not arrays or containers of arrays, and ``PyDataset``-like objects
-    (``__len__`` + ``__getitem__`` returning batches)."""
-    if isinstance(x, (np.ndarray, list, tuple, dict, str, bytes)) or x is None:
-        return False
-    if hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
-        return False
-    return hasattr(x, "__next__") or hasattr(x, "__iter__") or (
-        hasattr(x, "__getitem__") and hasattr(x, "__len__"))
-
-
-def _is_indexed_dataset(x):
-    return hasattr(x, "__getitem__") and hasattr(x, "__len__") and not hasattr(
-        x, "__next__")
-
-
-def num_batches(x):
-    """Batches per epoch of a ``PyDataset``-like source, else None."""
-    return len(x) if _is_indexed_dataset(x) else None
 
 
 def to_list(x, names=None, what="x"):
@@ -225,6 +201,30 @@ def split_validation(arrays, fraction):
             [None if a is None else a[cut:] for a in arrays])
 
 
+def unpack_validation_data(validation_data, functional: bool):
+    """(x_val, y_val, sample_weight or None) from ``validation_data`` arrays;
+    a one-item list unwraps (one input/output).
+
+    Raises:
+        ValueError: not a tuple/list of 2 or 3 items.
+    """
+    if not isinstance(validation_data, (tuple, list)) or len(
+            validation_data) not in (2, 3):
+        got = (f"a {type(validation_data).__name__} of length "
+               f"{len(validation_data)}" if isinstance(validation_data, (tuple, list))
+               else type(validation_data).__name__)
+        raise ValueError(
+            f"validation_data must be (x_val, y_val) or (x_val, y_val, "
+            f"val_sample_weight). Received: {got}.")
+    vx, vy = validation_data[0], validation_data[1]
+    vsw = validation_data[2] if len(validation_data) > 2 else None
+    if isinstance(vx, list) and len(vx) == 1 and not functional:
+        vx = vx[0]
+    if isinstance(vy, list) and len(vy) == 1:
+        vy = vy[0]
+    return vx, vy, vsw
+
+
 def class_weights_to_sample_weights(y, class_weight):
     """Per-sample weights from a {class index: weight} dict (sparse or one-hot y).
 
@@ -242,100 +242,3 @@ def class_weights_to_sample_weights(y, class_weight):
     for k, v in class_weight.items():
         table[int(k)] = v
     return table[classes]
-
-
-class ArrayBatches:
-    """``BatchRef``s over in-memory arrays (xs + ys + [sample weights]).
-
-    Every batch refers to the same ``arrays`` list, so a strategy can move the
-    data to its replicas once and send only row indices. Shuffling draws a
-    permutation from numpy's global RNG each epoch, so ``np.random.seed`` makes
-    training reproducible (as in Keras).
-    """
-
-    def __init__(self, arrays, batch_size, shuffle=False, steps=None, n_inputs=None,
-                 weighted=False):
-        self.arrays = arrays
-        self.n_inputs = n_inputs  # how many of ``arrays`` are model inputs
-        self.weighted = weighted  # the last array holds the user's weights
-        self.n = len(arrays[0])
-        self.batch_size = batch_size
-        self.shuffle = shuffle
-        self.num_batches = -(-self.n // batch_size)
-        self.steps = self.num_batches if steps is None else min(steps,
-                                                                self.num_batches)
-
-    def __iter__(self):
-        bs = self.batch_size
-        perm = np.random.permutation(self.n) if self.shuffle else None
-        for i in range(self.steps):
-            if perm is None:
-                idx = np.arange(i * bs, min((i + 1) * bs, self.n))
-            else:
-                idx = np.sort(perm[i * bs:(i + 1) * bs])  # sorted: cache-friendly
-            yield BatchRef(self.arrays, idx, self.weighted)
-
-
-class GeneratorBatches:
-    """``BatchRef``s from a Python generator of (x, y[, sample_weight]) tuples.
-
-    Args:
-        gen: the generator (or iterator).
-        steps: batches per epoch; None runs until the generator is exhausted.
-    """
-
-    def __init__(self, gen, steps):
-        self.gen = gen
-        self.steps = steps if steps is not None else num_batches(gen)
-        self.n_inputs = None  # inputs in the latest batch (the rest: y, weights)
-
-    def _items(self):
-        src = self.gen
-        if hasattr(src, "__next__"):  # an iterator continues across epochs
-            return src
-        if _is_indexed_dataset(src):  # keras.utils.PyDataset: index per batch
-            return (src[i] for i in range(len(src)))
-        return iter(src)  # an iterable starts over every epoch
-
-    def __iter__(self):
-        count = 0
-        items = self._items()
-        while self.steps is None or count < self.steps:
-            try:
-                item = next(items)
-            except StopIteration:
-                if self.steps is not None and count < self.steps:
-                    raise ValueError(
-                        f"The generator ran out after {count} batches; "
-                        f"steps_per_epoch={self.steps} were expected."
-                    ) from None
-                return
-            if isinstance(item, list) and len(item) in (2, 3):
-                item = tuple(item)
-            if not isinstance(item, tuple) or len(item) not in (2, 3):
-                raise ValueError(f"A generator must yield (x, y) or (x, y, "
-                                 f"sample_weight). Received: {type(item).__name__}.")
-            bx = [np.asarray(v) for v in (item[0] if isinstance(item[0], list)
-                                          else [item[0]])]
-            by = [np.asarray(v) for v in (item[1] if isinstance(item[1], list)
-                                          else [item[1]])]
-            sw = None if len(item) == 2 else np.asarray(item[2])
-            n = check_arrays(bx, by, sw, None)
-            count += 1
-            self.n_inputs = len(bx)
-            weights = np.ones(n, floatx()) if sw is None else sw
-            yield BatchRef(bx + by + [weights], None, sw is not None)
-        if hasattr(self.gen, "on_epoch_end"):
-            self.gen.on_epoch_end()
-
-
-def chunks(batches, k):
-    """Groups an iterable of batches into lists of up to ``k`` (steps_per_execution)."""
-    chunk = []
-    for b in batches:
-        chunk.append(b)
-        if len(chunk) == k:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk

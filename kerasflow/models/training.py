@@ -16,6 +16,7 @@ from kerasflow import optimizers, tree
 from kerasflow.callbacks import CallbackList
 from kerasflow.distribute_lib import BatchRef, DefaultStrategy, get_strategy
 from kerasflow.layers.base import get_history
+from kerasflow.models import batches as batches_mod
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import data as data_mod
 from kerasflow.models import input_checks
@@ -142,18 +143,25 @@ class Trainer(StepBuilder):
         """Trains for ``epochs`` passes (Keras' ``Model.fit``).
 
         Args:
-            x: array (batch, ...), list/dict of arrays for several inputs, or a
-                Python generator yielding (x, y) or (x, y, sample_weight) batches.
-            y: targets: array, or list/dict per output; None with a generator.
+            x: array (batch, ...), list/dict of arrays for several inputs, a
+                ``kerasflow.data.Dataset`` or a Python generator of batches
+                ``(x, y)``, ``(x, y, sample_weight)`` or ``x`` (a new pass over
+                a dataset every epoch; its cardinality sets the epoch length).
+            y: targets: array, or list/dict per output; None with a dataset or
+                generator.
             batch_size: samples per step (default 32).
             epochs: index of the last epoch (training starts at initial_epoch).
             verbose: 0 silent, 1 a tqdm bar per epoch, 2 one line per epoch.
             validation_split: fraction of the (unshuffled) data held out at the end.
-            validation_data: (x_val, y_val) or (x_val, y_val, sample_weight).
+            validation_data: (x_val, y_val), (x_val, y_val, sample_weight), or a
+                dataset/generator of such batches.
             shuffle: reshuffle the training arrays every epoch.
             class_weight: {class index: weight} scaling each sample's loss.
             sample_weight: (batch,) weights of each sample's loss.
-            steps_per_epoch: batches per epoch (needed for endless generators).
+            steps_per_epoch: batches per epoch (needed for endless generators
+                and infinite datasets; when it differs from a dataset's
+                cardinality, one pass over the dataset runs across epochs, as in
+                tf.keras).
 
         Returns:
             A ``History`` whose ``history`` dict maps 'loss', metric names and
@@ -163,7 +171,8 @@ class Trainer(StepBuilder):
             RuntimeError: fit before compile.
             ValueError / TypeError: bad data (mismatched lengths, wrong feature
                 shapes, NaNs, labels out of range, batch_size <= 0, empty arrays),
-                naming what was expected and received.
+                naming what was expected and received; an infinite dataset
+                without steps_per_epoch (or validation_steps).
         """
         self._require_compiled("fit")
         epochs, initial_epoch = input_checks.check_epochs(epochs, initial_epoch)
@@ -172,18 +181,17 @@ class Trainer(StepBuilder):
                                                     "validation_steps")
         strategy = self._strategy()
         verbose = 1 if verbose == "auto" else int(verbose)
-        gen = data_mod.is_generator(x)
+        gen = batches_mod.is_generator(x)
         val = None
         if gen:
-            if y is not None:
-                raise ValueError(
-                    f"When x is a generator, iterable or dataset it yields the "
-                    f"targets itself; y must be None. Received: y of type "
-                    f"{type(y).__name__}.")
+            batches_mod.check_no_targets(y)
             if validation_split:
                 raise ValueError("validation_split is not supported with "
                                  "generators; pass validation_data.")
-            batches = data_mod.GeneratorBatches(x, steps_per_epoch)
+            batches_mod.check_dataset_steps(x, steps_per_epoch)
+            batches = batches_mod.GeneratorBatches(
+                x, steps_per_epoch, lambda bx, by, bsw: self._standardize(
+                    bx, by, bsw, class_weight))
             steps, samples = batches.steps, None
         else:
             batch_size = 32 if batch_size is None else batch_size
@@ -195,27 +203,23 @@ class Trainer(StepBuilder):
                 train, held = data_mod.split_validation(data.arrays,
                                                         validation_split)
                 data, val = data.split(train), data.split(held)
-            batches = data_mod.ArrayBatches(data.arrays, batch_size, shuffle,
+            batches = batches_mod.ArrayBatches(data.arrays, batch_size, shuffle,
                                             steps_per_epoch, len(data.xs),
                                             data.weighted)
             steps, samples = batches.steps, len(data.xs[0])
-        if validation_data is not None:
-            if not isinstance(validation_data, (tuple, list)) or len(
-                    validation_data) not in (2, 3):
-                got = (f"a {type(validation_data).__name__} of length "
-                       f"{len(validation_data)}" if isinstance(
-                           validation_data, (tuple, list))
-                       else type(validation_data).__name__)
-                raise ValueError(
-                    f"validation_data must be (x_val, y_val) or (x_val, y_val, "
-                    f"val_sample_weight). Received: {got}.")
-            vx, vy = validation_data[0], validation_data[1]
-            vsw = validation_data[2] if len(validation_data) > 2 else None
-            if isinstance(vx, list) and len(vx) == 1 and not self._is_functional:
-                vx = vx[0]
-            if isinstance(vy, list) and len(vy) == 1:
-                vy = vy[0]
+        if batches_mod.is_generator(validation_data):
+            batches_mod.check_dataset_steps(validation_data, validation_steps,
+                                         "validation_steps")
+            val = batches_mod.GeneratorBatches(validation_data, validation_steps,
+                                            self._standardize)
+        elif validation_data is not None:
+            vx, vy, vsw = data_mod.unpack_validation_data(validation_data,
+                                                          self._is_functional)
             val = self._standardize(vx, vy, vsw, None, validation_batch_size)
+        if isinstance(val, data_mod.Standardized):
+            val = batches_mod.ArrayBatches(
+                val.arrays, validation_batch_size or batch_size or 32, False,
+                validation_steps, len(val.xs), val.weighted)
 
         cbs = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0,
                            model=self, verbose=verbose, epochs=epochs, steps=steps,
@@ -228,7 +232,7 @@ class Trainer(StepBuilder):
             self.reset_metrics()
             cbs.on_epoch_begin(epoch)
             total, seen, index = 0.0, 0, 0
-            for chunk in data_mod.chunks(batches, spe):
+            for chunk in batches_mod.chunks(batches, spe):
                 cbs.on_train_batch_begin(index)
                 arrays, n_in = chunk[0].arrays, batches.n_inputs
                 step = self._get_step("train", arrays[:n_in], arrays[n_in:-1],
@@ -248,8 +252,7 @@ class Trainer(StepBuilder):
                 raise ValueError("The training data yielded no batches.")
             epoch_logs = dict(logs)
             if val is not None and (epoch + 1) % validation_freq == 0:
-                vlogs = self._evaluate_arrays(val, validation_batch_size or
-                                              batch_size or 32, validation_steps)
+                vlogs = self._evaluate_batches(val)
                 epoch_logs.update({f"val_{k}": v for k, v in vlogs.items()})
             cbs.on_epoch_end(epoch, epoch_logs)
             logs = epoch_logs
@@ -262,16 +265,16 @@ class Trainer(StepBuilder):
         return self.history
 
     # -- evaluate / predict ---------------------------------------------------------------
-    def _evaluate_arrays(self, data, batch_size, steps=None, callbacks=None):
+    def _evaluate_batches(self, batches, callbacks=None):
         strategy = self._strategy()
         self.reset_metrics()
-        step = self._get_step("eval", data.xs, data.ys, data.weighted)
         total, seen, index, per_out = 0.0, 0, 0, None
-        batches = data_mod.ArrayBatches(data.arrays, batch_size, False, steps,
-                                        weighted=data.weighted)
-        for chunk in data_mod.chunks(batches, self._spe(strategy)):
+        for chunk in batches_mod.chunks(batches, self._spe(strategy)):
             if callbacks is not None:
                 callbacks.on_test_batch_begin(index)
+            arrays, n_in = chunk[0].arrays, batches.n_inputs
+            step = self._get_step("eval", arrays[:n_in], arrays[n_in:-1],
+                                  chunk[0].weighted)
             for j, r in enumerate(strategy.run_steps(step, chunk)):
                 if j and callbacks is not None:
                     callbacks.on_test_batch_begin(index)
@@ -285,6 +288,8 @@ class Trainer(StepBuilder):
                 if callbacks is not None:
                     callbacks.on_test_batch_end(index, {"loss": total / seen})
                 index += 1
+        if seen == 0:
+            raise ValueError("The evaluation data yielded no batches.")
         logs = {"loss": total / seen}
         if per_out is not None:
             for name, p in zip(self._output_names(len(per_out)), per_out):
@@ -295,6 +300,10 @@ class Trainer(StepBuilder):
                  sample_weight=None, steps=None, callbacks=None, return_dict=False):
         """Loss and metrics on the given data (Keras' ``Model.evaluate``).
 
+        ``x`` may be a ``kerasflow.data.Dataset`` or generator of ``(x, y)`` or
+        ``(x, y, sample_weight)`` batches (``y`` None); an infinite dataset
+        needs ``steps``.
+
         Returns:
             The loss (a float) when there are no metrics, else ``[loss, *metrics]``;
             a dict of them with ``return_dict=True``.
@@ -302,12 +311,21 @@ class Trainer(StepBuilder):
         self._require_compiled("evaluate")
         steps = input_checks.check_steps(steps)
         batch_size = batch_size or 32
-        data = self._standardize(x, y, sample_weight, None, batch_size)
         verbose = 1 if verbose == "auto" else int(verbose)
+        if batches_mod.is_generator(x):
+            batches_mod.check_no_targets(y)
+            batches_mod.check_dataset_steps(x, steps, "steps")
+            batches = batches_mod.GeneratorBatches(x, steps, self._standardize)
+            n_steps = batches.steps
+        else:
+            data = self._standardize(x, y, sample_weight, None, batch_size)
+            batches = batches_mod.ArrayBatches(data.arrays, batch_size, False, steps,
+                                            len(data.xs), data.weighted)
+            n_steps = batches.steps
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self,
-                           verbose=verbose, steps=-(-len(data.xs[0]) // batch_size))
+                           verbose=verbose, steps=n_steps)
         cbs.on_test_begin()
-        logs = self._evaluate_arrays(data, batch_size, steps, cbs)
+        logs = self._evaluate_batches(batches, cbs)
         cbs.on_test_end(logs)
         if return_dict:
             return logs
@@ -317,19 +335,30 @@ class Trainer(StepBuilder):
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """Model outputs for ``x`` in batches (Keras' ``Model.predict``).
 
+        ``x`` may be a ``kerasflow.data.Dataset`` or generator of batches ``x``,
+        ``(x,)`` or ``(x, y, ...)`` (targets ignored); an infinite dataset needs
+        ``steps``.
+
         Returns:
             A numpy array (batch, ...), a list of them for several outputs, or a
             dict keyed like the outputs of a functional model built with a dict.
         """
         strategy = self._strategy()
         batch_size = batch_size or 32
-        xs = data_mod.to_list(x, self._input_names(), "x")
-        xs = [a.reshape(-1, 1) if a.ndim == 1 else a for a in xs]
-        data_mod.check_arrays(xs, None, None, batch_size)
-        step = self._get_step("predict", xs)
+        steps = input_checks.check_steps(steps)
+        if batches_mod.is_generator(x):  # batches of x, (x,) or (x, y...): y unused
+            batches_mod.check_dataset_steps(x, steps, "steps")
+            batches = batches_mod.GeneratorBatches(
+                x, steps, lambda bx, by, bsw: self._standardize(bx),
+                inputs_only=True)
+        else:
+            xs = data_mod.to_list(x, self._input_names(), "x")
+            xs = [a.reshape(-1, 1) if a.ndim == 1 else a for a in xs]
+            data_mod.check_arrays(xs, None, None, batch_size)
+            batches = batches_mod.ArrayBatches(xs, batch_size, False, steps)
         chunks = None
-        batches = data_mod.ArrayBatches(xs, batch_size, False, steps)
-        for chunk in data_mod.chunks(batches, self._spe(strategy)):
+        for chunk in batches_mod.chunks(batches, self._spe(strategy)):
+            step = self._get_step("predict", chunk[0].arrays)
             for outs in strategy.run_steps(step, chunk):
                 outs = [K.to_numpy(o) for o in outs]
                 chunks = [[o] for o in outs] if chunks is None else [

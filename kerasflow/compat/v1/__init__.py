@@ -28,6 +28,7 @@ import builtins as _builtins
 import logging as _logging
 
 from kerasflow import backend as _K
+from kerasflow import data  # tf.data: the same objects as kerasflow.data
 from kerasflow.compat.v1 import dtypes, flags, layers, losses, nn, train
 from kerasflow.compat.v1 import session as _session
 from kerasflow.compat.v1 import summary_ops as summary
@@ -177,7 +178,7 @@ initializers = _Namespace("tf.initializers", {
 
 __all__ = [
     *_array_all, *_math_all, *_variables_all, "dtypes", "flags", "layers",
-    "losses", "nn", "summary", "train", "app", "logging", "errors", "math",
+    "data", "losses", "nn", "summary", "train", "app", "logging", "errors", "math",
     "linalg", "random", "initializers", "DType", "as_dtype", "float16", "half",
     "float32", "float64", "double", "int8", "int16", "int32", "int64", "uint8",
     "uint16", "bool", "string", "Graph", "GraphKeys", "add_to_collection",

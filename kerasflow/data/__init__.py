@@ -1,0 +1,24 @@
+"""``kerasflow.data``: input pipelines with tf.data's names and semantics.
+
+    import kerasflow as kf
+    ds = (kf.data.Dataset.from_tensor_slices((x, y))
+          .shuffle(1000, seed=0).batch(32).prefetch(kf.data.AUTOTUNE))
+    model.fit(ds, epochs=5)
+
+In process: elements are numpy arrays (or tuples/dicts of them); parallel
+``map`` and ``prefetch`` use threads.
+"""
+
+from __future__ import annotations
+
+from kerasflow.data import experimental
+from kerasflow.data.cardinality import (
+    AUTOTUNE,
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+)
+from kerasflow.data.dataset import Dataset
+from kerasflow.data.readers import CsvDataset, TextLineDataset
+
+__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "CsvDataset",
+           "Dataset", "TextLineDataset", "experimental"]

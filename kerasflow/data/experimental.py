@@ -1,0 +1,18 @@
+"""``kerasflow.data.experimental``: tf.data.experimental's names that exist here."""
+
+from __future__ import annotations
+
+from kerasflow.data.cardinality import (
+    AUTOTUNE,
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+)
+from kerasflow.data.readers import CsvDataset
+
+__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "CsvDataset",
+           "cardinality"]
+
+
+def cardinality(dataset) -> int:
+    """``dataset.cardinality()`` (tf.data.experimental.cardinality)."""
+    return dataset.cardinality()

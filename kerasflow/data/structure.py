@@ -1,0 +1,173 @@
+"""Element structure for ``kerasflow.data``: specs, checks, and calling user functions.
+
+An element is a numpy array (or numpy scalar, or ``bytes``) or a tuple/dict of
+elements, flattened and rebuilt with ``kerasflow.tree``. Its spec is the same
+structure of ``kerasflow.backend.TensorSpec``; strings have dtype ``object``
+(tf.string).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerasflow import tree
+from kerasflow.backend import TensorSpec
+
+__all__ = ["as_structure", "batched_spec", "call_unpacked", "check_against_spec",
+           "leaves_like", "signature", "spec_of", "stack", "to_element_leaf",
+           "to_numpy"]
+
+
+def to_numpy(value) -> np.ndarray:
+    """One leaf as an array; ``bytes``/``str`` stay strings (dtype 'S')."""
+    if isinstance(value, str):
+        value = value.encode()
+    return np.asarray(value)
+
+
+def to_element_leaf(value):
+    """A leaf as an element holds it: arrays and numpy scalars as they are,
+    Python numbers as numpy scalars (numpy's default dtypes), strings as bytes."""
+    if isinstance(value, (np.ndarray, np.generic, bytes)):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    return np.asarray(value)[()]
+
+
+def signature(output_types, output_shapes=None):
+    """A ``TensorSpec`` structure from TF 1's ``output_types`` and
+    ``output_shapes`` (None: any shape)."""
+    types = tree.flatten(output_types)
+    shapes = ([None] * len(types) if output_shapes is None else
+              leaves_like(output_types, output_shapes, "output_shapes"))
+    return tree.pack_sequence_as(output_types, [
+        TensorSpec(shape, _spec_dtype(t)) for t, shape in zip(types, shapes)])
+
+
+def _spec_dtype(t) -> np.dtype:
+    if t in (str, bytes) or getattr(t, "name", None) == "string":
+        return np.dtype(object)
+    return np.dtype(getattr(t, "as_numpy_dtype", t))
+
+
+def batched_spec(spec, dim, padded_shapes=None):
+    """``spec`` with a batch axis of size ``dim`` (None: unknown) in front, and
+    padded components' dims from ``padded_shapes`` (None/-1: unknown)."""
+    specs = tree.flatten(spec)
+    shapes = padded_shapes or [None] * len(specs)
+    return tree.pack_sequence_as(spec, [
+        TensorSpec((dim, *(s.shape if p is None else (
+            None if d is None or d == -1 else d for d in p))), s.dtype)
+        for s, p in zip(specs, shapes)])
+
+
+def as_structure(x):
+    """``x`` with lists turned into arrays: in tf.data a list is one tensor, only
+    tuples and dicts nest."""
+    if isinstance(x, list):
+        return to_numpy(x)
+    if isinstance(x, tuple) and not hasattr(x, "_fields"):
+        return tuple(as_structure(v) for v in x)
+    if isinstance(x, dict):
+        return type(x)((k, as_structure(v)) for k, v in x.items())
+    return x
+
+
+def _dtype(a: np.ndarray) -> np.dtype:
+    return np.dtype(object) if a.dtype.kind in "SUO" else a.dtype
+
+
+def spec_of(element):
+    """The ``TensorSpec`` structure describing ``element``."""
+    def one(v):
+        a = to_numpy(v)
+        return TensorSpec(a.shape, _dtype(a))
+    return tree.map_structure(one, element)
+
+
+def leaves_like(structure, values, what: str) -> list:
+    """``values`` flattened to ``structure``'s leaves, where a leaf of ``values``
+    may itself be a tuple (a shape); a mismatch raises ``ValueError`` naming
+    ``what``."""
+    if isinstance(structure, dict):
+        if not isinstance(values, dict) or set(values) != set(structure):
+            raise ValueError(f"{what} must be a dict with keys {sorted(structure)}. "
+                             f"Received: {values!r}.")
+        return [leaf for k in sorted(structure)
+                for leaf in leaves_like(structure[k], values[k], what)]
+    if isinstance(structure, tuple):
+        if not isinstance(values, (tuple, list)) or len(values) != len(structure):
+            raise ValueError(f"{what} must be a sequence of {len(structure)} items "
+                             f"matching the element structure. Received: "
+                             f"{values!r}.")
+        return [leaf for s, v in zip(structure, values)
+                for leaf in leaves_like(s, v, what)]
+    return [values]
+
+
+def check_against_spec(element, signature, what: str = "generator"):
+    """``element`` converted to ``signature``'s dtypes after checking its
+    structure, dtypes (same-kind casts only) and shapes (None matches any size).
+
+    Raises:
+        TypeError: a dtype that does not cast (e.g. float into int32).
+        ValueError: a different structure or an incompatible shape.
+    """
+    specs = tree.flatten(signature)
+    values = leaves_like(signature, as_structure(element), f"The {what}'s element")
+    out = []
+    for spec, v in zip(specs, values):
+        a = to_numpy(v)
+        if spec.dtype == np.dtype(object):
+            if a.dtype.kind not in "SUO":
+                raise TypeError(f"The {what} yielded a {a.dtype} value where a "
+                                f"string was expected. Received: {v!r}.")
+        elif a.dtype != spec.dtype:
+            if not np.can_cast(a.dtype, spec.dtype, "same_kind"):
+                raise TypeError(f"The {what} yielded a value of dtype {a.dtype} "
+                                f"where {spec.dtype} was expected. Received: {v!r}.")
+            a = a.astype(spec.dtype)
+        if spec.shape is not None and (a.ndim != len(spec.shape) or any(
+                d is not None and d != n for d, n in zip(spec.shape, a.shape))):
+            raise ValueError(f"The {what} yielded an element of shape {a.shape} "
+                             f"where an element of shape {spec.shape} was "
+                             f"expected.")
+        out.append(a[()] if a.ndim == 0 else a)
+    return tree.pack_sequence_as(signature, out)
+
+
+def call_unpacked(func, element):
+    """``func(*element)`` for a tuple element, else ``func(element)`` (tf.data's
+    ``map``/``filter``/``interleave`` convention); lists returned become arrays."""
+    if isinstance(element, tuple) and not hasattr(element, "_fields"):
+        return as_structure(func(*element))
+    return as_structure(func(element))
+
+
+def stack(elements: list):
+    """Elements stacked leaf by leaf along a new axis 0 (``batch``).
+
+    Raises:
+        ValueError: elements of different shapes, suggesting ``padded_batch``.
+    """
+    # Flattening each element once (no structure comparison per element) keeps
+    # batching cheap; a dataset's elements share one structure by construction.
+    leaves = [tree.flatten(e) for e in elements]
+    if len({len(f) for f in leaves}) > 1:
+        raise ValueError(f"Cannot batch elements of different structures. "
+                         f"Received: {elements[0]!r} and another with "
+                         f"{len(leaves[-1])} components.")
+    out = []
+    for column in zip(*leaves):
+        arrays = [to_numpy(v) for v in column]
+        first = arrays[0].shape
+        for i, a in enumerate(arrays):
+            if a.shape != first:
+                raise ValueError(
+                    f"Cannot batch elements of different shapes: element 0 has "
+                    f"shape {first} and element {i} has shape {a.shape}. Use "
+                    f"padded_batch() for ragged elements, or map() them to one "
+                    f"shape first.")
+        out.append(np.stack(arrays))
+    return tree.pack_sequence_as(elements[0], out)
