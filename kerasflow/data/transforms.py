@@ -18,9 +18,9 @@ import numpy as np
 from kerasflow import tree
 from kerasflow.data.structure import call_unpacked, stack, to_element_leaf, to_numpy
 
-__all__ = ["batch", "cache", "filter_elements", "interleave", "map_parallel",
-           "map_serial", "padded_batch", "prefetch", "repeat", "row_batches",
-           "shuffle",
+__all__ = ["batch", "cache", "filter_elements", "groups", "interleave",
+           "map_parallel", "map_serial", "padded_batch", "prefetch", "repeat",
+           "row_batches", "shuffle",
            "unbatch", "zip_elements"]
 
 _END = object()
@@ -98,7 +98,7 @@ def shuffle(source, buffer_size: int, rng: np.random.Generator):
         yield buf.pop()
 
 
-def _groups(source, size: int, drop_remainder: bool):
+def groups(source, size: int, drop_remainder: bool = False):
     """Lists of ``size`` consecutive elements; a short last one unless dropped."""
     buf = []
     for element in source:
@@ -112,7 +112,7 @@ def _groups(source, size: int, drop_remainder: bool):
 
 def batch(source, size: int, drop_remainder: bool):
     """Consecutive ``size`` elements stacked; a short last batch unless dropped."""
-    for group in _groups(source, size, drop_remainder):
+    for group in groups(source, size, drop_remainder):
         yield stack(group)
 
 
@@ -153,7 +153,7 @@ def _pad_leaf(arrays, target, value, index):
 def padded_batch(source, size, drop_remainder, shapes: list, values: list):
     """Like ``batch``, each component padded to ``shapes[i]`` (None dims: the
     batch's largest) with ``values[i]`` (None: 0, or b'' for strings)."""
-    for group in _groups(source, size, drop_remainder):
+    for group in groups(source, size, drop_remainder):
         first = group[0]
         leaves = [tree.flatten(e) for e in group]
         padded = [_pad_leaf([to_numpy(e[i]) for e in leaves], shapes[i], values[i], i)

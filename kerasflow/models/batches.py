@@ -10,11 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow.data import INFINITE_CARDINALITY, Dataset
+from kerasflow.data.transforms import groups
 from kerasflow.distribute_lib import BatchRef
 
-__all__ = ["ArrayBatches", "GeneratorBatches", "check_dataset_steps", "check_no_targets",
-           "chunks",
-           "is_generator", "num_batches", "unpack_x_y_sample_weight"]
+__all__ = ["ArrayBatches", "GeneratorBatches", "check_dataset_steps",
+           "check_no_targets", "chunks", "is_generator", "num_batches",
+           "unpack_x_y_sample_weight"]
 
 
 def is_generator(x):
@@ -173,11 +174,4 @@ class GeneratorBatches:
 
 def chunks(batches, k):
     """Groups an iterable of batches into lists of up to ``k`` (steps_per_execution)."""
-    chunk = []
-    for b in batches:
-        chunk.append(b)
-        if len(chunk) == k:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+    return groups(batches, k)
