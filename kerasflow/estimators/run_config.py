@@ -8,7 +8,8 @@ __all__ = ["RunConfig"]
 
 _FIELDS = ("model_dir", "tf_random_seed", "save_summary_steps",
            "save_checkpoints_steps", "save_checkpoints_secs", "keep_checkpoint_max",
-           "log_step_count_steps", "train_distribute", "eval_distribute")
+           "log_step_count_steps", "train_distribute", "eval_distribute",
+           "session_config")
 
 
 class RunConfig:

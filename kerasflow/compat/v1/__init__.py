@@ -213,6 +213,12 @@ _missing = _missing_attribute("tf", globals())
 
 
 def __getattr__(name):
+    if name in ("estimator", "feature_column"):  # L5: loaded on first use
+        import importlib
+
+        return importlib.import_module(f"kerasflow.{name}"
+                                       if name == "feature_column"
+                                       else "kerasflow.estimators")
     if name == "Summary":  # the protobuf class, for hand-made summaries
         return import_tensorboardx("proto.summary_pb2").Summary
     return _missing(name)
