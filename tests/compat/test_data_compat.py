@@ -107,3 +107,42 @@ def test_tf1_program_textline_decode_csv_learns(tmp_path):
     est.train(lambda: input_fn(20))
     acc = est.evaluate(lambda: input_fn(1))["accuracy"]
     assert acc >= 0.95
+
+
+def test_one_shot_iterator_feeds_each_session_run_then_out_of_range():
+    ds = tf.data.Dataset.from_tensor_slices(
+        (np.arange(6, dtype=np.float32).reshape(3, 2), np.array([1, 2, 3]))).batch(2)
+    x, y = ds.make_one_shot_iterator().get_next()
+    total = tf.reduce_sum(x)
+    with tf.Session() as sess:
+        s, yy = sess.run([total, y])
+        assert s == 6.0 and list(yy) == [1, 2]      # rows [0, 1], [2, 3]
+        assert sess.run(total) == 9.0               # the last, partial batch
+        with pytest.raises(tf.errors.OutOfRangeError, match="End of sequence"):
+            sess.run(total)
+
+
+def test_one_shot_iterator_tf1_training_loop_learns(tmp_path):
+    """TextLineDataset + decode_csv + batch + get_next in a Session loop."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(256, 1))
+    path = tmp_path / "line.csv"
+    path.write_text("".join(f"{a:.5f},{3 * a + 1:.5f}\n" for (a,) in x))
+    ds = (tf.data.TextLineDataset(str(path)).batch(32).repeat(30)
+          .map(lambda lines: tuple(tf.decode_csv(lines, [[0.0], [0.0]]))))
+    xs, ys = ds.make_one_shot_iterator().get_next()
+    w = tf.Variable(0.0)
+    b = tf.Variable(0.0)
+    loss = tf.reduce_mean(tf.square(w * xs + b - ys))
+    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    steps = 0
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        while True:
+            try:
+                sess.run(train_op)
+                steps += 1
+            except tf.errors.OutOfRangeError:
+                break
+        assert steps == 8 * 30
+        np.testing.assert_allclose(sess.run([w, b]), [3.0, 1.0], atol=1e-3)
