@@ -12,7 +12,7 @@ from __future__ import annotations
 from kerasflow import backend as K
 from kerasflow import tree
 
-__all__ = ["Iterator", "iterators_feeding"]
+__all__ = ["Iterator", "iterators_feeding", "make_one_shot_iterator"]
 
 # Placeholder node id -> the iterator that feeds it. Strong references, as
 # TF's graph holds its iterators: `ds.make_one_shot_iterator().get_next()`
@@ -69,6 +69,11 @@ class Iterator:
             self._elements = iter(self._dataset)
         element = next(self._elements)
         return dict(zip(tree.flatten(self._next), tree.flatten(element)))
+
+
+def make_one_shot_iterator(dataset) -> Iterator:
+    """TF 1.x ``tf.compat.v1.data.make_one_shot_iterator(dataset)``."""
+    return Iterator(dataset)
 
 
 def has_iterators() -> bool:

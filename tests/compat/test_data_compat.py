@@ -120,6 +120,10 @@ def test_one_shot_iterator_feeds_each_session_run_then_out_of_range():
         assert sess.run(total) == 9.0               # the last, partial batch
         with pytest.raises(tf.errors.OutOfRangeError, match="End of sequence"):
             sess.run(total)
+    (z,) = tf.data.make_one_shot_iterator(
+        tf.data.Dataset.from_tensor_slices((np.array([5, 6]),))).get_next()
+    with tf.Session() as sess:
+        assert [sess.run(z), sess.run(z)] == [5, 6]
 
 
 def test_one_shot_iterator_tf1_training_loop_learns(tmp_path):

@@ -36,7 +36,8 @@ class GFile:
     def __init__(self, name, mode="r"):
         self.name = _path(name)
         try:
-            self._f = open(self.name, mode)
+            # Kept open for the caller, closed by close() or the with block.
+            self._f = open(self.name, mode)  # noqa: SIM115
         except FileNotFoundError:
             raise _not_found(self.name, "GFile") from None
 
