@@ -12,7 +12,7 @@ from __future__ import annotations
 from kerasflow import backend as K
 from kerasflow import tree
 
-__all__ = ["Iterator", "iterators_feeding", "make_one_shot_iterator"]
+__all__ = ["Iterator", "elements_of", "iterators_feeding", "make_one_shot_iterator"]
 
 # Placeholder node id -> the iterator that feeds it. Strong references, as
 # TF's graph holds its iterators: `ds.make_one_shot_iterator().get_next()`
@@ -89,3 +89,33 @@ def iterators_feeding(nodes) -> list:
         if it is not None:
             found[id(it)] = it
     return list(found.values())
+
+
+def elements_of(structure):
+    """For a structure of one iterator's ``get_next()`` tensors (as a TF 1.x
+    Estimator ``input_fn`` returns them, possibly repacked): a generator of the
+    structure filled with that iterator's successive elements; else None.
+
+    Raises:
+        ValueError: tensors from more than one iterator.
+    """
+    leaves = [t for t in tree.flatten(structure) if isinstance(t, K.SymbolicTensor)]
+    sources = {id(_FEEDS[t.node.id]): _FEEDS[t.node.id] for t in leaves
+               if t.node.id in _FEEDS}
+    if not sources:
+        return None
+    if len(sources) > 1:
+        raise ValueError(f"Expected the get_next() tensors of one dataset "
+                         f"iterator. Received tensors of {len(sources)}.")
+    (source,) = sources.values()
+
+    def elements():
+        while True:
+            try:
+                feed = source.next_feed()
+            except StopIteration:
+                return
+            by_id = {id(t): v for t, v in feed.items()}
+            yield tree.map_structure(lambda t: by_id.get(id(t), t), structure)
+
+    return elements()

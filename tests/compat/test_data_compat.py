@@ -150,3 +150,24 @@ def test_one_shot_iterator_tf1_training_loop_learns(tmp_path):
                 break
         assert steps == 8 * 30
         np.testing.assert_allclose(sess.run([w, b]), [3.0, 1.0], atol=1e-3)
+
+
+def test_estimator_input_fn_returning_get_next_tensors(tmp_path):
+    """TF 1.x input_fn style: ``return dataset.make_one_shot_iterator().get_next()``."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(200, 2)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] > 0).astype(np.int64)
+
+    def input_fn(epochs):
+        ds = (tf.data.Dataset.from_tensor_slices(({"a": x[:, 0], "b": x[:, 1]}, y))
+              .repeat(epochs).batch(20))
+        features, labels = ds.make_one_shot_iterator().get_next()
+        return features, labels
+
+    columns = [tf.feature_column.numeric_column("a"),
+               tf.feature_column.numeric_column("b")]
+    est = tf.estimator.LinearClassifier(columns, model_dir=str(tmp_path))
+    est.train(lambda: input_fn(10))
+    results = est.evaluate(lambda: input_fn(1))
+    assert results["global_step"] == 100        # 10 epochs x 10 batches
+    assert results["accuracy"] >= 0.95
