@@ -22,6 +22,7 @@ import numpy as np
 
 from kerasflow import tree
 from kerasflow.data import cardinality as cd
+from kerasflow.data import iterator as it_lib
 from kerasflow.data import sources
 from kerasflow.data import structure as st
 from kerasflow.data import transforms as tr
@@ -299,6 +300,11 @@ class Dataset:
         count = -1 if count is None else cd.check_count(count, "count", minimum=-1)
         return self._derive(lambda: tr.repeat(self, count),
                             cd.repeated(self._cardinality, count))
+
+    def make_one_shot_iterator(self) -> it_lib.Iterator:
+        """TF 1.x: an iterator whose ``get_next()`` tensors a compat
+        ``Session.run`` feeds, one element per run (``data/iterator.py``)."""
+        return it_lib.Iterator(self)
 
     def take(self, count, name=None) -> Dataset:
         """The first ``count`` elements (all of them for -1)."""

@@ -6,14 +6,13 @@ per element; strings come out as ``bytes`` (tf.string), without the line end.
 
 from __future__ import annotations
 
-import csv
 import gzip
-import io
 
 import numpy as np
 
 from kerasflow.backend import TensorSpec
 from kerasflow.data.cardinality import UNKNOWN_CARDINALITY
+from kerasflow.data.csv import column_types, parse_fields, split_record
 from kerasflow.data.dataset import Dataset
 
 __all__ = ["CsvDataset", "TextLineDataset"]
@@ -85,29 +84,6 @@ def _open_check(compression_type):
                          f"Received: {compression_type!r}.")
 
 
-def _column_type(default):
-    """(numpy dtype, default value or None when the column is required)."""
-    if isinstance(default, (list, tuple)):
-        if len(default) > 1:
-            raise ValueError(f"A record default holds at most one value. "
-                             f"Received: {default!r}.")
-        if not default:
-            raise ValueError("An empty record default needs a dtype; pass the "
-                             "dtype itself to make the column required.")
-        default = default[0]
-    if isinstance(default, (str, bytes)):
-        return np.dtype(object), default.encode() if isinstance(default, str) \
-            else default
-    if isinstance(default, (bool, int, float, np.generic)):
-        dtype = np.asarray(default).dtype
-        dtype = {np.dtype("float64"): np.dtype("float32"),
-                 np.dtype("int64"): np.dtype("int32")}.get(dtype, dtype) \
-            if not isinstance(default, np.generic) else dtype
-        return dtype, dtype.type(default)
-    dtype = np.dtype(getattr(default, "as_numpy_dtype", default))
-    return (np.dtype(object) if dtype.kind in "SUO" else dtype), None
-
-
 class CsvDataset(Dataset):
     """The records of CSV files, each a tuple of scalars, one per column.
 
@@ -116,7 +92,9 @@ class CsvDataset(Dataset):
         record_defaults: one entry per (selected) column: a dtype (the column
             is required) or a default value (or ``[value]``) used when the
             field is empty or equals ``na_value``; the value's type sets the
-            column's dtype (Python float: float32, int: int32, str: bytes).
+            column's dtype (Python float: float32, int: int32, str: bytes);
+            ``[]`` is a required float32 column. Parsed by ``kf.data.decode_csv``'s
+            parser (``kerasflow/data/csv.py``).
         header: skip each file's first line.
         field_delim: the field separator (one character).
         use_quote_delim: treat '"' as a quote (else as an ordinary character).
@@ -146,7 +124,7 @@ class CsvDataset(Dataset):
         if exclude_cols is not None:
             raise NotImplementedError("exclude_cols is not supported; use "
                                       "select_cols.")
-        columns = [_column_type(d) for d in record_defaults]
+        columns = column_types(record_defaults)
         if select_cols is not None and len(select_cols) != len(columns):
             raise ValueError(f"select_cols and record_defaults must have the same "
                              f"length. Received: {len(select_cols)} and "
@@ -165,38 +143,8 @@ class CsvDataset(Dataset):
 def _records(path, compression_type, header, delim, quote, na_value, select_cols,
              columns):
     """One file's parsed records."""
-    quoting = csv.QUOTE_MINIMAL if quote else csv.QUOTE_NONE
     for number, line in _lines(path, compression_type):
         if (header and number == 1) or not line.strip():
             continue
-        text = line.decode()
-        fields = next(csv.reader(io.StringIO(text), delimiter=delim,
-                                 quoting=quoting), [""])
-        if select_cols is not None:
-            if max(select_cols) >= len(fields):
-                raise ValueError(f"{path}:{number}: expected at least "
-                                 f"{max(select_cols) + 1} fields. Received "
-                                 f"{len(fields)}: {text!r}.")
-            fields = [fields[i] for i in select_cols]
-        elif len(fields) != len(columns):
-            raise ValueError(f"{path}:{number}: expected {len(columns)} fields "
-                             f"(one per record default). Received {len(fields)}: "
-                             f"{text!r}.")
-        yield tuple(_parse(path, number, i, field, dtype, default, na_value)
-                    for i, (field, (dtype, default)) in enumerate(zip(fields,
-                                                                      columns)))
-
-
-def _parse(path, number, column, field, dtype, default, na_value):
-    if field == "" or field == na_value:
-        if default is None:
-            raise ValueError(f"{path}:{number}: column {column} is required (its "
-                             f"record default is a dtype) but the field is empty.")
-        return default
-    if dtype == np.dtype(object):
-        return field.encode()
-    try:
-        return dtype.type(field)
-    except ValueError:
-        raise ValueError(f"{path}:{number}: column {column} expects {dtype}. "
-                         f"Received: {field!r}.") from None
+        yield parse_fields(split_record(line.decode(), delim, quote), columns,
+                           na_value, select_cols, f"{path}:{number}: ")

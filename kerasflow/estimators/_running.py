@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from kerasflow import backend as K
+from kerasflow.data import iterator as iterator_lib
 from kerasflow.distribute_lib import BatchRef, DefaultStrategy, get_strategy
 from kerasflow.estimators import _graph
 from kerasflow.estimators.inputs import InputContext
@@ -281,6 +282,8 @@ def _split(item):
 def batches(est, input_fn, mode, repeat_single):
     """(features, labels) batches of input_fn, prepared for feeding."""
     result = _call_input_fn(input_fn, mode, est)
+    if isinstance(result, (tuple, dict)):  # TF1: iterator.get_next() tensors
+        result = iterator_lib.elements_of(result) or result
     if isinstance(result, (tuple, dict, np.ndarray)):
         first = est._prepare(*_split(result), mode)
         while True:

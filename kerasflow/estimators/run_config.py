@@ -8,7 +8,8 @@ __all__ = ["RunConfig"]
 
 _FIELDS = ("model_dir", "tf_random_seed", "save_summary_steps",
            "save_checkpoints_steps", "save_checkpoints_secs", "keep_checkpoint_max",
-           "log_step_count_steps", "train_distribute", "eval_distribute")
+           "log_step_count_steps", "train_distribute", "eval_distribute",
+           "session_config")
 
 
 class RunConfig:
@@ -32,6 +33,9 @@ class RunConfig:
         train_distribute, eval_distribute: a ``Strategy`` that runs training /
             evaluation steps; None for in-process.
         distribute: the lecture's older spelling; sets both.
+        session_config: TF 1.x's ``ConfigProto`` for the Estimator's sessions;
+            accepted and kept so TF1 programs run unchanged, but it has no
+            meaning here (kerasflow has no TF runtime to configure).
 
     Raises:
         ValueError: both save_checkpoints_steps and save_checkpoints_secs, or a
@@ -42,7 +46,8 @@ class RunConfig:
     def __init__(self, model_dir=None, tf_random_seed=None, save_summary_steps=100,
                  save_checkpoints_steps=None, save_checkpoints_secs=None,
                  keep_checkpoint_max=5, log_step_count_steps=100,
-                 train_distribute=None, eval_distribute=None, distribute=None):
+                 train_distribute=None, eval_distribute=None, distribute=None,
+                 session_config=None):
         if save_checkpoints_steps is not None and save_checkpoints_secs is not None:
             raise ValueError(
                 f"RunConfig accepts at most one of save_checkpoints_steps and "
@@ -72,6 +77,7 @@ class RunConfig:
         self.log_step_count_steps = log_step_count_steps
         self.train_distribute = train_distribute
         self.eval_distribute = eval_distribute
+        self.session_config = session_config
 
     @property
     def num_replicas_in_sync(self) -> int:

@@ -30,7 +30,9 @@ import logging as _logging
 from kerasflow import backend as _K
 from kerasflow import data  # tf.data: the same objects as kerasflow.data
 from kerasflow.compat.v1 import dtypes, flags, layers, losses, nn, train
+from kerasflow.compat.v1 import gfile as _gfile
 from kerasflow.compat.v1 import session as _session
+from kerasflow.compat.v1 import strings as _strings
 from kerasflow.compat.v1 import summary_ops as summary
 from kerasflow.compat.v1 import tensor_shape as _tensor_shape
 from kerasflow.compat.v1._missing import Namespace as _Namespace
@@ -77,6 +79,7 @@ from kerasflow.compat.v1.session import (  # noqa: F401
 )
 from kerasflow.compat.v1.variables import *  # noqa: F403
 from kerasflow.compat.v1.variables import __all__ as _variables_all
+from kerasflow.data.csv import decode_csv
 from kerasflow.summary import import_tensorboardx
 
 __version__ = VERSION = "1.15.0"  # the TF API level this module follows
@@ -139,6 +142,21 @@ logging = _Namespace("tf.logging", {
     "warning": _tf_logger.warning, "error": _tf_logger.error,
     "fatal": _tf_logger.critical})
 
+strings = _Namespace("tf.strings", {n: getattr(_strings, n) for n in _strings.__all__})
+string_to_number = _strings.to_number
+string_split = _strings.split
+
+_gfile_v2 = {n: getattr(_gfile, n) for n in _gfile.__all__}
+gfile = _Namespace("tf.gfile", {
+    "Exists": _gfile.exists, "Open": _gfile.GFile, "GFile": _gfile.GFile,
+    "FastGFile": _gfile.GFile, "Glob": _gfile.glob, "MakeDirs": _gfile.makedirs,
+    "MkDir": _gfile.mkdir, "IsDirectory": _gfile.isdir,
+    "ListDirectory": _gfile.listdir, "Remove": _gfile.remove,
+    "DeleteRecursively": _gfile.rmtree, "Rename": _gfile.rename,
+    "Copy": _gfile.copy, "Stat": _gfile.stat})
+io = _Namespace("tf.io", {
+    "decode_csv": decode_csv, "gfile": _Namespace("tf.io.gfile", _gfile_v2)})
+
 app = _Namespace("tf.app", {"flags": flags, "run": flags.run})
 
 errors = _Namespace("tf.errors", {
@@ -178,7 +196,8 @@ initializers = _Namespace("tf.initializers", {
 
 __all__ = [
     *_array_all, *_math_all, *_variables_all, "dtypes", "flags", "layers",
-    "data", "losses", "nn", "summary", "train", "app", "logging", "errors", "math",
+    "data", "losses", "nn", "strings", "gfile", "io", "decode_csv",
+    "string_to_number", "string_split", "summary", "train", "app", "logging", "errors", "math",
     "linalg", "random", "initializers", "DType", "as_dtype", "float16", "half",
     "float32", "float64", "double", "int8", "int16", "int32", "int64", "uint8",
     "uint16", "bool", "string", "Graph", "GraphKeys", "add_to_collection",
@@ -194,6 +213,12 @@ _missing = _missing_attribute("tf", globals())
 
 
 def __getattr__(name):
+    if name in ("estimator", "feature_column"):  # L5: loaded on first use
+        import importlib
+
+        return importlib.import_module(f"kerasflow.{name}"
+                                       if name == "feature_column"
+                                       else "kerasflow.estimators")
     if name == "Summary":  # the protobuf class, for hand-made summaries
         return import_tensorboardx("proto.summary_pb2").Summary
     return _missing(name)

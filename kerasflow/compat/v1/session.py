@@ -26,6 +26,7 @@ from kerasflow import tree
 from kerasflow.backend import default_session as _default
 from kerasflow.compat.v1 import graph as G
 from kerasflow.compat.v1.summary_ops import expand_fetches
+from kerasflow.data import iterator as iterator_lib
 from kerasflow.utils.graph_def import collect_nodes
 
 __all__ = ["Session", "InteractiveSession", "ConfigProto", "GPUOptions",
@@ -173,6 +174,7 @@ class Session(K.Session):
         self._graph = graph if graph is not None else G.get_default_graph()
         self._config = config or ConfigProto()
         self._placements: dict = {}  # fetch signature -> device (or None)
+        self._iterators: dict = {}  # fetch signature -> dataset iterators read
 
     @property
     def graph(self):
@@ -199,12 +201,33 @@ class Session(K.Session):
         """
         plain, rebuild = expand_fetches(fetches)
         flat = [t for t in tree.flatten(plain) if isinstance(t, K.SymbolicTensor)]
+        feed_dict = self._iterator_feeds(flat, feed_dict)
         target = self._placement(flat)
         if target is not None and target[0] == "gpu":
             values = self._run_on_gpu(plain, feed_dict, flat)
         else:
             values = super().run(plain, feed_dict)
         return rebuild(values)
+
+    def _iterator_feeds(self, flat, feed_dict):
+        """``feed_dict`` plus the next element of each dataset iterator whose
+        ``get_next()`` tensors the fetches read (``data/iterator.py``)."""
+        if not iterator_lib.has_iterators():
+            return feed_dict
+        key = tuple(id(t) for t in flat)
+        if key not in self._iterators:
+            self._iterators[key] = iterator_lib.iterators_feeding(
+                collect_nodes(flat))
+        if not self._iterators[key]:
+            return feed_dict
+        feeds = dict(feed_dict or {})
+        for source in self._iterators[key]:
+            try:
+                feeds.update(source.next_feed())
+            except StopIteration:
+                raise OutOfRangeError("End of sequence: the dataset iterator "
+                                      "has no more elements.") from None
+        return feeds
 
     def _placement(self, flat):
         graph = self._graph

@@ -1,0 +1,173 @@
+"""TF1 input-pipeline names: tf.decode_csv, tf.strings, tf.gfile, RunConfig."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kerasflow.compat.v1 as tf
+
+
+def test_decode_csv_scalar_values_dtypes_and_defaults():
+    a, b, c, d = tf.decode_csv(b"1.5,x,,", [[0.0], [""], [7], ["dflt"]])
+    assert a.dtype == np.float32 and a.shape == () and a == 1.5
+    assert b.dtype == object and b[()] == b"x"
+    assert c.dtype == np.int32 and c == 7          # empty field: the default
+    assert d[()] == b"dflt"
+
+
+def test_decode_csv_batch_shape_select_cols_and_na_value():
+    records = np.array([b"1,2,a", b"3,NA,b"])
+    x, y = tf.io.decode_csv(records, [[0], [-1.0]], na_value="NA",
+                            select_cols=[0, 1])
+    np.testing.assert_array_equal(x, [1, 3])
+    np.testing.assert_array_equal(y, np.array([2.0, -1.0], np.float32))
+    first, label = tf.decode_csv(records, [[0.0], [""]], select_cols=[0, 2])
+    assert first.shape == (2,) and list(label) == [b"a", b"b"]
+    (v,) = tf.decode_csv(np.array([[b"4"], [b"5"]]), [[0]])
+    assert v.shape == (2, 1)
+
+
+def test_decode_csv_errors():
+    with pytest.raises(ValueError, match="expected 3 fields.*Received 2"):
+        tf.decode_csv(b"1,2", [[0], [0], [0]])
+    with pytest.raises(ValueError, match="column 1 is required"):
+        tf.decode_csv(b"1,", [[0], []])
+    with pytest.raises(ValueError, match="column 0 expects int32. Received: 'x'"):
+        tf.decode_csv(b"x", [[0]])
+    with pytest.raises(ValueError, match="record 1: expected 2 fields"):
+        tf.decode_csv([b"1,2", b"1"], [[0], [0]])
+
+
+def test_strings_ops():
+    np.testing.assert_array_equal(tf.strings.to_number([b"1.5", "-2"]),
+                                  np.array([1.5, -2.0], np.float32))
+    assert tf.strings.to_number("7", out_type=tf.int64).dtype == np.int64
+    with pytest.raises(ValueError, match="Received: 'abc'"):
+        tf.strings.to_number("abc")
+    np.testing.assert_array_equal(tf.strings.length([b"ab", "h\u00e9"]), [2, 3])
+    assert tf.strings.length("h\u00e9", unit="UTF8_CHAR") == 2
+    assert tf.strings.strip(b"  a b ") == b"a b"
+    assert list(tf.strings.lower(["AbC"])) == [b"abc"]
+    assert tf.strings.upper("x") == b"X"
+    assert list(tf.strings.split(b"a  b c")) == [b"a", b"b", b"c"]
+    rows = tf.strings.split([b"a,b", b"c"], sep=",")
+    assert [list(r) for r in rows] == [[b"a", b"b"], [b"c"]]
+    assert tf.string_to_number is tf.strings.to_number
+
+
+def test_gfile_on_a_temp_dir(tmp_path):
+    d = tmp_path / "a" / "b"
+    tf.gfile.MakeDirs(str(d))
+    assert tf.gfile.IsDirectory(str(d)) and tf.io.gfile.isdir(d)
+    with tf.gfile.Open(str(d / "f.txt"), "w") as f:
+        f.write("hello\n")
+    with tf.io.gfile.GFile(d / "f.txt") as f:
+        assert f.read() == "hello\n"
+    assert tf.gfile.Exists(str(d / "f.txt"))
+    assert tf.gfile.ListDirectory(str(d)) == ["f.txt"]
+    assert tf.gfile.Glob(str(d / "*.txt")) == [str(d / "f.txt")]
+    tf.gfile.Remove(str(d / "f.txt"))
+    assert not tf.io.gfile.exists(d / "f.txt")
+    with pytest.raises(tf.errors.NotFoundError, match="f.txt"):
+        tf.gfile.Remove(str(d / "f.txt"))
+    with pytest.raises(tf.errors.NotFoundError):
+        tf.gfile.Open(str(d / "missing"))
+    with pytest.raises(tf.errors.NotFoundError):
+        tf.io.gfile.listdir(d / "missing")
+
+
+def test_runconfig_accepts_session_config():
+    cfg = tf.estimator.RunConfig(session_config=tf.ConfigProto(
+        allow_soft_placement=True))
+    assert cfg.session_config is not None
+    assert cfg.replace(tf_random_seed=1).session_config is cfg.session_config
+
+
+def test_tf1_program_textline_decode_csv_learns(tmp_path):
+    """TextLineDataset + decode_csv + batch feeding an Estimator (TF1 idiom)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 2))
+    y = (x[:, 0] - 2 * x[:, 1] > 0).astype(int)
+    path = tmp_path / "train.csv"
+    path.write_text("x1,x2,label\n" + "".join(
+        f"{a:.4f},{b:.4f},{c}\n" for (a, b), c in zip(x, y)))
+
+    def parse_csv(line):
+        x1, x2, label = tf.decode_csv(line, [[0.0], [0.0], [0]])
+        return {"x1": x1, "x2": x2}, label
+
+    def input_fn(epochs):
+        return (tf.data.TextLineDataset(str(path)).skip(1).map(parse_csv)
+                .shuffle(200, seed=0).repeat(epochs).batch(20))
+
+    columns = [tf.feature_column.numeric_column("x1"),
+               tf.feature_column.numeric_column("x2")]
+    est = tf.estimator.LinearClassifier(columns, model_dir=str(tmp_path / "m"))
+    est.train(lambda: input_fn(20))
+    acc = est.evaluate(lambda: input_fn(1))["accuracy"]
+    assert acc >= 0.95
+
+
+def test_one_shot_iterator_feeds_each_session_run_then_out_of_range():
+    ds = tf.data.Dataset.from_tensor_slices(
+        (np.arange(6, dtype=np.float32).reshape(3, 2), np.array([1, 2, 3]))).batch(2)
+    x, y = ds.make_one_shot_iterator().get_next()
+    total = tf.reduce_sum(x)
+    with tf.Session() as sess:
+        s, yy = sess.run([total, y])
+        assert s == 6.0 and list(yy) == [1, 2]      # rows [0, 1], [2, 3]
+        assert sess.run(total) == 9.0               # the last, partial batch
+        with pytest.raises(tf.errors.OutOfRangeError, match="End of sequence"):
+            sess.run(total)
+    (z,) = tf.data.make_one_shot_iterator(
+        tf.data.Dataset.from_tensor_slices((np.array([5, 6]),))).get_next()
+    with tf.Session() as sess:
+        assert [sess.run(z), sess.run(z)] == [5, 6]
+
+
+def test_one_shot_iterator_tf1_training_loop_learns(tmp_path):
+    """TextLineDataset + decode_csv + batch + get_next in a Session loop."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(256, 1))
+    path = tmp_path / "line.csv"
+    path.write_text("".join(f"{a:.5f},{3 * a + 1:.5f}\n" for (a,) in x))
+    ds = (tf.data.TextLineDataset(str(path)).batch(32).repeat(30)
+          .map(lambda lines: tuple(tf.decode_csv(lines, [[0.0], [0.0]]))))
+    xs, ys = ds.make_one_shot_iterator().get_next()
+    w = tf.Variable(0.0)
+    b = tf.Variable(0.0)
+    loss = tf.reduce_mean(tf.square(w * xs + b - ys))
+    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    steps = 0
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        while True:
+            try:
+                sess.run(train_op)
+                steps += 1
+            except tf.errors.OutOfRangeError:
+                break
+        assert steps == 8 * 30
+        np.testing.assert_allclose(sess.run([w, b]), [3.0, 1.0], atol=1e-3)
+
+
+def test_estimator_input_fn_returning_get_next_tensors(tmp_path):
+    """TF 1.x input_fn style: ``return dataset.make_one_shot_iterator().get_next()``."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(200, 2)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] > 0).astype(np.int64)
+
+    def input_fn(epochs):
+        ds = (tf.data.Dataset.from_tensor_slices(({"a": x[:, 0], "b": x[:, 1]}, y))
+              .repeat(epochs).batch(20))
+        features, labels = ds.make_one_shot_iterator().get_next()
+        return features, labels
+
+    columns = [tf.feature_column.numeric_column("a"),
+               tf.feature_column.numeric_column("b")]
+    est = tf.estimator.LinearClassifier(columns, model_dir=str(tmp_path))
+    est.train(lambda: input_fn(10))
+    results = est.evaluate(lambda: input_fn(1))
+    assert results["global_step"] == 100        # 10 epochs x 10 batches
+    assert results["accuracy"] >= 0.95
