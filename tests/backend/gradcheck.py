@@ -22,6 +22,20 @@ def away_from_zero(rng, shape, lo=0.3, hi=1.5):
     return mag * rng.choice([-1.0, 1.0], size=shape)
 
 
+def _r(seed):
+    return np.random.RandomState(seed)
+
+
+def x(*shape, seed=0):
+    """Values with |v| in [0.3, 1.5), random signs."""
+    return away_from_zero(_r(seed), shape)
+
+
+def pos(*shape, seed=0):
+    """Positive values in [0.5, 2)."""
+    return _r(seed).uniform(0.5, 2.0, size=shape)
+
+
 def _is_float(v):
     return np.asarray(v).dtype.kind == "f"
 

@@ -12,23 +12,9 @@ import numpy as np
 import pytest
 
 from kerasflow import backend as K
-from tests.backend.gradcheck import away_from_zero, check_gradients, grad_fn
+from tests.backend.gradcheck import check_gradients, grad_fn, pos, x
 
 pytestmark = pytest.mark.usefixtures("float64")
-
-
-def _r(seed):
-    return np.random.RandomState(seed)
-
-
-def x(*shape, seed=0):
-    """Values with |v| in [0.3, 1.5), random signs."""
-    return away_from_zero(_r(seed), shape)
-
-
-def pos(*shape, seed=0):
-    """Positive values in [0.5, 2)."""
-    return _r(seed).uniform(0.5, 2.0, size=shape)
 
 
 # -- nn ----------------------------------------------------------------------------
