@@ -7,10 +7,11 @@ from kerasflow.data.cardinality import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
 )
+from kerasflow.data.make_csv import make_csv_dataset
 from kerasflow.data.readers import CsvDataset
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "CsvDataset",
-           "cardinality"]
+           "cardinality", "make_csv_dataset"]
 
 
 def cardinality(dataset) -> int:
