@@ -38,7 +38,6 @@ def test_iris_example_short(data_dir, tmp_path):
     assert acc >= 0.9
 
 
-@pytest.mark.slow
 def test_iris_dataset_input_fn_example_acceptance(data_dir, tmp_path):
     """TF's premade-Estimator program: input_fns return tf.data Datasets of
     (features dict, labels); the canned DNNClassifier reaches >= 0.93."""
@@ -47,6 +46,7 @@ def test_iris_dataset_input_fn_example_acceptance(data_dir, tmp_path):
     assert acc >= 0.93
 
 
+@pytest.mark.slow
 def test_iris_example_acceptance(data_dir, tmp_path):
     acc = _load("iris_dnn_classifier").main(data=str(data_dir / "iris"),
                                              model_dir=str(tmp_path))
