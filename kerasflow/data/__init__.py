@@ -19,9 +19,13 @@ from kerasflow.data.cardinality import (
 )
 from kerasflow.data.csv import decode_csv
 from kerasflow.data.dataset import Dataset
-from kerasflow.data.iterator import Iterator, make_one_shot_iterator
+from kerasflow.data.iterator import (
+    Iterator,
+    make_initializable_iterator,
+    make_one_shot_iterator,
+)
 from kerasflow.data.readers import CsvDataset, TextLineDataset
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "CsvDataset",
            "Dataset", "Iterator", "TextLineDataset", "decode_csv", "experimental",
-           "make_one_shot_iterator"]
+           "make_initializable_iterator", "make_one_shot_iterator"]

@@ -313,6 +313,22 @@ class Dataset(Combinators):
         ``Session.run`` feeds, one element per run (``data/iterator.py``)."""
         return it_lib.Iterator(self)
 
+    def make_initializable_iterator(self, shared_name=None) -> it_lib.Iterator:
+        """TF 1.x: like ``make_one_shot_iterator``, but each pass starts with
+        ``sess.run(iterator.initializer, feed_dict=...)``, which also binds the
+        placeholders a ``from_tensor_slices`` was built on."""
+        return it_lib.Iterator(self, initializable=True)
+
+    @property
+    def output_types(self):
+        """TF 1.x: the elements' dtypes, in the element's structure."""
+        return tree.map_structure(lambda s: s.dtype, self.element_spec)
+
+    @property
+    def output_shapes(self):
+        """TF 1.x: the elements' shapes, in the element's structure."""
+        return tree.map_structure(lambda s: s.shape, self.element_spec)
+
     def take(self, count, name=None) -> Dataset:
         """The first ``count`` elements (all of them for -1)."""
         count = cd.check_count(count, "count", minimum=-1)
