@@ -295,7 +295,7 @@ def check_trainable(model) -> None:
     Raises:
         ValueError: the model has no trainable weights.
     """
-    if not model.trainable_weights:
+    if not model.weights_to_train():
         n = len(model.weights)
         raise ValueError(
             f"fit() expects model '{model.name}' to have trainable weights. "

@@ -125,6 +125,6 @@ class StepBuilder:
         inputs = x_phs + y_phs + [sw]
         out_losses = per_output if len(per_output) > 1 else []
         if kind == "train":
-            return TrainStep(inputs, total, self.optimizer, self.trainable_weights,
+            return TrainStep(inputs, total, self.optimizer, self.weights_to_train(),
                              out_losses, metric_updates, state_updates)
         return EvalStep(inputs, total, out_losses, metric_updates)

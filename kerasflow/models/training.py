@@ -36,6 +36,7 @@ class Trainer(StepBuilder):
         self.steps_per_execution = None
         self._steps: dict = {}
         self._metric_objs = None
+        self._trained_weights = None  # trainable weights when compiled
         self._compiled_losses = None
         self._loss_spec = self._metrics_spec = self._loss_weights = None
         self._compiled_strategy = None
@@ -83,6 +84,16 @@ class Trainer(StepBuilder):
         self.compiled = True
         self._steps = {}
         self._metric_objs = None
+        # What trains is fixed here, as in Keras: `trainable` set after compile
+        # (a GAN's frozen discriminator) takes effect at the next compile.
+        self._trained_weights = list(self.trainable_weights) if self.built else None
+
+    def weights_to_train(self) -> list:
+        """The weights ``fit`` updates: the trainable weights when ``compile``
+        ran (Keras: changing ``trainable`` afterwards needs a new compile), or
+        now for a model built after compiling."""
+        return (self.trainable_weights if self._trained_weights is None
+                else self._trained_weights)
 
     def _strategy(self):
         """The innermost ``scope()``'s strategy, else the one the model was
