@@ -513,8 +513,9 @@ def test_msg_dropout_rate_string():
 
 
 def test_msg_dense_units_string_shows_the_quotes():
-    with pytest.raises(TypeError, match=r"`units` as a positive integer\. "
-                                        r"Received: units='3' of type str"):
+    # ValueError, the type Keras raises for any invalid units.
+    with pytest.raises(ValueError, match=r"expected a positive integer\. "
+                                         r"Received: units='3'"):
         layers.Dense("3")
 
 

@@ -79,8 +79,8 @@ class Dense(Layer):
     Input shape: (batch, ..., input_dim), float. Output: (batch, ..., units).
 
     Raises:
-        TypeError: units not an int (a string '3' included).
-        ValueError: units not positive; an input of rank < 2; an input whose
+        ValueError: units not a positive int (a string '3' included, as
+            Keras); an input of rank < 2; an input whose
             last axis differs from the one the layer was built for.
     """
 
@@ -90,13 +90,9 @@ class Dense(Layer):
                  activity_regularizer=None, kernel_constraint=None,
                  bias_constraint=None, **kwargs):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        if not isinstance(units, (int, np.integer)) or isinstance(units, bool):
-            raise TypeError(
-                f"Layer '{self.name}' expects `units` as a positive integer. "
-                f"Received: units={units!r} of type {type(units).__name__}."
-            )
-        if units <= 0:
-            raise ValueError(
+        if (not isinstance(units, (int, np.integer)) or isinstance(units, bool)
+                or units <= 0):
+            raise ValueError(  # Keras raises ValueError for any bad units
                 f"Received an invalid value for `units`, expected a positive "
                 f"integer. Received: units={units!r}"
             )

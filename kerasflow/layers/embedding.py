@@ -30,17 +30,20 @@ class Embedding(Layer):
             (a regularizer makes the gradient dense: it reads the whole table).
         mask_zero: id 0 is padding: the layer emits a (batch, steps) mask that
             recurrent layers and GlobalAveragePooling1D honour.
+        weights: an initial table (input_dim, output_dim), or ``[table]`` as
+            Keras 2 programs pass pretrained vectors; the layer is built at once.
 
     Input: integer (or integral float) tensor (batch, ...).
     Output: (batch, ..., output_dim).
 
     Raises:
-        ValueError: non-positive sizes; at run time, an id < 0 or >= input_dim,
+        ValueError: non-positive sizes; ``weights`` of another shape than
+            (input_dim, output_dim); at run time, an id < 0 or >= input_dim,
             naming the layer, the range and the received ids.
     """
 
     def __init__(self, input_dim, output_dim, mask_zero=False, input_length=None,
-                 **kwargs):
+                 weights=None, **kwargs):
         self._w = WeightArgs(kwargs, "embeddings")
         super().__init__(**kwargs)
         for name, v in (("input_dim", input_dim), ("output_dim", output_dim)):
@@ -50,6 +53,11 @@ class Embedding(Layer):
         self.input_dim, self.output_dim = int(input_dim), int(output_dim)
         self.mask_zero = bool(mask_zero)
         self.input_length = input_length
+        if weights is not None:
+            table = weights[0] if isinstance(weights, (list, tuple)) and len(
+                weights) == 1 else weights
+            self.build(None)
+            self.set_weights([np.asarray(table)])
 
     def build(self, input_shape):
         self.embeddings = self._w.add(self, "embeddings",

@@ -10,6 +10,7 @@ nodes) and on arrays (computing at once).
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -97,6 +98,18 @@ def check_same_shape(y_true, y_pred) -> None:
             f"Arguments `target` and `output` must have the same shape. "
             f"Received: target.shape={tuple(s1)}, output.shape={tuple(s2)}."
         )
+
+
+def warn_one_class(name, y_pred) -> None:
+    """Keras' warning when a categorical loss sees (batch, 1) predictions: a
+    one-class softmax is always 1, so the loss cannot train."""
+    shape = getattr(y_pred, "shape", None)
+    if shape is not None and len(shape) and shape[-1] == 1:
+        warnings.warn(
+            f"In loss {name}, expected y_pred.shape to be (batch_size, "
+            f"num_classes) with num_classes > 1. Received: y_pred.shape="
+            f"{tuple(shape)}. Consider using 'binary_crossentropy' if you only "
+            f"have 2 classes.", SyntaxWarning, stacklevel=3)
 
 
 def _is_last(x, axis):

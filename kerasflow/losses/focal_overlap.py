@@ -5,7 +5,14 @@ al., "Focal Loss for Dense Object Detection", ICCV 2017), Dice and Tversky
 from __future__ import annotations
 
 from kerasflow.backend import ops
-from kerasflow.losses.base import EPSILON, _prepare, as_tensor, register, wrapper_class
+from kerasflow.losses.base import (
+    EPSILON,
+    _prepare,
+    as_tensor,
+    register,
+    warn_one_class,
+    wrapper_class,
+)
 
 __all__ = ["BinaryFocalCrossentropy", "CategoricalFocalCrossentropy", "Dice",
            "Tversky", "binary_focal_crossentropy", "categorical_focal_crossentropy",
@@ -62,6 +69,7 @@ def categorical_focal_crossentropy(y_true, y_pred, alpha=0.25, gamma=2.0,
     """
     y_pred = as_tensor(y_pred)
     y_true = ops.cast(as_tensor(y_true), y_pred.dtype)
+    warn_one_class("categorical_focal_crossentropy", y_pred)
     if label_smoothing:
         classes = ops.reduced_count(y_pred, axis, y_pred.dtype)
         y_true = y_true * (1.0 - label_smoothing) + label_smoothing / classes

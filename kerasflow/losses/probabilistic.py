@@ -18,6 +18,7 @@ from kerasflow.losses.base import (
     check_same_shape,
     reduce_weighted_values,
     register,
+    warn_one_class,
     wrapper_class,
 )
 
@@ -116,6 +117,7 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
             y_pred, from_logits = logits, True
     y_pred = as_tensor(y_pred)
     y_true = ops.cast(as_tensor(y_true), y_pred.dtype)
+    warn_one_class("categorical_crossentropy", y_pred)
     check_same_shape(y_true, y_pred)
     if label_smoothing:
         classes = ops.reduced_count(y_pred, axis, y_pred.dtype)

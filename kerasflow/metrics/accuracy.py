@@ -77,10 +77,20 @@ def top_k_categorical_accuracy(y_true, y_pred, k=5):
     return _in_top_k(ops.argmax(_tensor(y_true), -1), y_pred, k)
 
 
-def sparse_top_k_categorical_accuracy(y_true, y_pred, k=5):
-    """1.0 where label ``y_true`` is among the ``k`` highest of ``y_pred``."""
+def sparse_top_k_categorical_accuracy(y_true, y_pred, k=5, from_sorted_ids=False):
+    """1.0 where label ``y_true`` is among the ``k`` highest of ``y_pred``.
+
+    With ``from_sorted_ids`` (Keras 3), ``y_pred`` holds class ids already
+    sorted by score, (batch, N) ints with N >= k (a retrieval model's top-N):
+    1.0 where ``y_true`` is among the first ``k`` of them.
+    """
     y_pred = _tensor(y_pred)
-    return _in_top_k(_losses.sparse_labels(y_true, y_pred), y_pred, k)
+    if not from_sorted_ids:
+        return _in_top_k(_losses.sparse_labels(y_true, y_pred), y_pred, k)
+    labels = ops.cast(_losses.sparse_labels(y_true, y_pred), "int64")
+    top = ops.cast(y_pred[:, :k], "int64")
+    hits = ops.equal(top, ops.expand_dims(labels, -1))
+    return ops.max(ops.cast(hits, floatx()), axis=-1)
 
 
 Accuracy = wrapper_class("Accuracy", accuracy,
@@ -103,7 +113,7 @@ TopKCategoricalAccuracy = wrapper_class(
 SparseTopKCategoricalAccuracy = wrapper_class(
     "SparseTopKCategoricalAccuracy", sparse_top_k_categorical_accuracy,
     "How often the integer target is in the top ``k`` predictions.", __name__,
-    k=5)
+    k=5, from_sorted_ids=False)
 
 register(
     (Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy,
