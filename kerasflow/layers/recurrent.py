@@ -40,7 +40,8 @@ class _RNN(Layer):
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid",
                  use_bias=True, dropout=0.0, recurrent_dropout=0.0,
                  return_sequences=False, return_state=False, go_backwards=False,
-                 stateful=False, unroll=False, seed=None, **kwargs):
+                 stateful=False, unroll=False, seed=None, implementation=2,
+                 **kwargs):
         self._w = WeightArgs(kwargs, "kernel", "recurrent", "bias",
                              defaults=self._weight_defaults())
         super().__init__(**kwargs)
@@ -53,9 +54,9 @@ class _RNN(Layer):
             if not 0.0 <= rate < 1.0:
                 raise ValueError(f"`{name}` must be in [0, 1). Received: "
                                  f"{name}={rate!r}.")
-        if stateful:
-            raise ValueError(f"Layer '{self.name}': stateful=True is not "
-                             f"supported. Received: stateful={stateful!r}.")
+        if implementation not in (1, 2):
+            raise ValueError(f"`implementation` must be 1 or 2. Received: "
+                             f"implementation={implementation!r}.")
         self.units = int(units)
         self.activation = _act_name(self, "activation", activation)
         self.recurrent_activation = _act_name(self, "recurrent_activation",
@@ -64,9 +65,12 @@ class _RNN(Layer):
         self.dropout, self.recurrent_dropout = float(dropout), float(recurrent_dropout)
         self.return_sequences, self.return_state = (bool(return_sequences),
                                                     bool(return_state))
-        self.go_backwards, self.stateful, self.unroll = (bool(go_backwards), False,
-                                                         bool(unroll))
+        self.go_backwards, self.stateful, self.unroll = (
+            bool(go_backwards), bool(stateful), bool(unroll))
+        # Keras' kernel choice; one loop op serves both here.
+        self.implementation = int(implementation)
         self.seed = seed
+        self._state_vars = None
         self.input_spec = InputSpec(ndim=3)
 
     def _weight_defaults(self):
@@ -98,7 +102,46 @@ class _RNN(Layer):
         else:
             self.bias = None
         self.input_spec = InputSpec(ndim=3, axes={-1: d})
+        if self.stateful:
+            self._build_states(input_shape[0])
         self.built = True
+
+    # -- stateful ----------------------------------------------------------------------
+    def _build_states(self, batch):
+        if batch is None:
+            raise ValueError(
+                f"Layer '{self.name}': stateful=True needs a static batch size "
+                f"(the states are kept per sample): pass batch_input_shape=("
+                f"batch, timesteps, features) or Input(..., batch_size=batch).")
+        names = ["h", "c"] if self.cell == "lstm" else ["h"]
+        self._state_vars = [
+            self.add_weight(f"state_{n}", (int(batch), self.units), "zeros",
+                            trainable=False) for n in names]
+
+    @property
+    def states(self):
+        """The kept states (stateful layers): [h] or [h, c] Variables of shape
+        (batch, units); None otherwise."""
+        return self._state_vars
+
+    def reset_states(self, states=None):
+        """Sets the kept states to zeros, or to ``states`` (a list of (batch,
+        units) arrays) (Keras' ``reset_states``).
+
+        Raises:
+            AttributeError: the layer is not stateful.
+            ValueError: ``states`` of another count or shape.
+        """
+        if not self.stateful:
+            raise AttributeError(f"Layer '{self.name}' is not stateful: there are "
+                                 f"no states to reset.")
+        if self._state_vars is None:
+            return
+        values = [np.zeros(v.shape, v.dtype) for v in self._state_vars] \
+            if states is None else list(states)
+        K.assign_all(self._state_vars, values, owner=f"Layer '{self.name}' states")
+
+    reset_state = reset_states  # Keras 3's name
 
     # -- call ------------------------------------------------------------------------
     def _zeros_bias(self):
@@ -125,6 +168,8 @@ class _RNN(Layer):
             rmask = K.dropout(ones, self.recurrent_dropout,
                               seed=None if self.seed is None else self.seed + 1)
         states = self._check_states(initial_state)
+        if states is None and self._state_vars is not None:
+            states = list(self._state_vars)
         if mask is not None and mask.dtype != np.dtype(bool):
             mask = K.cast(mask, "bool")
         hs, cs, _ = K.rnn_loop(
@@ -134,6 +179,9 @@ class _RNN(Layer):
             recurrent_activation=self.recurrent_activation,
             initial_state=states, mask=mask, recurrent_mask=rmask)
         last = hs[:, -1]
+        if self._state_vars is not None:  # the next batch starts from here
+            finals = [last] + ([cs[:, -1]] if self.cell == "lstm" else [])
+            self.add_update([v.assign(f) for v, f in zip(self._state_vars, finals)])
         out = hs if self.return_sequences else last
         if self.return_sequences and mask is not None:
             set_mask(out, mask)
@@ -167,7 +215,8 @@ class _RNN(Layer):
             dropout=self.dropout, recurrent_dropout=self.recurrent_dropout,
             return_sequences=self.return_sequences, return_state=self.return_state,
             go_backwards=self.go_backwards, stateful=self.stateful,
-            unroll=self.unroll, seed=self.seed, **self._w.config())
+            unroll=self.unroll, seed=self.seed, implementation=self.implementation,
+            **self._w.config())
         if self.cell != "simple":
             config["recurrent_activation"] = self.recurrent_activation
         return config
@@ -186,7 +235,10 @@ class SimpleRNN(_RNN):
         return_sequences: output every step (batch, steps, units) instead of
             the last (batch, units). return_state: also return the final state.
         go_backwards: process the sequence reversed (outputs stay reversed).
-        stateful: only False. unroll: ignored (one loop op either way).
+        stateful: keep each sample's final state as the next batch's initial
+            state (a static batch size is required; ``reset_states()`` zeroes
+            them), as Keras. unroll, implementation: accepted; one loop op
+            serves every setting.
 
     Input: float (batch, timesteps, features); ``mask`` (batch, timesteps) bool,
     or the mask of ``Embedding(mask_zero=True)`` / ``Masking``. Initial states:

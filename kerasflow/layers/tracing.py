@@ -114,8 +114,8 @@ class TracingMixin:
         """Adds state updates (stateful tensors such as ``var.assign(...)``).
 
         Inside a traced step (``collect_updates``) they run with every training
-        step; in an eager call or outside a trace they are dropped (Keras 2's
-        ``add_update`` on inference calls).
+        and prediction step (a stateful RNN's states advance in ``predict`` as
+        in Keras); in an eager call or outside a trace they are dropped.
         """
         stack = getattr(_update_ctx, "stack", None)
         ups = updates if isinstance(updates, (list, tuple)) else [updates]

@@ -80,7 +80,7 @@ class StepBuilder:
     def _build_step(self, kind, xs, ys, weighted=False):
         x_phs, outs, state_updates = self._trace(xs, kind == "train")
         if kind == "predict":
-            return PredictStep(x_phs, outs)
+            return PredictStep(x_phs, outs, state_updates)
         names = self._output_names(len(outs))
         added = state_updates.losses + self.losses
         if self._compiled_losses.empty and not ys:

@@ -297,18 +297,22 @@ class PredictStep(_Step):
 
     Args:
         inputs: input placeholders; outputs: output tensors, in order.
+        updates: layer state updates that run with every batch (a stateful
+            RNN's kept states, which Keras carries through ``predict`` too).
     """
 
     kind = "predict"
-    _GRAPH = ("inputs", "outputs", "variables")
+    _GRAPH = ("inputs", "outputs", "updates", "variables")
 
-    def __init__(self, inputs, outputs):
+    def __init__(self, inputs, outputs, updates=()):
         self.inputs, self.outputs = list(inputs), list(outputs)
-        self.variables = K.reachable_variables(self.outputs)
+        self.updates = list(updates)
+        self.variables = K.reachable_variables(self.outputs + self.updates)
         self._fns = {}
 
     def run(self, arrays) -> list:
         """The outputs for ``arrays`` (one per input), as device arrays."""
         fn = self._fn("run", lambda: K.Function(self.inputs, self.outputs,
+                                                updates=self.updates,
                                                 name="predict_step"))
         return list(fn(*arrays))
