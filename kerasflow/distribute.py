@@ -10,7 +10,8 @@ The one public home of the distribution API::
 
 ``Strategy``, ``DefaultStrategy``, ``get_strategy``, ``ReduceOp``,
 ``InputContext`` and ``BatchRef`` come from ``kerasflow.distribute_lib`` (the
-base below ``models/``); ``MirroredStrategy``, ``MultiWorkerMirroredStrategy``,
+base below ``models/``), ``DistributedDataset``, ``PerReplica`` and
+``InputOptions`` from ``kerasflow.distribute_input`` (beside it); ``MirroredStrategy``, ``MultiWorkerMirroredStrategy``,
 ``ParameterServerStrategy``, ``CommunicationOptions`` and the variable
 partitioners from ``kerasflow.strategies`` (the Ray implementation). Both of
 those are internal: import from here. The Ray strategies load on first use,
@@ -21,6 +22,12 @@ from __future__ import annotations
 
 import importlib
 
+from kerasflow.distribute_input import (
+    DistributedDataset,
+    DistributedDatasetsFromFunction,
+    InputOptions,
+    PerReplica,
+)
 from kerasflow.distribute_lib import (
     BatchRef,
     DefaultStrategy,
@@ -30,7 +37,8 @@ from kerasflow.distribute_lib import (
     get_strategy,
 )
 
-__all__ = ["BatchRef", "CommunicationOptions", "DefaultStrategy",
+__all__ = ["BatchRef", "CommunicationOptions", "DefaultStrategy", "DistributedDataset",
+           "DistributedDatasetsFromFunction", "InputOptions", "PerReplica",
            "FixedShardsPartitioner", "InputContext", "MinSizePartitioner",
            "MirroredStrategy", "MultiWorkerMirroredStrategy", "ParameterServerStrategy",
            "ReduceOp", "Strategy", "get_strategy"]

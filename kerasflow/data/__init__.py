@@ -20,8 +20,10 @@ from kerasflow.data.cardinality import (
 from kerasflow.data.csv import decode_csv
 from kerasflow.data.dataset import Dataset
 from kerasflow.data.iterator import Iterator, make_one_shot_iterator
+from kerasflow.data.options import Options
+from kerasflow.data.ray_data import from_ray
 from kerasflow.data.readers import CsvDataset, TextLineDataset
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "CsvDataset",
-           "Dataset", "Iterator", "TextLineDataset", "decode_csv", "experimental",
-           "make_one_shot_iterator"]
+           "Dataset", "Iterator", "Options", "TextLineDataset", "decode_csv",
+           "experimental", "from_ray", "make_one_shot_iterator"]

@@ -23,6 +23,7 @@ import numpy as np
 from kerasflow import tree
 from kerasflow.data import cardinality as cd
 from kerasflow.data import iterator as it_lib
+from kerasflow.data.options import OptionsMixin
 from kerasflow.data import sources
 from kerasflow.data import structure as st
 from kerasflow.data import transforms as tr
@@ -30,7 +31,7 @@ from kerasflow.data import transforms as tr
 __all__ = ["Dataset"]
 
 
-class Dataset:
+class Dataset(OptionsMixin):
     """A re-iterable sequence of elements with tf.data's transformations.
 
     Build one with a source (``from_tensor_slices``, ``from_tensors``,

@@ -7,10 +7,11 @@ from kerasflow.data.cardinality import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
 )
+from kerasflow.data.options import AutoShardPolicy, DistributeOptions
 from kerasflow.data.readers import CsvDataset
 
-__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "CsvDataset",
-           "cardinality"]
+__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutoShardPolicy",
+           "CsvDataset", "DistributeOptions", "cardinality"]
 
 
 def cardinality(dataset) -> int:

@@ -29,6 +29,12 @@ __all__ = ["MultiWorkerMirroredStrategy"]
 class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
     """Synchronous training with replicas on distinct nodes of a Ray cluster.
 
+    ``experimental_distribute_dataset(ds)`` makes every replica read its own
+    copy of ``ds``'s pipeline, auto-sharded by
+    ``ds.options().experimental_distribute.auto_shard_policy`` (as TF's
+    workers do: by file for ``TextLineDataset``/``CsvDataset`` sources, else
+    by data; see ``kerasflow/data/options.py``).
+
     Args:
         num_workers: nodes to use (default: TF_CONFIG, the resolver, else every
             alive node).
@@ -45,6 +51,8 @@ class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
             cluster has nodes (a ``PlacementError`` naming both).
         TypeError: wrong argument types.
     """
+
+    shards_datasets_on_replicas = True
 
     def __init__(self, num_workers=None, replicas_per_worker=1,
                  communication_options=None, cluster_resolver=None, max_failures=3):
