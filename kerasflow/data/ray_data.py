@@ -91,7 +91,8 @@ class RayDataset(ReplicaInput):
                                  f"columns: {have}.")
 
     def element(self, batch):
-        """``(x, y, sample_weight)`` of one numpy batch dict (column -> array).
+        """``(x, y, sample_weight)``, ``(x, y)`` or ``(x,)`` of one numpy batch
+        dict (column -> array), as the columns were named.
 
         Raises:
             ValueError: a named column is missing from the batch.
@@ -105,12 +106,13 @@ class RayDataset(ReplicaInput):
                              f"Received columns: {sorted(batch)}.")
         x = _pick(batch, self.features, self._single[0])
         y = _pick(batch, self.labels, self._single[1])
-        sw = None if self.weights is None else batch[self.weights[0]]
-        return x, y, sw
+        if self.weights is not None:
+            return x, y, batch[self.weights[0]]
+        return (x,) if y is None else (x, y)
 
     def batches(self, source, batch_size):
         """A pass over ``source`` (a Ray dataset or ``DataIterator``) as
-        ``(x, y, sample_weight)`` batches of ``batch_size`` rows."""
+        ``element`` batches of ``batch_size`` rows."""
         for batch in source.iter_batches(batch_size=batch_size, batch_format="numpy",
                                          drop_last=self.drop_last):
             yield self.element(batch)
