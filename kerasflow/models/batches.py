@@ -11,6 +11,7 @@ import itertools
 
 import numpy as np
 
+from kerasflow.backend import floatx, set_floatx
 from kerasflow.data import INFINITE_CARDINALITY, Dataset
 from kerasflow.data.ray_data import is_ray_dataset
 from kerasflow.data.transforms import groups
@@ -219,9 +220,16 @@ class ElementConverter:
 
     def __init__(self, standardize):
         self.standardize = standardize
+        self.floatx = floatx()
 
     def __call__(self, element):
-        return self.standardize(*unpack_x_y_sample_weight(element)).arrays
+        # The driver's floatx (sample weights are cast to it), not the replica's.
+        prev = floatx()
+        set_floatx(self.floatx)
+        try:
+            return self.standardize(*unpack_x_y_sample_weight(element)).arrays
+        finally:
+            set_floatx(prev)
 
 
 class ReplicaBatches:
