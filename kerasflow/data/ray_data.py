@@ -9,8 +9,8 @@ each replica actor streams its own blocks
 pass through the driver; in one process (or under ``ParameterServerStrategy``)
 the driver iterates ``iter_batches(batch_size=global)``.
 
-Ray Data objects are used through their methods only (duck typing): this
-module does not import ray.
+Ray Data objects are used through their methods only (duck typing); ray
+itself is loaded only by ``kerasflow/strategies/worker_group.py``.
 """
 
 from __future__ import annotations
