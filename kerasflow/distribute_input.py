@@ -20,7 +20,6 @@ Two ways an input reaches the replicas:
 
 from __future__ import annotations
 
-import itertools
 import os
 import time
 from typing import NamedTuple
@@ -32,8 +31,8 @@ from kerasflow.distribute_lib import InputContext
 
 __all__ = ["DistributedDataset", "DistributedDatasetsFromFunction", "FeedRef",
            "FunctionSource", "InputOptions", "InputSource", "PerReplica",
-           "ReplicaFeed", "ReplicaInput", "check_dataset", "shard_bounds",
-           "split_batch"]
+           "ReplicaFeed", "ReplicaInput", "batch_len", "check_dataset",
+           "shard_bounds", "split_batch"]
 
 
 class PerReplica:
@@ -94,7 +93,12 @@ def shard_bounds(n, world, rank):
     return n * rank // world, n * (rank + 1) // world
 
 
-def _batch_len(batch):
+def batch_len(batch):
+    """Rows in a batch (the first array leaf's first axis).
+
+    Raises:
+        ValueError: an element without a batch axis.
+    """
     leaves = [v for v in tree.flatten(batch) if hasattr(v, "shape")]
     if not leaves or not leaves[0].shape:
         raise ValueError(f"A distributed dataset needs batched elements (arrays "
@@ -106,7 +110,7 @@ def _batch_len(batch):
 def split_batch(batch, world):
     """``PerReplica`` of ``world`` contiguous slices of a global ``batch`` (a
     nested structure of arrays, batch axis first), in rank order."""
-    n = _batch_len(batch)
+    n = batch_len(batch)
     return PerReplica(
         tree.map_structure(lambda a, lo=lo, hi=hi: a[lo:hi], batch)
         for lo, hi in (shard_bounds(n, world, r) for r in range(world)))
@@ -252,66 +256,29 @@ class DistributedDatasetsFromFunction(ReplicaInput):
                 f"{self.num_replicas}>")
 
 
-class DatasetShardSource(InputSource):
-    """A copy of a dataset whose pipeline a replica reads, auto-sharded there
-    by ``options.experimental_distribute.auto_shard_policy``."""
-
-    def __init__(self, dataset, rank, world):
-        self.dataset, self.rank, self.world = dataset, rank, world
-        self.policy = None
-
-    def passes(self):
-        if self.policy is None:
-            from kerasflow.data.options import auto_shard  # on the replica only
-            self.dataset, self.policy = auto_shard(self.dataset, self.world,
-                                                   self.rank)
-            self.global_rows = self.policy == "DATA"
-        if self.policy == "FILE":
-            return _rebatch(iter(self.dataset), self.world)
-        return iter(self.dataset)
-
-
-def _rebatch(batches, world):
-    """Batches of ``first batch size // world`` rows from a stream of batches
-    (tf.distribute's rebatching of a file-sharded pipeline)."""
-    first = next(batches, None)
-    if first is None:
-        return
-    size = max(1, _batch_len(first) // world)
-    pending, rows = [], 0
-    for batch in itertools.chain([first], batches):
-        pending.append(batch)
-        rows += _batch_len(batch)
-        while rows >= size:
-            joined = tree.map_structure(lambda *a: np.concatenate(a), *pending)
-            yield tree.map_structure(lambda a: a[:size], joined)
-            rest = tree.map_structure(lambda a: a[size:], joined)
-            rows -= size
-            pending = [rest] if rows else []
-    if rows:
-        yield tree.map_structure(lambda *a: np.concatenate(a), *pending)
-
-
 class DistributedDataset(ReplicaInput):
     """What ``experimental_distribute_dataset`` returns (tf.distribute's
     ``DistributedDataset``).
 
     Iterating it yields one ``PerReplica`` per global batch of ``dataset``:
     the batch split contiguously in rank order (sizes differ by at most one).
-    ``Model.fit`` trains on it as on ``dataset``. With ``on_replicas`` (a
+    ``Model.fit`` trains on it as on ``dataset``. With ``make_source`` (a
     multi-worker strategy, as TF shards across workers) every replica reads
-    its own auto-sharded copy of the pipeline instead of the driver reading it.
+    its own copy of the pipeline, ``make_source(dataset, rank, world)`` (an
+    ``InputSource``: auto-sharded, ``kerasflow/data/sharding.py``), instead of
+    the driver reading it.
 
     Attributes:
         dataset: the global-batch dataset.
         num_replicas_in_sync: replicas each batch is split over.
     """
 
-    def __init__(self, dataset, num_replicas, options=None, on_replicas=False):
+    def __init__(self, dataset, num_replicas, options=None, make_source=None):
         self.dataset = dataset
         self.num_replicas_in_sync = int(num_replicas)
         self.options = options
-        self.on_replicas = bool(on_replicas)
+        self.make_source = make_source
+        self.on_replicas = make_source is not None
 
     def __iter__(self):
         for batch in self.dataset:
@@ -326,7 +293,7 @@ class DistributedDataset(ReplicaInput):
         return card() if callable(card) else -2
 
     def sources(self, num_replicas):
-        return [DatasetShardSource(self.dataset, r, num_replicas)
+        return [self.make_source(self.dataset, r, num_replicas)
                 for r in range(num_replicas)]
 
     def local(self):

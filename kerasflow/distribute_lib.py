@@ -204,11 +204,12 @@ class Strategy:
         di.InputOptions.check("experimental_distribute_dataset", options)
         di.check_dataset(dataset, "experimental_distribute_dataset")
         return di.DistributedDataset(dataset, self.num_replicas_in_sync, options,
-                                     on_replicas=self.shards_datasets_on_replicas)
+                                     make_source=self.dataset_source)
 
-    # Multi-worker strategies: the replicas read (and auto-shard) a distributed
-    # dataset's pipeline themselves, as TF's workers do.
-    shards_datasets_on_replicas = False
+    # Multi-worker strategies: ``(dataset, rank, world) -> InputSource``, so the
+    # replicas read (and auto-shard) a distributed dataset's pipeline
+    # themselves, as TF's workers do; None: the driver reads it.
+    dataset_source = None
 
     def distribute_datasets_from_function(self, dataset_fn, options=None):
         """The datasets ``dataset_fn(InputContext)`` builds, one per input

@@ -5,7 +5,7 @@ A pipeline's options apply to the whole pipeline, wherever in the chain
 ``with_options`` was called (tf.data semantics): ``options()`` merges them up
 the chain. When the replicas of a distribution strategy read a dataset's
 pipeline themselves (``MultiWorkerMirroredStrategy.experimental_distribute_dataset``),
-each one keeps its share by :func:`auto_shard`, following
+each one keeps its share (``kerasflow/data/sharding.py``), following
 ``options.experimental_distribute.auto_shard_policy``:
 
 * ``FILE``: each input pipeline reads every N-th file of the file sources
@@ -31,7 +31,7 @@ import copy
 import enum
 
 __all__ = ["AutoShardPolicy", "DistributeOptions", "Options", "OptionsMixin",
-           "auto_shard", "file_sources", "parents", "pipeline_options"]
+           "file_sources", "parents", "pipeline_options"]
 
 
 class AutoShardPolicy(enum.IntEnum):
@@ -214,44 +214,3 @@ class OptionsMixin:
         """The options of the whole pipeline (tf.data's ``Dataset.options``)."""
         return pipeline_options(self)
 
-
-def auto_shard(dataset, num_pipelines, index):
-    """Narrows ``dataset`` to input pipeline ``index`` of ``num_pipelines`` by
-    its auto-shard policy (tf.data's auto-sharding; see the module doc).
-
-    The file sources of the chain are changed in place: call it on a private
-    copy of the pipeline (a replica's unpickled copy).
-
-    Args:
-        dataset: a ``Dataset``.
-        num_pipelines: int, pipelines reading the dataset (replicas).
-        index: int, this pipeline's index.
-
-    Returns:
-        ``(dataset, policy)`` with ``policy`` in ``"FILE"`` (this pipeline
-        reads every ``num_pipelines``-th file), ``"DATA"`` (it reads
-        everything and keeps its share of each global batch) or ``"OFF"``.
-
-    Raises:
-        ValueError: ``FILE`` for a pipeline with no file source, or with fewer
-            files than pipelines (``AUTO`` falls back to ``DATA`` then).
-    """
-    policy = pipeline_options(dataset).experimental_distribute.auto_shard_policy
-    if policy == AutoShardPolicy.OFF or num_pipelines == 1:
-        return dataset, "OFF" if num_pipelines > 1 else "DATA"
-    if policy == AutoShardPolicy.DATA:
-        return dataset, "DATA"
-    sources = file_sources(dataset)
-    counts = [len(ds._files) for ds in sources]
-    if not sources or min(counts) < num_pipelines:
-        if policy == AutoShardPolicy.FILE:
-            found = (f"file sources with {counts} files" if sources
-                     else "no file source (TextLineDataset, CsvDataset)")
-            raise ValueError(
-                f"AutoShardPolicy.FILE needs a file source with at least "
-                f"num_input_pipelines={num_pipelines} files in the pipeline. "
-                f"Received: {found}. Use AutoShardPolicy.DATA or AUTO.")
-        return dataset, "DATA"
-    for ds in sources:
-        ds._files = ds._files[index::num_pipelines]
-    return dataset, "FILE"

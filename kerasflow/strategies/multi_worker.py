@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 
+from kerasflow.data.sharding import DatasetShardSource
 from kerasflow.strategies.base import check_count
 from kerasflow.strategies.cluster import parse_tf_config, resolver_workers
 from kerasflow.strategies.sync_strategy import CommunicationOptions, SyncReplicaStrategy
@@ -33,7 +34,7 @@ class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
     copy of ``ds``'s pipeline, auto-sharded by
     ``ds.options().experimental_distribute.auto_shard_policy`` (as TF's
     workers do: by file for ``TextLineDataset``/``CsvDataset`` sources, else
-    by data; see ``kerasflow/data/options.py``).
+    by data; see ``kerasflow/data/sharding.py``).
 
     Args:
         num_workers: nodes to use (default: TF_CONFIG, the resolver, else every
@@ -52,7 +53,7 @@ class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
         TypeError: wrong argument types.
     """
 
-    shards_datasets_on_replicas = True
+    dataset_source = DatasetShardSource
 
     def __init__(self, num_workers=None, replicas_per_worker=1,
                  communication_options=None, cluster_resolver=None, max_failures=3):

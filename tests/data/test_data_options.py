@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import kerasflow as kf
-from kerasflow.data.options import auto_shard
-from kerasflow.distribute_input import DatasetShardSource, split_batch
+from kerasflow.data.sharding import DatasetShardSource, auto_shard
+from kerasflow.distribute_input import split_batch
 
 Policy = kf.data.experimental.AutoShardPolicy
 
