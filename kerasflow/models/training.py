@@ -274,8 +274,12 @@ class Trainer(StepBuilder):
                     logs = self._metric_logs({"loss": total / seen})
                     cbs.on_train_batch_end(index, {**logs, "size": r.count})
                     index += 1
-                if self.stop_training or len(results) < len(chunk):
-                    break  # (fewer results: the replicas' own input ran out)
+                if len(results) < len(chunk):  # the replicas' own input ran out
+                    # With steps_per_epoch one pass spans epochs: stop (tf.keras).
+                    self.stop_training |= batches.steps is not None
+                    break
+                if self.stop_training:
+                    break
             if seen == 0:
                 raise ValueError("The training data yielded no batches.")
             epoch_logs = dict(logs)

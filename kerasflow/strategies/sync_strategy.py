@@ -172,9 +172,11 @@ class SyncReplicaStrategy(ActorStrategy):
     def _load_feed(self, feed):
         group = self._group or self._start_group()
         if feed.key not in self._feeds:
+            for old in self._feeds:  # one fit's input at a time
+                group.execute("drop_input", old)
             group.execute("load_input",
                           per_rank=[(feed.key, src) for src in feed.sources])
-            self._feeds.add(feed.key)
+            self._feeds = {feed.key}
         return group
 
     def peek_input(self, feed):

@@ -188,6 +188,28 @@ def test_dataset_fn_runs_on_the_replicas_and_equals_one_process(float64, referen
     assert contexts == {"2/0/10", "2/1/10"}
 
 
+def test_dataset_fn_infinite_with_steps_per_epoch(float64):
+    # One pass runs across epochs (tf.keras): 2 epochs x 7 steps of a repeated
+    # dataset continue where the last epoch stopped; same as one process.
+    def dataset_fn(ctx):
+        per = ctx.get_per_replica_batch_size(BATCH)
+        lo = ctx.input_pipeline_id * per
+        return (kf.data.Dataset.from_tensor_slices((X, Y)).batch(BATCH).repeat()
+                .map(lambda x, y: (x[lo:lo + per], y[lo:lo + per])))
+
+    def run(strategy, x):
+        with strategy.scope() if strategy else _null():
+            model = _model(spe=3)
+            model.fit(x, epochs=2, steps_per_epoch=7, verbose=0)
+        return model.get_weights()
+
+    ref = run(None, kf.data.Dataset.from_tensor_slices((X, Y)).batch(BATCH).repeat())
+    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    got = run(strategy, strategy.distribute_datasets_from_function(dataset_fn))
+    for a, b in zip(ref, got):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+
+
 def test_dataset_fn_bad_input_errors():
     strategy = kf.distribute.MirroredStrategy(num_replicas=2)
     with pytest.raises(TypeError, match="expects a callable dataset_fn"):
