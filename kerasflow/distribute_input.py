@@ -218,10 +218,6 @@ class ReplicaInput:
     def local(self):
         raise NotImplementedError
 
-    def cardinality(self) -> int:
-        """Batches per epoch when known, else -2 (unknown)."""
-        return -2
-
 
 class DistributedDatasetsFromFunction(ReplicaInput):
     """What ``distribute_datasets_from_function`` returns: ``dataset_fn`` runs
@@ -242,8 +238,11 @@ class DistributedDatasetsFromFunction(ReplicaInput):
                 for r in range(num_replicas)]
 
     def local(self):
-        """One pipeline in this process: ``dataset_fn(InputContext(1, 0, 1))``."""
-        return FunctionSource(self.dataset_fn, InputContext(1, 0, 1)).passes()
+        """One pipeline in this process: ``dataset_fn(InputContext(1, 0, 1))``
+        (re-iterable, e.g. for ``evaluate`` or ``validation_data``)."""
+        source = FunctionSource(self.dataset_fn, InputContext(1, 0, 1))
+        source.passes()  # calls and checks dataset_fn
+        return source.dataset
 
     def __iter__(self):
         raise TypeError(

@@ -186,6 +186,10 @@ def test_dataset_fn_runs_on_the_replicas_and_equals_one_process(float64, referen
     assert all(len(v) == 1 for v in callers.values())  # once per pipeline
     contexts = {v[0] for v in _noted(tmp_path, "ctx").values()}
     assert contexts == {"2/0/10", "2/1/10"}
+    # Outside the replicas (evaluate runs here) it is one pipeline of whole batches.
+    model = got[0]
+    assert model.evaluate(dist, verbose=0) == model.evaluate(_dataset(), verbose=0)
+    assert "1/0/20" in _noted(tmp_path, "ctx")[os.getpid()]
 
 
 def test_dataset_fn_infinite_with_steps_per_epoch(float64):
