@@ -14,6 +14,15 @@ Ray Train's full-group restart). ``max_failures`` caps recoveries.
 
 Evaluation and prediction run in the driver process (the weights there are
 current after every call).
+
+Input the replicas read themselves (``distribute_datasets_from_function``, a
+multi-worker ``experimental_distribute_dataset``, ``kf.data.from_ray``; see
+``kerasflow/distribute_input.py``): each replica gets its source once
+(``load_input``), and a call carries only the step count and a new-pass flag;
+the replicas reduce their sample counts with the gradients (one buffer), so
+the global batch is the sum of the local ones and the input ends on every
+replica at the same step. After a recovery the rebuilt replicas start a new
+pass over their sources (the rows of the interrupted epoch are read again).
 """
 
 from __future__ import annotations
@@ -192,7 +201,6 @@ class SyncReplicaStrategy(ActorStrategy):
 
     def _feed_payload(self, entry, batches):
         ref = batches[0].feed
-        self._load_feed(ref.feed)
         new_pass = any(b.feed.new_pass for b in batches)
         return [(entry[1], ref.feed.key, ref.feed.convert, len(batches), new_pass,
                  self._global_step, r == 0) for r in range(self.num_replicas_in_sync)]
