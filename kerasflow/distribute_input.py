@@ -201,8 +201,9 @@ class FeedRef(NamedTuple):
 class ReplicaInput:
     """Input that replicas of a synchronous strategy read themselves.
 
-    Subclasses give ``sources(num_replicas)`` (one ``InputSource`` per rank)
-    and ``local()`` (the same batches read in this process, for strategies
+    Subclasses give ``sources(num_replicas, node_ids=None)`` (one
+    ``InputSource`` per rank; ``node_ids``: the Ray node of each rank, for
+    locality) and ``local()`` (the same batches read in this process, for strategies
     without replica actors).
 
     Attributes:
@@ -212,7 +213,7 @@ class ReplicaInput:
 
     on_replicas = True
 
-    def sources(self, num_replicas) -> list:
+    def sources(self, num_replicas, node_ids=None) -> list:
         raise NotImplementedError
 
     def local(self):
@@ -232,7 +233,7 @@ class DistributedDatasetsFromFunction(ReplicaInput):
         self.dataset_fn, self.num_replicas = dataset_fn, int(num_replicas)
         self.options = options
 
-    def sources(self, num_replicas):
+    def sources(self, num_replicas, node_ids=None):
         return [FunctionSource(self.dataset_fn,
                                InputContext(num_replicas, r, num_replicas))
                 for r in range(num_replicas)]
@@ -291,7 +292,7 @@ class DistributedDataset(ReplicaInput):
         card = getattr(self.dataset, "cardinality", None)
         return card() if callable(card) else -2
 
-    def sources(self, num_replicas):
+    def sources(self, num_replicas, node_ids=None):
         return [self.make_source(self.dataset, r, num_replicas)
                 for r in range(num_replicas)]
 

@@ -179,7 +179,7 @@ class Strategy:
         """Releases what the strategy started (actors); a no-op by default."""
 
     # Strategies whose replicas read ``ReplicaInput`` themselves set this True
-    # and implement ``peek_input(feed)``.
+    # and implement ``peek_input(feed)`` and ``node_ids()``.
     reads_replica_input = False
 
     def experimental_distribute_dataset(self, dataset, options=None):

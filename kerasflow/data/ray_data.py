@@ -118,10 +118,18 @@ class RayDataset(ReplicaInput):
             yield self.element(batch)
 
     # -- ReplicaInput -----------------------------------------------------------
-    def sources(self, num_replicas):
+    def sources(self, num_replicas, node_ids=None):
+        """One split per replica: ``streaming_split(num_replicas, equal=True,
+        locality_hints=node_ids)``, each read ``batch_size // num_replicas``
+        rows at a time.
+
+        Raises:
+            ValueError: ``batch_size`` not divisible by ``num_replicas``.
+        """
         per = InputContext(num_replicas, 0, num_replicas).get_per_replica_batch_size(
             self.batch_size)
-        splits = self.dataset.streaming_split(num_replicas, equal=True)
+        splits = self.dataset.streaming_split(num_replicas, equal=True,
+                                              locality_hints=node_ids)
         return [RaySplitSource(it, self, per) for it in splits]
 
     def local(self):

@@ -242,14 +242,16 @@ class ReplicaBatches:
 
     Args:
         source: the ``ReplicaInput``.
-        strategy: a strategy with ``reads_replica_input`` (``peek_input``).
+        strategy: a strategy with ``reads_replica_input`` (``peek_input``,
+            ``node_ids``).
         steps: batches per epoch, or None (until the input runs out).
         standardize: ``(x, y, sample_weight) -> Standardized`` (the driver's).
         converter: ``Standardized sample -> ElementConverter`` for the replicas.
     """
 
     def __init__(self, source, strategy, steps, standardize, converter):
-        self.feed = ReplicaFeed(source.sources(strategy.num_replicas_in_sync))
+        self.feed = ReplicaFeed(source.sources(strategy.num_replicas_in_sync,
+                                               strategy.node_ids()))
         raw = strategy.peek_input(self.feed)
         self.sample = standardize(*unpack_x_y_sample_weight(raw))
         self.feed.convert = converter(self.sample)

@@ -73,8 +73,3 @@ class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
         self._setup(num_workers * replicas_per_worker, opts, transport=transport,
                     placement="STRICT_SPREAD", max_failures=max_failures,
                     workers_per_bundle=replicas_per_worker)
-
-    def node_ids(self):
-        """The Ray node id of every replica, in rank order (starts the
-        replicas if they are not running)."""
-        return (self.worker_group or self._start_group()).node_ids()

@@ -188,6 +188,11 @@ class SyncReplicaStrategy(ActorStrategy):
             self._feeds = {feed.key}
         return group
 
+    def node_ids(self):
+        """The Ray node id of every replica, in rank order (starts the
+        replicas if they are not running)."""
+        return (self._group or self._start_group()).node_ids()
+
     def peek_input(self, feed):
         """Starts every replica's first pass over its source and returns rank
         0's first element cut to one row (the model reads the input signature
