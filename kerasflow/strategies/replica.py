@@ -169,7 +169,6 @@ class Replica(StepWorker, InputReader, CollectiveMember):
         for i, (n, mine) in enumerate(rows):
             t0 = time.perf_counter()
             local = len(mine[0]) if mine else 0
-            buf[:] = 0.0
             if local:
                 # Global size unknown (own input): gradients of the local mean
                 # loss times the local count; divided by the summed count below.
@@ -185,6 +184,8 @@ class Replica(StepWorker, InputReader, CollectiveMember):
                     buf[:g] *= local
                     buf[d_end:c] *= local
                 buf[c] = local
+            else:  # no rows here (a short last batch, or input ran out): zeros
+                buf[:] = 0.0
             t1 = time.perf_counter()
             self.coll.allreduce(buf, "SUM", step=first_step + i)
             t_comm += time.perf_counter() - t1
