@@ -10,11 +10,13 @@ The one public home of the distribution API::
 
 ``Strategy``, ``DefaultStrategy``, ``get_strategy``, ``ReduceOp``,
 ``InputContext`` and ``BatchRef`` come from ``kerasflow.distribute_lib`` (the
-base below ``models/``), ``DistributedDataset``, ``PerReplica`` and
-``InputOptions`` from ``kerasflow.distribute_input`` (beside it); ``MirroredStrategy``, ``MultiWorkerMirroredStrategy``,
-``ParameterServerStrategy``, ``CommunicationOptions`` and the variable
-partitioners from ``kerasflow.strategies`` (the Ray implementation). Both of
-those are internal: import from here. The Ray strategies load on first use,
+base below ``models/``), ``DistributedDataset``,
+``DistributedDatasetsFromFunction``, ``PerReplica`` and ``InputOptions`` from
+``kerasflow.distribute_input`` (beside it); ``MirroredStrategy``,
+``MultiWorkerMirroredStrategy``, ``ParameterServerStrategy``,
+``CommunicationOptions`` and the variable partitioners from
+``kerasflow.strategies`` (the Ray implementation). All of those are internal:
+import from here. The Ray strategies load on first use,
 so ``import kerasflow`` does not import ray.
 """
 

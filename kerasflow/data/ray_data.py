@@ -67,7 +67,8 @@ class RayDataset(ReplicaInput):
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or (
                 batch_size < 1):
             raise ValueError(f"from_ray expects batch_size to be a positive int "
-                             f"(the global batch). Received: batch_size={batch_size!r}.")
+                             f"(the global batch). Received: "
+                             f"batch_size={batch_size!r}.")
         self.dataset = dataset
         self.features = _names(feature_columns, "feature_columns")
         self.labels = _names(label_columns, "label_columns")

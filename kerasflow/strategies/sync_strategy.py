@@ -167,7 +167,8 @@ class SyncReplicaStrategy(ActorStrategy):
                 group.execute("set_state", entry[1], group.put(now))
                 entry[2] = now
         size = (step.layout.size + step.num_outputs + 1  # + the sample count
-                + sum(int(np.prod(v.shape, dtype=np.int64)) for v in step.metric_variables))
+                + sum(int(np.prod(v.shape, dtype=np.int64))
+                      for v in step.metric_variables))
         want = (size, np.dtype(step.layout.dtype).name)
         if self._coll != want:
             group.setup_collective(want[0], want[1], self._transport, self._timeout)

@@ -117,7 +117,8 @@ def test_default_strategy_distributed_input_in_process():
     strategy = kf.distribute.get_strategy()
     ds = kf.data.Dataset.from_tensor_slices(np.arange(6.0)).batch(4)
     dist = strategy.experimental_distribute_dataset(ds)
-    assert [[v.tolist() for v in pr.values] for pr in dist] == [[[0, 1, 2, 3]], [[4, 5]]]
+    assert [[v.tolist() for v in pr.values] for pr in dist] == [[[0, 1, 2, 3]],
+                                                                [[4, 5]]]
     seen = []
     out = strategy.distribute_datasets_from_function(
         lambda ctx: seen.append((ctx.num_input_pipelines, ctx.input_pipeline_id)) or ds)

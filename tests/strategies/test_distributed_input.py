@@ -149,8 +149,8 @@ def test_multi_worker_shards_text_files_by_file(tmp_path):
 
     ds = kf.data.TextLineDataset(files).map(parse).batch(8)
     strategy = kf.distribute.MultiWorkerMirroredStrategy(num_workers=2)
-    (model, history), pids = _fit(strategy, strategy.experimental_distribute_dataset(ds),
-                                  epochs=1)
+    dist = strategy.experimental_distribute_dataset(ds)
+    (model, history), pids = _fit(strategy, dist, epochs=1)
     rows = {pid: sorted(map(int, v)) for pid, v in _noted(log, "row").items()}
     assert set(rows) == set(pids)
     # Rank r reads files r and r + 2 only (every 2nd file from r).
