@@ -5,6 +5,8 @@ TF1 names are importable from here directly, as TF1 users wrote ``tf.square``::
     from kerasflow.backend import placeholder, Variable, square, gradients, Session
 """
 
+import numpy as np
+
 from kerasflow.backend import graph_pickle, ops
 from kerasflow.backend.array import (
     floatx, get_device, get_xp, gpu_available, set_device, set_floatx, to_device,
@@ -22,7 +24,17 @@ from kerasflow.backend.ops import *  # noqa: F403
 from kerasflow.backend.keras_ops import *  # noqa: F403
 from kerasflow.backend.keras_ops import __all__ as _keras_all
 from kerasflow.backend.ops import __all__ as _ops_all
+from kerasflow.backend.ops.shape import shape_of
 from kerasflow.backend.registry import apply, get_op, register_gradient, register_op
+
+
+def shape(x):
+    """Keras 2 / TF1 ``K.shape``: a symbolic tensor's run-time shape as an
+    int64 vector (``K.shape(z)[0]`` is the batch size when the graph runs);
+    an array's shape as a tuple. Keras 3's static form is
+    ``kerasflow.ops.shape``."""
+    return shape_of(x) if is_symbolic(x) else tuple(np.shape(x))
+
 
 __all__ = [
     "ops", "floatx", "set_floatx", "get_device", "set_device", "get_xp",

@@ -131,11 +131,15 @@ def is_cupy_array(x) -> bool:
 
 
 def to_numpy(value):
-    """Copies a device array (or nested list/tuple/dict of them) to numpy."""
+    """Copies a device array (or nested list/tuple/dict of them) to numpy; a
+    Variable gives its current value (Keras 3's ``convert_to_numpy``)."""
     if isinstance(value, dict):
         return {k: to_numpy(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(to_numpy(v) for v in value)
+    read = getattr(value, "numpy", None)  # Variables (no import: they sit above)
+    if callable(read) and not isinstance(value, np.ndarray):
+        return to_numpy(read())
     return value.get() if is_cupy_array(value) else value
 
 

@@ -17,7 +17,8 @@ from kerasflow.backend import ops as _math  # math and elementwise ops
 from kerasflow.backend.ops import reduction as _red
 from kerasflow.backend.ops import shape as _shape
 
-__all__ = ["zeros", "ones", "full", "arange", "array", "convert_to_tensor",
+__all__ = ["zeros", "ones", "full", "arange", "array", "convert_to_numpy",
+           "convert_to_tensor",
            "shape", "int_shape", "one_hot", "l2_normalize", "epsilon",
            "set_epsilon", "image_data_format", "set_image_data_format",
            "get_value", "set_value"]
@@ -69,6 +70,20 @@ def convert_to_tensor(x, dtype=None):
         return x if dtype is None or x.dtype == np.dtype(dtype) else _math.cast(
             x, dtype)
     return array(x, dtype)
+
+
+def convert_to_numpy(x):
+    """A numpy array of ``x``: arrays (cupy ones copied to the host), Python
+    values, and Variables (their current value) (Keras 3's ``convert_to_numpy``).
+
+    Raises:
+        TypeError: a symbolic tensor (it has no value until run).
+    """
+    value = _array.to_numpy(x)  # a Variable gives its value here
+    if is_symbolic(value):
+        raise TypeError(f"convert_to_numpy needs a concrete value; a symbolic "
+                        f"tensor has none until it runs. Received: {x!r}.")
+    return np.asarray(value)
 
 
 def shape(x) -> tuple:

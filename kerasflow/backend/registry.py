@@ -123,6 +123,8 @@ def _dtype_hint(inputs):
 def _scalar_dtype(x, hint):
     if isinstance(x, bool):
         return np.bool_
+    if hint is None and isinstance(x, np.generic):
+        return x.dtype  # np.float64 is a float; alone, it keeps its dtype
     if hint is not None and (isinstance(x, int) or hint.kind == "f"):
         return hint
     return _array.floatx() if isinstance(x, float) else np.int64

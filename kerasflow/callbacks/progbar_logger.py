@@ -10,6 +10,7 @@ from tqdm import tqdm
 
 from kerasflow.callbacks._logs import as_scalar
 from kerasflow.callbacks.callback import Callback
+from kerasflow.utils import io_utils
 
 __all__ = ["ProgbarLogger", "format_logs"]
 
@@ -62,6 +63,11 @@ class ProgbarLogger(Callback):
       ``"Epoch 1/5 - 2.1s - loss: 0.3011 - val_loss: 0.3324"``.
     - ``verbose=0``: nothing.
 
+    When stdout is not a terminal (a log file, CI, ``nohup``) or
+    ``kerasflow.utils.io_utils.disable_interactive_logging()`` was called,
+    ``verbose=1`` writes the verbose-2 line per epoch instead of a bar, as
+    Keras' non-interactive progress bar does.
+
     Validation inside `fit` is summarised in the epoch's bar or line; a
     standalone `evaluate` (or `predict`) gets its own bar or line.
 
@@ -88,7 +94,7 @@ class ProgbarLogger(Callback):
         self._by_samples = False
         self._desc = ""
         self._t0 = self._last = 0.0
-        self._seen = 0
+        self._seen = self._batches = 0
         self._pending = 0
 
     def set_params(self, params: dict[str, Any]) -> None:
@@ -143,9 +149,9 @@ class ProgbarLogger(Callback):
         self._close()
         self._desc = desc
         self._t0 = self._last = time.perf_counter()
-        self._seen = 0
+        self._seen = self._batches = 0
         self._pending = 0
-        if self.verbose != 1:
+        if self.verbose != 1 or not io_utils.interactive_terminal():
             return
         self._by_samples = self.target is None and self.samples is not None
         self._bar = _Bar(
@@ -160,11 +166,12 @@ class ProgbarLogger(Callback):
 
     def _step(self, logs: dict | None) -> None:
         """Counts one batch; redraws the bar if ``mininterval`` has passed."""
-        if self._bar is None:
-            return
         size = self.batch_size if logs is None else logs.get("size", self.batch_size)
         size = size or 0
         self._seen += size
+        self._batches += 1
+        if self._bar is None:
+            return
         self._pending += size if self._by_samples else 1
         now = time.perf_counter()
         if now - self._last >= self.mininterval:
@@ -187,6 +194,11 @@ class ProgbarLogger(Callback):
             self._close()
         elif self.verbose == 2:
             parts = [self._desc, f"{now - self._t0:.1f}s", format_logs(logs)]
+            print(" - ".join(p for p in parts if p), file=sys.stdout, flush=True)
+        elif self.verbose == 1:  # not a terminal: the bar's final state, once
+            total = self.target if self.target is not None else self._batches
+            parts = [self._desc, f"{self._batches}/{total} batches",
+                     f"{now - self._t0:.1f}s", self._postfix(logs, now)]
             print(" - ".join(p for p in parts if p), file=sys.stdout, flush=True)
 
     def _postfix(self, logs: dict | None, now: float) -> str:

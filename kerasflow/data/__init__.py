@@ -19,11 +19,16 @@ from kerasflow.data.cardinality import (
 )
 from kerasflow.data.csv import decode_csv
 from kerasflow.data.dataset import Dataset
-from kerasflow.data.iterator import Iterator, make_one_shot_iterator
+from kerasflow.data.iterator import (
+    Iterator,
+    make_initializable_iterator,
+    make_one_shot_iterator,
+)
 from kerasflow.data.options import Options
 from kerasflow.data.ray_data import from_ray
 from kerasflow.data.readers import CsvDataset, TextLineDataset
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "CsvDataset",
            "Dataset", "Iterator", "Options", "TextLineDataset", "decode_csv",
-           "experimental", "from_ray", "make_one_shot_iterator"]
+           "experimental", "from_ray", "make_initializable_iterator",
+           "make_one_shot_iterator"]

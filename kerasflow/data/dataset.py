@@ -23,15 +23,16 @@ import numpy as np
 from kerasflow import tree
 from kerasflow.data import cardinality as cd
 from kerasflow.data import iterator as it_lib
-from kerasflow.data.options import OptionsMixin
 from kerasflow.data import sources
 from kerasflow.data import structure as st
 from kerasflow.data import transforms as tr
+from kerasflow.data.combinators import Combinators
+from kerasflow.data.options import OptionsMixin
 
 __all__ = ["Dataset"]
 
 
-class Dataset(OptionsMixin):
+class Dataset(Combinators, OptionsMixin):
     """A re-iterable sequence of elements with tf.data's transformations.
 
     Build one with a source (``from_tensor_slices``, ``from_tensors``,
@@ -106,6 +107,12 @@ class Dataset(OptionsMixin):
         return Dataset(make_iterator,
                        self._cardinality if cardinality is None else cardinality,
                        (lambda: self.element_spec) if spec is None else spec)
+
+    @staticmethod
+    def _from_list(items: list) -> Dataset:
+        """A dataset of the given elements, in order."""
+        return Dataset(lambda: iter(items), len(items),
+                       st.spec_of(items[0]) if items else None)
 
     # -- sources --------------------------------------------------------------------
     @staticmethod
@@ -307,6 +314,22 @@ class Dataset(OptionsMixin):
         ``Session.run`` feeds, one element per run (``data/iterator.py``)."""
         return it_lib.Iterator(self)
 
+    def make_initializable_iterator(self, shared_name=None) -> it_lib.Iterator:
+        """TF 1.x: like ``make_one_shot_iterator``, but each pass starts with
+        ``sess.run(iterator.initializer, feed_dict=...)``, which also binds the
+        placeholders a ``from_tensor_slices`` was built on."""
+        return it_lib.Iterator(self, initializable=True)
+
+    @property
+    def output_types(self):
+        """TF 1.x: the elements' dtypes, in the element's structure."""
+        return tree.map_structure(lambda s: s.dtype, self.element_spec)
+
+    @property
+    def output_shapes(self):
+        """TF 1.x: the elements' shapes, in the element's structure."""
+        return tree.map_structure(lambda s: s.shape, self.element_spec)
+
     def take(self, count, name=None) -> Dataset:
         """The first ``count`` elements (all of them for -1)."""
         count = cd.check_count(count, "count", minimum=-1)
@@ -358,68 +381,6 @@ class Dataset(OptionsMixin):
         if size == 0:
             return self._derive(lambda: iter(self))
         return self._derive(lambda: tr.prefetch(self, size))
-
-    def interleave(self, map_func, cycle_length=None, block_length=None,
-                   num_parallel_calls=None, deterministic=None,
-                   name=None) -> Dataset:
-        """Elements of the datasets ``map_func`` returns for each input element,
-        ``cycle_length`` of them open at once, ``block_length`` elements from
-        each in turn (tf.data semantics). ``num_parallel_calls`` is accepted and
-        the datasets are read in this thread, in the deterministic order.
-
-        Args:
-            cycle_length: datasets open at once (None/AUTOTUNE: the CPU count).
-            block_length: consecutive elements from each (default 1).
-        """
-        cd.parallelism(num_parallel_calls, "num_parallel_calls")
-        cycle = cd.parallelism(cd.AUTOTUNE if cycle_length is None else cycle_length,
-                            "cycle_length")
-        block = 1 if block_length is None else cd.check_count(
-            block_length, "block_length", minimum=1)
-        def open_dataset(element):
-            ds = st.call_unpacked(map_func, element)
-            if not isinstance(ds, Dataset):
-                raise TypeError(f"interleave's and flat_map's map_func must "
-                                f"return a Dataset. Received: {type(ds).__name__}.")
-            return ds
-
-        out = self._derive(lambda: tr.interleave(self, open_dataset, cycle, block),
-                           cd.UNKNOWN_CARDINALITY,
-                           lambda: Dataset._first_spec(out))
-        return out
-
-    def flat_map(self, map_func, name=None) -> Dataset:
-        """The elements of ``map_func(element)`` (a ``Dataset``) for each element,
-        one dataset after another (``interleave`` with cycle_length=1).
-
-        Raises:
-            TypeError: (while iterating) ``map_func`` returns no Dataset.
-        """
-        return self.interleave(map_func, cycle_length=1, block_length=1)
-
-    def concatenate(self, dataset, name=None) -> Dataset:
-        """This dataset's elements, then ``dataset``'s.
-
-        Raises:
-            TypeError: ``dataset`` is not a Dataset.
-        """
-        if not isinstance(dataset, Dataset):
-            raise TypeError(f"concatenate takes a Dataset. Received: "
-                            f"{type(dataset).__name__}.")
-        return self._derive(lambda: itertools.chain(self, dataset),
-                            cd.concatenated(self._cardinality, dataset.cardinality()))
-
-    def apply(self, transformation_func) -> Dataset:
-        """``transformation_func(self)``: a reusable chain of transformations."""
-        return transformation_func(self)
-
-    def enumerate(self, start=0, name=None) -> Dataset:
-        """``(index, element)`` pairs, index an int64 scalar counting from
-        ``start``."""
-        def pairs():
-            return ((np.int64(i), e) for i, e in zip(itertools.count(start), self))
-        return self._derive(pairs, spec=lambda: (st.spec_of(np.int64(0)),
-                                                 self.element_spec))
 
     def __repr__(self):
         return f"<{type(self).__name__} cardinality={self._cardinality}>"

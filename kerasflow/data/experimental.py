@@ -7,11 +7,12 @@ from kerasflow.data.cardinality import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
 )
+from kerasflow.data.make_csv import make_csv_dataset
 from kerasflow.data.options import AutoShardPolicy, DistributeOptions
 from kerasflow.data.readers import CsvDataset
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutoShardPolicy",
-           "CsvDataset", "DistributeOptions", "cardinality"]
+           "CsvDataset", "DistributeOptions", "cardinality", "make_csv_dataset"]
 
 
 def cardinality(dataset) -> int:

@@ -100,6 +100,8 @@ class CsvDataset(Dataset):
         use_quote_delim: treat '"' as a quote (else as an ordinary character).
         na_value: a field value meaning "missing".
         select_cols: sorted column indices to keep (default: all).
+        ignore_errors: skip records that do not parse instead of raising (what
+            ``make_csv_dataset(ignore_errors=True)`` asks for).
 
     Blank lines are skipped (TextLineDataset keeps them).
 
@@ -118,7 +120,7 @@ class CsvDataset(Dataset):
     def __init__(self, filenames, record_defaults, compression_type=None,
                  buffer_size=None, header=False, field_delim=",",
                  use_quote_delim=True, na_value="", select_cols=None,
-                 exclude_cols=None, name=None):
+                 exclude_cols=None, name=None, ignore_errors=False):
         self._files = _filenames(filenames)  # auto-sharding by FILE narrows it
         _open_check(compression_type)
         if exclude_cols is not None:
@@ -134,17 +136,23 @@ class CsvDataset(Dataset):
             for path in self._files:
                 yield from _records(path, compression_type, header, field_delim,
                                     use_quote_delim, na_value, select_cols,
-                                    columns)
+                                    columns, ignore_errors)
 
         super().__init__(records, UNKNOWN_CARDINALITY,
                          tuple(TensorSpec((), dt) for dt, _ in columns))
 
 
 def _records(path, compression_type, header, delim, quote, na_value, select_cols,
-             columns):
-    """One file's parsed records."""
+             columns, ignore_errors=False):
+    """One file's parsed records (bad ones skipped when ``ignore_errors``)."""
     for number, line in _lines(path, compression_type):
         if (header and number == 1) or not line.strip():
             continue
-        yield parse_fields(split_record(line.decode(), delim, quote), columns,
-                           na_value, select_cols, f"{path}:{number}: ")
+        try:
+            record = parse_fields(split_record(line.decode(), delim, quote),
+                                  columns, na_value, select_cols, f"{path}:{number}: ")
+        except ValueError:
+            if ignore_errors:
+                continue
+            raise
+        yield record

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow import tree
-from kerasflow.backend import TensorSpec
+from kerasflow.backend import SymbolicTensor, TensorSpec
 from kerasflow.data import structure as st
 from kerasflow.data.cardinality import UNKNOWN_CARDINALITY
+from kerasflow.data.iterator import bound_value
 
 __all__ = ["generated", "int_range", "single", "slices"]
 
@@ -21,6 +22,8 @@ def slices(tensors):
     """Rows of ``tensors`` along axis 0 (``from_tensor_slices``); a fourth item,
     ``row_range(start, stop)``, gives rows start..stop-1 already stacked."""
     structure = st.as_structure(tensors)
+    if any(isinstance(v, SymbolicTensor) for v in tree.flatten(structure)):
+        return _fed_slices(structure)
     leaves = [st.to_numpy(v) for v in tree.flatten(structure)]
     if any(a.ndim == 0 for a in leaves):
         raise ValueError("from_tensor_slices needs components with a first axis "
@@ -42,6 +45,27 @@ def slices(tensors):
     spec = tree.pack_sequence_as(structure, [
         TensorSpec(a.shape[1:], st.spec_of(a).dtype) for a in leaves])
     return rows, n, spec, row_range
+
+
+def _fed_slices(structure):
+    """``from_tensor_slices`` of placeholders: rows of the values fed to them
+    when an initializable iterator's initializer last ran (TF 1.x)."""
+    leaves = tree.flatten(structure)
+    if any(not isinstance(v, SymbolicTensor) or v.shape is None or not v.shape
+           for v in leaves):
+        raise ValueError("from_tensor_slices of tensors needs placeholders of "
+                         "rank >= 1 for every component (fed through an "
+                         "initializable iterator's initializer). Received: "
+                         f"{leaves!r}.")
+
+    def rows():
+        values = [np.asarray(bound_value(v)) for v in leaves]
+        return (tree.pack_sequence_as(structure, [a[i] for a in values])
+                for i in range(len(values[0])))
+
+    spec = tree.pack_sequence_as(structure, [
+        TensorSpec(v.shape[1:], v.dtype) for v in leaves])
+    return rows, UNKNOWN_CARDINALITY, spec
 
 
 def single(tensors):

@@ -110,7 +110,13 @@ class NumericColumn(DenseColumn):
         return {self.name: self.values(features)}
 
     def dense_tensor(self, inputs, state):
-        return _tensor(inputs, self.name, self.name)
+        t = _tensor(inputs, self.name, self.name)
+        shape = getattr(t, "shape", None)
+        if shape is not None and (len(shape) != 2 or shape[-1] != self.dimension):
+            # Raw (batch,) or (batch, *shape) features, as a model_fn receives
+            # them from a Dataset input_fn: TF's input_layer flattens them.
+            t = K.reshape(t, (-1, self.dimension))
+        return t
 
 
 class BucketizedColumn(DenseColumn, CategoricalColumn):

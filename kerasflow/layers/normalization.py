@@ -8,6 +8,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.layers._utils import WeightArgs
+from kerasflow.layers._masks import get_mask
 from kerasflow.layers.base import InputSpec, Layer
 
 __all__ = ["BatchNormalization", "LayerNormalization"]
@@ -114,21 +115,28 @@ class BatchNormalization(Layer):
                                            trainable=False)
         self.built = True
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, mask=None):
         rank = len(inputs.shape)
         axes, param = self._axes, lambda t: _broadcastable(t, rank, self._axes)
         x = inputs
         if x.dtype != np.dtype(self.dtype):
             x = K.cast(x, self.dtype)
         reduce = tuple(a for a in range(rank) if a not in axes)
+        if mask is None:
+            mask = get_mask(inputs)
         if training and self.trainable:
-            # One fused op (and one gradient op) for the batch statistics.
             shape = tuple(self.moving_mean.shape)
             gamma = self.gamma if self.gamma is not None else np.ones(shape,
                                                                       self.dtype)
             beta = self.beta if self.beta is not None else np.zeros(shape,
                                                                     self.dtype)
-            y, mean, var = K.fused_batch_norm(x, gamma, beta, reduce, self.epsilon)
+            if mask is None:
+                # One fused op (and one gradient op) for the batch statistics.
+                y, mean, var = K.fused_batch_norm(x, gamma, beta, reduce,
+                                                  self.epsilon)
+            else:
+                y, mean, var = self._masked_batch_norm(x, mask, gamma, beta, reduce,
+                                                       param)
             m = self.momentum
             self.add_update([
                 self.moving_mean.assign(self.moving_mean * m + mean * (1 - m)),
@@ -145,6 +153,20 @@ class BatchNormalization(Layer):
         if self.beta is not None:
             y = y + param(self.beta)
         return y
+
+    def _masked_batch_norm(self, x, mask, gamma, beta, reduce, param):
+        """Batch statistics over the unmasked positions only (Keras 3): the
+        mask (batch, steps) weighs each position, masked ones by 0."""
+        w = K.cast(mask, x.dtype)
+        while len(w.shape) < len(x.shape):
+            w = K.expand_dims(w, -1)
+        w = w * K.ones_like(x)
+        count = K.maximum(K.sum(w, axis=reduce), np.asarray(1.0, x.dtype))
+        mean = K.sum(x * w, axis=reduce) / count
+        centered = x - param(mean)
+        var = K.sum(w * centered * centered, axis=reduce) / count
+        y = centered * K.rsqrt(param(var) + self.epsilon) * param(gamma) + param(beta)
+        return y, mean, var
 
     def get_config(self):
         config = super().get_config()

@@ -25,6 +25,16 @@ from kerasflow.losses.base import (
     serialize,
     squeeze_or_expand_to_same_rank,
 )
+from kerasflow.losses.focal_overlap import (
+    BinaryFocalCrossentropy,
+    CategoricalFocalCrossentropy,
+    Dice,
+    Tversky,
+    binary_focal_crossentropy,
+    categorical_focal_crossentropy,
+    dice,
+    tversky,
+)
 from kerasflow.losses.hinge import (
     CategoricalHinge,
     Hinge,
@@ -76,6 +86,8 @@ from kerasflow.losses.regression import (
 )
 
 __all__ = [
+    "BinaryFocalCrossentropy", "CategoricalFocalCrossentropy", "Dice", "Tversky",
+    "binary_focal_crossentropy", "categorical_focal_crossentropy", "dice", "tversky",
     "BinaryCrossentropy", "CategoricalCrossentropy", "CategoricalHinge",
     "CosineSimilarity", "Hinge", "Huber", "KLDivergence", "LogCosh", "Loss",
     "LossFunctionWrapper", "MeanAbsoluteError", "MeanAbsolutePercentageError",

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from kerasflow.backend import name_scope, ops
+from kerasflow.backend import floatx, name_scope, ops
 from kerasflow.backend.graph import is_symbolic
 from kerasflow.utils.serialization import (
     deserialize_object,
@@ -150,7 +150,7 @@ def reduce_weighted_values(values, sample_weight=None, reduction="sum_over_batch
     else:
         divisor = ops.reduced_count(values, None, values.dtype)
     # An empty batch (or all weight masked) reduces to 0 instead of 0 / 0.
-    return ops.divide(total, ops.maximum(divisor, EPSILON))
+    return ops.divide(total, ops.maximum(divisor, np.asarray(EPSILON, values.dtype)))
 
 
 class Loss:
@@ -160,9 +160,13 @@ class Loss:
         reduction: "sum_over_batch_size" (default), "sum", "mean",
             "mean_with_sample_weight" or "none"/None.
         name: name of the loss (prefix of its graph nodes).
+        dtype: the dtype its computations run in: given, float predictions and
+            targets are cast to it; None (default) keeps the predictions'
+            dtype, and ``loss.dtype`` reads ``floatx()`` (Keras 3).
 
     Raises:
-        ValueError: an unknown reduction.
+        ValueError: an unknown reduction. TypeError: a dtype that is not a
+            float type.
 
     Example:
         >>> class Cube(Loss):
@@ -170,7 +174,7 @@ class Loss:
         ...         return ops.mean((y_pred - y_true) ** 3, axis=-1)
     """
 
-    def __init__(self, reduction="sum_over_batch_size", name=None):
+    def __init__(self, reduction="sum_over_batch_size", name=None, dtype=None):
         if reduction not in REDUCTIONS:
             raise ValueError(
                 f"Invalid value for argument `reduction`; expected one of "
@@ -178,6 +182,18 @@ class Loss:
             )
         self.reduction = reduction
         self.name = name or to_snake_case(type(self).__name__)
+        if dtype is not None:
+            dtype = np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
+            if dtype.kind != "f":
+                raise TypeError(f"A loss's dtype must be a float type. Received: "
+                                f"dtype={dtype}.")
+            dtype = dtype.name
+        self._dtype = dtype
+
+    @property
+    def dtype(self) -> str:
+        """The computation dtype: the one given, else ``floatx()``."""
+        return self._dtype or floatx()
 
     def call(self, y_true, y_pred):
         """Per-sample losses of shape (batch, ...); subclasses implement it."""
@@ -196,11 +212,15 @@ class Loss:
             reduction "none".
         """
         with name_scope(self.name):
+            if self._dtype is not None:
+                y_pred = ops.cast(as_tensor(y_pred), self._dtype)
+                if as_tensor(y_true).dtype.kind == "f":
+                    y_true = ops.cast(as_tensor(y_true), self._dtype)
             values = self.call(y_true, y_pred)
             return reduce_weighted_values(values, sample_weight, self.reduction)
 
     def get_config(self) -> dict:
-        return {"name": self.name, "reduction": self.reduction}
+        return {"name": self.name, "reduction": self.reduction, "dtype": self._dtype}
 
     @classmethod
     def from_config(cls, config: dict) -> Loss:
@@ -216,11 +236,11 @@ class LossFunctionWrapper(Loss):
         **kwargs: keyword arguments passed to ``fn`` on every call.
     """
 
-    ARGS_DOC = "reduction, name: as ``Loss``."
+    ARGS_DOC = "reduction, name, dtype: as ``Loss``."
 
     def __init__(self, fn: Callable, reduction="sum_over_batch_size", name=None,
-                 **kwargs):
-        super().__init__(reduction=reduction, name=name or fn.__name__)
+                 dtype=None, **kwargs):
+        super().__init__(reduction=reduction, name=name or fn.__name__, dtype=dtype)
         self.fn = fn
         self._fn_kwargs = kwargs
 

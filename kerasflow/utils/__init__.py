@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from kerasflow.utils import checkpoint
+from kerasflow.utils import checkpoint, io_utils
+from kerasflow.utils.io_utils import (
+    disable_interactive_logging,
+    enable_interactive_logging,
+    is_interactive_logging_enabled,
+)
 from kerasflow.utils.np_utils import normalize, to_categorical
 from kerasflow.utils.py_dataset import PyDataset
+from kerasflow.utils.random_seed import set_random_seed
 
-__all__ = ["PyDataset", "checkpoint", "to_categorical", "normalize"]
+__all__ = ["PyDataset", "checkpoint", "disable_interactive_logging",
+           "enable_interactive_logging", "io_utils", "is_interactive_logging_enabled",
+           "normalize", "set_random_seed", "to_categorical"]

@@ -171,3 +171,54 @@ def test_estimator_input_fn_returning_get_next_tensors(tmp_path):
     results = est.evaluate(lambda: input_fn(1))
     assert results["global_step"] == 100        # 10 epochs x 10 batches
     assert results["accuracy"] >= 0.95
+
+
+def test_initializable_iterator_fed_placeholders_restart_each_pass():
+    """TF 1.x "Importing Data": from_tensor_slices of placeholders, fed when
+    the initializer runs; every initializer run starts a new pass."""
+    features = tf.placeholder(tf.float32, [None, 2])
+    labels = tf.placeholder(tf.int64, [None])
+    ds = tf.data.Dataset.from_tensor_slices((features, labels)).batch(2)
+    it = ds.make_initializable_iterator()
+    x, y = it.get_next()
+    total = tf.reduce_sum(x)
+    data = np.arange(6, dtype=np.float32).reshape(3, 2)
+    with tf.Session() as sess:
+        with pytest.raises(ValueError, match="not been initialized"):
+            sess.run(total)
+        sess.run(it.initializer, feed_dict={features: data, labels: [7, 8, 9]})
+        s, yy = sess.run([total, y])
+        assert s == 6.0 and list(yy) == [7, 8]
+        assert sess.run(total) == 9.0
+        with pytest.raises(tf.errors.OutOfRangeError):
+            sess.run(total)
+        sess.run(it.initializer, feed_dict={features: 10 * data, labels: [1, 2, 3]})
+        assert sess.run(total) == 60.0           # a new pass over the new values
+    unfed = tf.data.Dataset.from_tensor_slices(tf.placeholder(tf.float32, [None]))
+    it2 = tf.data.make_initializable_iterator(unfed)
+    it2.get_next()
+    with tf.Session() as sess:
+        with pytest.raises(ValueError, match="was not fed"):
+            sess.run(it2.initializer)
+
+
+def test_reinitializable_iterator_switches_between_datasets():
+    """TF 1.x ``Iterator.from_structure`` + ``make_initializer``: one get_next()
+    read from the training data, then the validation data."""
+    train = tf.data.Dataset.range(5).map(lambda v: v * 10)
+    val = tf.data.Dataset.range(3)
+    it = tf.data.Iterator.from_structure(train.output_types, train.output_shapes)
+    nxt = it.get_next()
+    train_init, val_init = it.make_initializer(train), it.make_initializer(val)
+    with tf.Session() as sess:
+        sess.run(train_init)
+        assert [sess.run(nxt) for _ in range(2)] == [0, 10]
+        sess.run(val_init)
+        assert [sess.run(nxt) for _ in range(3)] == [0, 1, 2]
+        with pytest.raises(tf.errors.OutOfRangeError):
+            sess.run(nxt)
+        sess.run(train_init)
+        assert sess.run(nxt) == 0
+    with pytest.raises(TypeError, match="elements like"):
+        it.make_initializer(tf.data.Dataset.from_tensor_slices((np.zeros(2),
+                                                                np.zeros(2))))

@@ -227,7 +227,7 @@ def test_random_ops_are_reproducible_with_set_random_seed():
 # -- missing symbols -------------------------------------------------------------------
 @pytest.mark.parametrize("get, name", [
     (lambda: tf.while_loop, "tf.while_loop"),
-    (lambda: tf.contrib, "tf.contrib"),
+    (lambda: tf.contrib.layers, "tf.contrib.layers"),
     (lambda: tf.nn.ctc_loss, "tf.nn.ctc_loss"),
     (lambda: tf.train.FtrlOptimizer, "tf.train.FtrlOptimizer"),
     (lambda: tf.math.cumsum, "tf.math.cumsum"),

@@ -38,6 +38,14 @@ def test_iris_example_short(data_dir, tmp_path):
     assert acc >= 0.9
 
 
+def test_iris_dataset_input_fn_example_acceptance(data_dir, tmp_path):
+    """TF's premade-Estimator program: input_fns return tf.data Datasets of
+    (features dict, labels); the canned DNNClassifier reaches >= 0.93."""
+    acc = _load("iris_dataset_estimator").main(data=str(data_dir / "iris"),
+                                                model_dir=str(tmp_path))
+    assert acc >= 0.93
+
+
 @pytest.mark.slow
 def test_iris_example_acceptance(data_dir, tmp_path):
     acc = _load("iris_dnn_classifier").main(data=str(data_dir / "iris"),

@@ -1,11 +1,15 @@
-"""Linear algebra: matmul (batched, with broadcasting over leading dims)."""
+"""Linear algebra: matmul (batched, with broadcasting over leading dims) and
+tensordot built on it."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from kerasflow.backend.ops import infer as I
+from kerasflow.backend.ops.shape import reshape, transpose
 from kerasflow.backend.registry import apply, register_gradient, register_op
 
-__all__ = ["matmul"]
+__all__ = ["matmul", "tensordot"]
 
 
 def _matmul_infer(a, b, transpose_a=False, transpose_b=False):
@@ -75,3 +79,63 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
     """
     return apply("MatMul", a, b, transpose_a=bool(transpose_a),
                  transpose_b=bool(transpose_b))
+
+
+def _axes_pair(axes, ra, rb):
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > min(ra, rb):
+            raise ValueError(f"tensordot axes={n} must be in [0, {min(ra, rb)}].")
+        return list(range(ra - n, ra)), list(range(n))
+    if len(axes) != 2:
+        raise ValueError(f"tensordot axes must be an int or a pair of axis lists. "
+                         f"Received: axes={axes!r}.")
+    a_axes, b_axes = ([int(v)] if np.ndim(v) == 0 else [int(u) for u in v]
+                      for v in axes)
+    if len(a_axes) != len(b_axes):
+        raise ValueError(f"tensordot contracts as many axes of each side. "
+                         f"Received: axes={axes!r}.")
+    return [v % ra for v in a_axes], [v % rb for v in b_axes]
+
+
+def tensordot(a, b, axes=2):
+    """Sums products over ``axes`` of ``a`` and ``b`` (``numpy.tensordot``).
+
+    Computed as one matmul of ``a`` (contracted axes moved last, flattened)
+    by ``b`` (contracted axes first); the gradient follows from those ops.
+
+    Args:
+        a, b: tensors or arrays of the same float dtype; the contracted
+            dimensions must be known and match. ``a`` may have one unknown
+            free dimension (a batch), ``b`` none.
+        axes: an int n (the last n axes of ``a`` with the first n of ``b``) or
+            a pair of axis lists.
+
+    Returns:
+        Shape ``a``'s free dims + ``b``'s free dims.
+
+    Raises:
+        ValueError: mismatched contracted dims, unknown ranks, or more unknown
+            free dimensions than one (naming the shapes).
+    """
+    sa, sb = getattr(a, "shape", None), getattr(b, "shape", None)
+    if sa is None or sb is None:
+        raise ValueError("tensordot needs tensors of known rank.")
+    sa, sb = tuple(sa), tuple(sb)
+    a_axes, b_axes = _axes_pair(axes, len(sa), len(sb))
+    a_free = [i for i in range(len(sa)) if i not in a_axes]
+    b_free = [i for i in range(len(sb)) if i not in b_axes]
+    contracted = [sa[i] for i in a_axes]
+    if any(d is None for d in contracted) or contracted != [sb[i] for i in b_axes]:
+        raise ValueError(f"tensordot contracts dims {contracted} of a (shape {sa}) "
+                         f"with dims {[sb[i] for i in b_axes]} of b (shape {sb}); "
+                         f"they must be known and equal.")
+    a_out, b_out = [sa[i] for i in a_free], [sb[i] for i in b_free]
+    if a_out.count(None) + b_out.count(None) > (1 if None not in b_out else 0):
+        raise ValueError(f"tensordot supports one unknown free dimension, in a. "
+                         f"Received shapes {sa} and {sb}.")
+    k = int(np.prod(contracted, dtype=np.int64))
+    a2 = reshape(transpose(a, a_free + a_axes), (-1, k))
+    b2 = reshape(transpose(b, b_axes + b_free), (k, -1))
+    out = matmul(a2, b2)
+    return reshape(out, tuple(-1 if d is None else d for d in a_out + b_out))

@@ -15,6 +15,9 @@ import itertools
 import numpy as np
 
 from kerasflow.backend import array as _array
+from kerasflow.backend.graph import SymbolicTensor
+from kerasflow.backend.ops.math import cast
+from kerasflow.backend.ops.shape import concatenate, reshape
 from kerasflow.backend.registry import apply, register_op
 
 __all__ = ["random_uniform", "random_normal", "truncated_normal", "set_random_seed",
@@ -82,17 +85,56 @@ def _random_like(xp, x, dtype, kind, a, b, seed, rng):
     return _draw(rng, kind, x.shape, dtype, a, b)
 
 
+def _shaped_infer(shape, dtype, kind, a, b, seed, static):
+    return tuple(static), np.dtype(dtype)
+
+
+@register_op("RandomShaped", _shaped_infer, random=True, differentiable=False)
+def _random_shaped(xp, shape, dtype, kind, a, b, seed, static, rng):
+    return _draw(rng, kind, tuple(int(d) for d in _array.as_numpy(shape)), dtype,
+                 a, b)
+
+
+def _shape_vector(shape):
+    """(int64 shape vector, static shape) for a shape that is a symbolic vector
+    or a sequence holding symbolic scalars (``(K.shape(z)[0], 2)``)."""
+    if isinstance(shape, SymbolicTensor):
+        if shape.shape is None or len(shape.shape) != 1 or shape.shape[0] is None:
+            raise ValueError(f"A random op's shape tensor must be a vector of known "
+                             f"length. Received: {shape!r}.")
+        return cast(shape, "int64"), (None,) * shape.shape[0]
+    parts = [reshape(cast(d, "int64"), (1,)) if isinstance(d, SymbolicTensor)
+             else np.asarray([int(d)], np.int64) for d in shape]
+    static = tuple(None if isinstance(d, SymbolicTensor) else int(d) for d in shape)
+    return concatenate(parts, axis=0), static
+
+
 def _apply(kind, shape, a, b, dtype, seed):
     dtype = np.dtype(dtype or _array.floatx()).name
+    if isinstance(shape, SymbolicTensor) or any(
+            isinstance(d, SymbolicTensor) for d in shape):
+        vector, static = _shape_vector(shape)
+        return apply("RandomShaped", vector, dtype=dtype, kind=kind, a=float(a),
+                     b=float(b), seed=_next_seed(seed), static=static)
+    if any(d is None for d in shape):
+        raise ValueError(f"A random op needs a shape known when it runs: ints, or "
+                         f"tensors such as K.shape(x)[0] for a batch size. "
+                         f"Received: shape={tuple(shape)}.")
     return apply("RandomStandard", shape=tuple(int(d) for d in shape), dtype=dtype,
                  kind=kind, a=float(a), b=float(b), seed=_next_seed(seed))
 
 
 def random_uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
-    """Uniform values in [minval, maxval) of a static ``shape``.
+    """Uniform values in [minval, maxval) of ``shape``.
 
-    With no symbolic input these return an array at once (initial values); inside
-    a graph use ``random_uniform_like``, which draws anew on every run.
+    ``shape``: a tuple of ints (with no symbolic input the values come at once,
+    as initial values), or a shape known only when the graph runs: an int64
+    vector tensor or a tuple holding scalar tensors, as Keras 2 programs write
+    ``K.random_normal(shape=(K.shape(z)[0], dim))``; those draw anew on every
+    run.
+
+    Raises:
+        ValueError: a None dimension (use ``K.shape(x)[i]``).
     """
     return _apply("uniform", shape, minval, maxval, dtype, seed)
 

@@ -212,13 +212,19 @@ __all__ = [
 _missing = _missing_attribute("tf", globals())
 
 
+# Namespaces loaded on first use: the Estimator (L5) and its metric pairs, and
+# contrib (whose strategies import ray).
+_LAZY_MODULES = {"estimator": "kerasflow.estimators",
+                 "feature_column": "kerasflow.feature_column",
+                 "metrics": "kerasflow.estimators.metrics",
+                 "contrib": "kerasflow.compat.v1.contrib"}
+
+
 def __getattr__(name):
-    if name in ("estimator", "feature_column"):  # L5: loaded on first use
+    if name in _LAZY_MODULES:
         import importlib
 
-        return importlib.import_module(f"kerasflow.{name}"
-                                       if name == "feature_column"
-                                       else "kerasflow.estimators")
+        return importlib.import_module(_LAZY_MODULES[name])
     if name == "Summary":  # the protobuf class, for hand-made summaries
         return import_tensorboardx("proto.summary_pb2").Summary
     return _missing(name)

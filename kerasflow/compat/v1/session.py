@@ -199,6 +199,9 @@ class Session(K.Session):
             InvalidArgumentError: an op placed on a GPU that is not there,
                 without ``allow_soft_placement``.
         """
+        if isinstance(fetches, iterator_lib.Initializer):
+            fetches.run(feed_dict, self)
+            return None
         plain, rebuild = expand_fetches(fetches)
         flat = [t for t in tree.flatten(plain) if isinstance(t, K.SymbolicTensor)]
         feed_dict = self._iterator_feeds(flat, feed_dict)
