@@ -10,10 +10,13 @@ The one public home of the distribution API::
 
 ``Strategy``, ``DefaultStrategy``, ``get_strategy``, ``ReduceOp``,
 ``InputContext`` and ``BatchRef`` come from ``kerasflow.distribute_lib`` (the
-base below ``models/``); ``MirroredStrategy``, ``MultiWorkerMirroredStrategy``,
-``ParameterServerStrategy``, ``CommunicationOptions`` and the variable
-partitioners from ``kerasflow.strategies`` (the Ray implementation). Both of
-those are internal: import from here. The Ray strategies load on first use,
+base below ``models/``), ``DistributedDataset``,
+``DistributedDatasetsFromFunction``, ``PerReplica`` and ``InputOptions`` from
+``kerasflow.distribute_input`` (beside it); ``MirroredStrategy``,
+``MultiWorkerMirroredStrategy``, ``ParameterServerStrategy``,
+``CommunicationOptions`` and the variable partitioners from
+``kerasflow.strategies`` (the Ray implementation). All of those are internal:
+import from here. The Ray strategies load on first use,
 so ``import kerasflow`` does not import ray.
 """
 
@@ -21,6 +24,12 @@ from __future__ import annotations
 
 import importlib
 
+from kerasflow.distribute_input import (
+    DistributedDataset,
+    DistributedDatasetsFromFunction,
+    InputOptions,
+    PerReplica,
+)
 from kerasflow.distribute_lib import (
     BatchRef,
     DefaultStrategy,
@@ -30,7 +39,8 @@ from kerasflow.distribute_lib import (
     get_strategy,
 )
 
-__all__ = ["BatchRef", "CommunicationOptions", "DefaultStrategy",
+__all__ = ["BatchRef", "CommunicationOptions", "DefaultStrategy", "DistributedDataset",
+           "DistributedDatasetsFromFunction", "InputOptions", "PerReplica",
            "FixedShardsPartitioner", "InputContext", "MinSizePartitioner",
            "MirroredStrategy", "MultiWorkerMirroredStrategy", "ParameterServerStrategy",
            "ReduceOp", "Strategy", "get_strategy"]

@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["BatchRef", "DefaultStrategy", "InputContext", "ReduceOp", "StepResult",
-           "Strategy", "get_strategy", "take_rows"]
+           "Strategy", "check_dataset_fn", "get_strategy", "take_rows"]
 
 _current = threading.local()
 
@@ -88,6 +88,14 @@ class InputContext:
         return global_batch_size // self.num_replicas_in_sync
 
 
+def check_dataset_fn(dataset_fn):
+    """Raises ``TypeError`` when ``dataset_fn`` is not callable."""
+    if not callable(dataset_fn):
+        raise TypeError(f"distribute_datasets_from_function expects a callable "
+                        f"dataset_fn(input_context) returning a Dataset. Received: "
+                        f"{type(dataset_fn).__name__}.")
+
+
 def take_rows(arrays, idx) -> list:
     """Rows ``idx`` (int64, sorted or not) of each array of ``arrays``: a view
     when the rows are contiguous and ascending, else a gather copy."""
@@ -111,11 +119,15 @@ class BatchRef(NamedTuple):
         weighted: True when the sample weights (the last array) came from the
             user (sample or class weights): metrics are then weighted too, as
             in Keras; False when they are the unit weights put in their place.
+        feed: a ``distribute_input.FeedRef`` when the replicas read their own
+            rows (``ReplicaInput``); ``arrays`` then holds one sample row only
+            (the input signature).
     """
 
     arrays: list
     indices: np.ndarray | None
     weighted: bool = False
+    feed: object = None
 
     def materialize(self) -> list:
         """The batch's arrays: each source array's rows ``indices``."""
@@ -165,6 +177,62 @@ class Strategy:
 
     def close(self) -> None:
         """Releases what the strategy started (actors); a no-op by default."""
+
+    # Strategies whose replicas read ``ReplicaInput`` themselves set this True
+    # and implement ``peek_input(feed)`` and ``node_ids()``.
+    reads_replica_input = False
+
+    def experimental_distribute_dataset(self, dataset, options=None):
+        """``dataset`` (of global batches) distributed over the replicas
+        (tf.distribute's ``experimental_distribute_dataset``).
+
+        Args:
+            dataset: a ``kerasflow.data.Dataset`` (or iterable) of global
+                batches (arrays or nested tuples/dicts of them, batch axis first).
+            options: a ``kf.distribute.InputOptions`` or None.
+
+        Returns:
+            A ``DistributedDataset``: iterating it yields ``PerReplica`` values
+            (each global batch split contiguously in rank order); pass it to
+            ``Model.fit`` to train as on ``dataset``.
+
+        Raises:
+            TypeError: ``dataset`` is not iterable, or bad ``options``.
+        """
+        from kerasflow import distribute_input as di  # it imports this module
+
+        di.InputOptions.check("experimental_distribute_dataset", options)
+        di.check_dataset(dataset, "experimental_distribute_dataset")
+        return di.DistributedDataset(dataset, self.num_replicas_in_sync, options,
+                                     make_source=self.dataset_source)
+
+    # Multi-worker strategies: ``(dataset, rank, world) -> InputSource``, so the
+    # replicas read (and auto-shard) a distributed dataset's pipeline
+    # themselves, as TF's workers do; None: the driver reads it.
+    dataset_source = None
+
+    def distribute_datasets_from_function(self, dataset_fn, options=None):
+        """The datasets ``dataset_fn(InputContext)`` builds, one per input
+        pipeline (tf.distribute's ``distribute_datasets_from_function``). Here,
+        in one process: ``dataset_fn`` is called once, now, and its dataset
+        returned; replica strategies call it on each replica instead.
+
+        Args:
+            dataset_fn: callable ``InputContext -> Dataset`` of per-replica
+                batches.
+            options: a ``kf.distribute.InputOptions`` or None.
+
+        Raises:
+            TypeError: ``dataset_fn`` is not callable, or returns no dataset.
+        """
+        from kerasflow import distribute_input as di
+
+        check_dataset_fn(dataset_fn)
+        di.InputOptions.check("distribute_datasets_from_function", options)
+        source = di.FunctionSource(dataset_fn, InputContext(
+            1, 0, self.num_replicas_in_sync))
+        source.passes()  # calls and checks dataset_fn
+        return source.dataset
 
     @contextlib.contextmanager
     def scope(self):

@@ -24,8 +24,11 @@ from kerasflow.data.iterator import (
     make_initializable_iterator,
     make_one_shot_iterator,
 )
+from kerasflow.data.options import Options
+from kerasflow.data.ray_data import from_ray
 from kerasflow.data.readers import CsvDataset, TextLineDataset
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "CsvDataset",
-           "Dataset", "Iterator", "TextLineDataset", "decode_csv", "experimental",
-           "make_initializable_iterator", "make_one_shot_iterator"]
+           "Dataset", "Iterator", "Options", "TextLineDataset", "decode_csv",
+           "experimental", "from_ray", "make_initializable_iterator",
+           "make_one_shot_iterator"]

@@ -27,11 +27,12 @@ from kerasflow.data import sources
 from kerasflow.data import structure as st
 from kerasflow.data import transforms as tr
 from kerasflow.data.combinators import Combinators
+from kerasflow.data.options import OptionsMixin
 
 __all__ = ["Dataset"]
 
 
-class Dataset(Combinators):
+class Dataset(Combinators, OptionsMixin):
     """A re-iterable sequence of elements with tf.data's transformations.
 
     Build one with a source (``from_tensor_slices``, ``from_tensors``,

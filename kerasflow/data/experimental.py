@@ -8,10 +8,11 @@ from kerasflow.data.cardinality import (
     UNKNOWN_CARDINALITY,
 )
 from kerasflow.data.make_csv import make_csv_dataset
+from kerasflow.data.options import AutoShardPolicy, DistributeOptions
 from kerasflow.data.readers import CsvDataset
 
-__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "CsvDataset",
-           "cardinality", "make_csv_dataset"]
+__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutoShardPolicy",
+           "CsvDataset", "DistributeOptions", "cardinality", "make_csv_dataset"]
 
 
 def cardinality(dataset) -> int:

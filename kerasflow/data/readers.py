@@ -67,11 +67,11 @@ class TextLineDataset(Dataset):
 
     def __init__(self, filenames, compression_type=None, buffer_size=None,
                  num_parallel_reads=None, name=None):
-        names = _filenames(filenames)
+        self._files = _filenames(filenames)  # auto-sharding by FILE narrows it
         _open_check(compression_type)
 
         def lines():
-            for path in names:
+            for path in self._files:
                 for _, line in _lines(path, compression_type):
                     yield line
 
@@ -121,7 +121,7 @@ class CsvDataset(Dataset):
                  buffer_size=None, header=False, field_delim=",",
                  use_quote_delim=True, na_value="", select_cols=None,
                  exclude_cols=None, name=None, ignore_errors=False):
-        names = _filenames(filenames)
+        self._files = _filenames(filenames)  # auto-sharding by FILE narrows it
         _open_check(compression_type)
         if exclude_cols is not None:
             raise NotImplementedError("exclude_cols is not supported; use "
@@ -133,7 +133,7 @@ class CsvDataset(Dataset):
                              f"{len(columns)}.")
 
         def records():
-            for path in names:
+            for path in self._files:
                 yield from _records(path, compression_type, header, field_delim,
                                     use_quote_delim, na_value, select_cols,
                                     columns, ignore_errors)

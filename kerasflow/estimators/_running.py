@@ -23,6 +23,7 @@ from kerasflow.estimators import _graph
 from kerasflow.estimators.inputs import InputContext
 from kerasflow.estimators.model_fn import ModeKeys
 from kerasflow.layers.base import training_context
+from kerasflow.models.batches import local_input
 from kerasflow.models.train_step import TrainStep
 from kerasflow.optimizers import train_op_info
 from kerasflow.utils import checkpoint as ckpt
@@ -281,7 +282,7 @@ def _split(item):
 
 def batches(est, input_fn, mode, repeat_single):
     """(features, labels) batches of input_fn, prepared for feeding."""
-    result = _call_input_fn(input_fn, mode, est)
+    result = local_input(_call_input_fn(input_fn, mode, est))  # Ray Data: from_ray
     if isinstance(result, (tuple, dict)):  # TF1: iterator.get_next() tensors
         result = iterator_lib.elements_of(result) or result
     if isinstance(result, (tuple, dict, np.ndarray)):

@@ -7,15 +7,20 @@ batch of any other source goes through the same ``standardize``.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
+from kerasflow.backend import floatx, set_floatx
 from kerasflow.data import INFINITE_CARDINALITY, Dataset
+from kerasflow.data.ray_data import is_ray_dataset
 from kerasflow.data.transforms import groups
+from kerasflow.distribute_input import FeedRef, ReplicaFeed, ReplicaInput
 from kerasflow.distribute_lib import BatchRef
 
-__all__ = ["ArrayBatches", "GeneratorBatches", "check_dataset_steps",
-           "check_no_targets", "chunks", "is_generator", "num_batches",
-           "unpack_x_y_sample_weight"]
+__all__ = ["ArrayBatches", "ElementConverter", "FixedShapes", "GeneratorBatches",
+           "ReplicaBatches", "check_dataset_steps", "check_no_targets", "chunks",
+           "is_generator", "local_input", "num_batches", "unpack_x_y_sample_weight"]
 
 
 def is_generator(x):
@@ -175,3 +180,89 @@ class GeneratorBatches:
 def chunks(batches, k):
     """Groups an iterable of batches into lists of up to ``k`` (steps_per_execution)."""
     return groups(batches, k)
+
+
+def local_input(x):
+    """``x`` as this process reads it: a ``ReplicaInput`` (distributed dataset,
+    ``kf.data.from_ray``) gives its batches read here; anything else is
+    returned as is.
+
+    Raises:
+        TypeError: a bare ``ray.data.Dataset`` (its columns need names).
+    """
+    if is_ray_dataset(x):
+        raise TypeError(
+            "A ray.data.Dataset needs its feature and label columns named: pass "
+            "kf.data.from_ray(ds, feature_columns=..., label_columns=..., "
+            "batch_size=...). Received: a ray.data.Dataset.")
+    return x.local() if isinstance(x, ReplicaInput) else x
+
+
+class FixedShapes:
+    """``xs -> shapes``: the model's static output shapes, fixed (picklable)."""
+
+    def __init__(self, shapes):
+        self.shapes = shapes
+
+    def __call__(self, xs):
+        return self.shapes
+
+
+class ElementConverter:
+    """Raw element ``(x, y[, sample_weight])`` -> step arrays, as the driver's
+    ``standardize`` would make them; shipped to replicas that read their own
+    input.
+
+    Args:
+        standardize: picklable ``(x, y, sample_weight) -> Standardized``
+            (``data.standardize`` with the model's names and shapes bound).
+    """
+
+    def __init__(self, standardize):
+        self.standardize = standardize
+        self.floatx = floatx()
+
+    def __call__(self, element):
+        # The driver's floatx (sample weights are cast to it), not the replica's.
+        prev = floatx()
+        set_floatx(self.floatx)
+        try:
+            return self.standardize(*unpack_x_y_sample_weight(element)).arrays
+        finally:
+            set_floatx(prev)
+
+
+class ReplicaBatches:
+    """Markers of the steps of an input the replicas read themselves
+    (``ReplicaInput``): each ``BatchRef`` holds one sample row (the input
+    signature) and a ``FeedRef``; the strategy runs steps until the replicas'
+    sources run out (or ``steps`` per epoch). Without ``steps`` each epoch is
+    a new pass over every replica's source; with ``steps`` one pass runs
+    across epochs (tf.keras).
+
+    Args:
+        source: the ``ReplicaInput``.
+        strategy: a strategy with ``reads_replica_input`` (``peek_input``,
+            ``node_ids``).
+        steps: batches per epoch, or None (until the input runs out).
+        standardize: ``(x, y, sample_weight) -> Standardized`` (the driver's).
+        converter: ``Standardized sample -> ElementConverter`` for the replicas.
+    """
+
+    def __init__(self, source, strategy, steps, standardize, converter):
+        self.feed = ReplicaFeed(source.sources(strategy.num_replicas_in_sync,
+                                               strategy.node_ids()))
+        raw = strategy.peek_input(self.feed)
+        self.sample = standardize(*unpack_x_y_sample_weight(raw))
+        self.feed.convert = converter(self.sample)
+        self.n_inputs = len(self.sample.xs)
+        self.steps = steps
+        self._epochs = 0
+
+    def __iter__(self):
+        new_pass = self._epochs == 0 or self.steps is None
+        self._epochs += 1
+        count = itertools.count() if self.steps is None else range(self.steps)
+        for i in count:
+            yield BatchRef(self.sample.arrays, None, self.sample.weighted,
+                           FeedRef(self.feed, new_pass and i == 0))

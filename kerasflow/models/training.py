@@ -9,11 +9,14 @@ Keras' ``Model.fit`` semantics and names.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from kerasflow import backend as K
 from kerasflow import optimizers, tree
 from kerasflow.callbacks import CallbackList
+from kerasflow.distribute_input import ReplicaInput
 from kerasflow.distribute_lib import BatchRef, DefaultStrategy, get_strategy
 from kerasflow.layers.base import get_history
 from kerasflow.models import batches as batches_mod
@@ -126,6 +129,20 @@ class Trainer(StepBuilder):
             return [t.shape for t in self.outputs]
         return [o.shape for o in self._get_step("predict", xs).outputs]
 
+    def _element_converter(self, class_weight):
+        """``Standardized sample -> ElementConverter``: this model's
+        ``standardize`` with its names and output shapes bound, for replicas
+        that read their own input."""
+        def make(sample):
+            n_out = len(self.outputs) if self._is_functional else 1
+            shapes = self._output_shapes(sample.xs) if sample.ys else None
+            return batches_mod.ElementConverter(functools.partial(
+                data_mod.standardize, class_weight=class_weight,
+                input_names=self._input_names(),
+                output_names=self._output_names(n_out),
+                output_shapes=batches_mod.FixedShapes(shapes), model_name=self.name))
+        return make
+
     def _spe(self, strategy):
         return self.steps_per_execution or strategy.default_steps_per_execution
 
@@ -192,17 +209,28 @@ class Trainer(StepBuilder):
                                                     "validation_steps")
         strategy = self._strategy()
         verbose = 1 if verbose == "auto" else int(verbose)
-        gen = batches_mod.is_generator(x)
+        # Replica-side input (distribute_datasets_from_function, Ray Data):
+        # the replicas read it; else the driver reads it.
+        remote = isinstance(x, ReplicaInput) and x.on_replicas and (
+            strategy.reads_replica_input)
+        x = x if remote else batches_mod.local_input(x)
+        validation_data = batches_mod.local_input(validation_data)
+        gen = remote or batches_mod.is_generator(x)
         val = None
         if gen:
             batches_mod.check_no_targets(y)
             if validation_split:
                 raise ValueError("validation_split is not supported with "
                                  "generators; pass validation_data.")
-            batches_mod.check_dataset_steps(x, steps_per_epoch)
-            batches = batches_mod.GeneratorBatches(
-                x, steps_per_epoch, lambda bx, by, bsw: self._standardize(
-                    bx, by, bsw, class_weight))
+            std = lambda bx, by, bsw: self._standardize(bx, by, bsw,  # noqa: E731
+                                                        class_weight)
+            if remote:
+                batches = batches_mod.ReplicaBatches(
+                    x, strategy, steps_per_epoch, std,
+                    self._element_converter(class_weight))
+            else:
+                batches_mod.check_dataset_steps(x, steps_per_epoch)
+                batches = batches_mod.GeneratorBatches(x, steps_per_epoch, std)
             steps, samples = batches.steps, None
         else:
             batch_size = 32 if batch_size is None else batch_size
@@ -257,6 +285,10 @@ class Trainer(StepBuilder):
                     logs = self._metric_logs({"loss": total / seen})
                     cbs.on_train_batch_end(index, {**logs, "size": r.count})
                     index += 1
+                if len(results) < len(chunk):  # the replicas' own input ran out
+                    # With steps_per_epoch one pass spans epochs: stop (tf.keras).
+                    self.stop_training |= batches.steps is not None
+                    break
                 if self.stop_training:
                     break
             if seen == 0:
@@ -323,6 +355,7 @@ class Trainer(StepBuilder):
         steps = input_checks.check_steps(steps)
         batch_size = batch_size or 32
         verbose = 1 if verbose == "auto" else int(verbose)
+        x = batches_mod.local_input(x)
         if batches_mod.is_generator(x):
             batches_mod.check_no_targets(y)
             batches_mod.check_dataset_steps(x, steps, "steps")
@@ -357,6 +390,7 @@ class Trainer(StepBuilder):
         strategy = self._strategy()
         batch_size = batch_size or 32
         steps = input_checks.check_steps(steps)
+        x = batches_mod.local_input(x)
         if batches_mod.is_generator(x):  # batches of x, (x,) or (x, y...): y unused
             batches_mod.check_dataset_steps(x, steps, "steps")
             batches = batches_mod.GeneratorBatches(

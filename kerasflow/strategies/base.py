@@ -81,7 +81,8 @@ class ActorStrategy(Strategy):
         prediction steps run in this process, on the current weights).
 
         Returns:
-            One ``StepResult`` per batch (global-batch loss and count); the
+            One ``StepResult`` per batch (global-batch loss and count), fewer
+            when the replicas' own input (``BatchRef.feed``) ran out; the
             driver's step variables (weights, optimizer, metrics) hold the
             actors' values afterwards.
 
@@ -95,7 +96,7 @@ class ActorStrategy(Strategy):
         if step.kind != "train":
             return DefaultStrategy().run_steps(step, batches)
         n = self.num_replicas_in_sync
-        if batches[0].size < n:
+        if batches[0].feed is None and batches[0].size < n:
             raise ValueError(
                 f"{type(self).__name__} splits each global batch over {n} "
                 f"{self._unit}, so batch_size must be at least {n}. Received: a "
@@ -106,8 +107,9 @@ class ActorStrategy(Strategy):
                 break
             except Exception as err:  # noqa: BLE001 - sorted by _recover
                 self._recover(err)
-        self._global_step += len(batches)
-        return [StepResult(loss, count, None, [], outs) for loss, count, outs in out]
+        results = [StepResult(loss, count, None, [], outs) for loss, count, outs in out]
+        self._global_step += len(results)  # fewer: replica-side input ran out
+        return results
 
     def _run_call(self, step, batches):
         raise NotImplementedError

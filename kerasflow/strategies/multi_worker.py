@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 
+from kerasflow.data.sharding import DatasetShardSource
 from kerasflow.strategies.base import check_count
 from kerasflow.strategies.cluster import parse_tf_config, resolver_workers
 from kerasflow.strategies.sync_strategy import CommunicationOptions, SyncReplicaStrategy
@@ -28,6 +29,12 @@ __all__ = ["MultiWorkerMirroredStrategy"]
 
 class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
     """Synchronous training with replicas on distinct nodes of a Ray cluster.
+
+    ``experimental_distribute_dataset(ds)`` makes every replica read its own
+    copy of ``ds``'s pipeline, auto-sharded by
+    ``ds.options().experimental_distribute.auto_shard_policy`` (as TF's
+    workers do: by file for ``TextLineDataset``/``CsvDataset`` sources, else
+    by data; see ``kerasflow/data/sharding.py``).
 
     Args:
         num_workers: nodes to use (default: TF_CONFIG, the resolver, else every
@@ -45,6 +52,8 @@ class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
             cluster has nodes (a ``PlacementError`` naming both).
         TypeError: wrong argument types.
     """
+
+    dataset_source = DatasetShardSource
 
     def __init__(self, num_workers=None, replicas_per_worker=1,
                  communication_options=None, cluster_resolver=None, max_failures=3):
@@ -64,8 +73,3 @@ class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
         self._setup(num_workers * replicas_per_worker, opts, transport=transport,
                     placement="STRICT_SPREAD", max_failures=max_failures,
                     workers_per_bundle=replicas_per_worker)
-
-    def node_ids(self):
-        """The Ray node id of every replica, in rank order (starts the
-        replicas if they are not running)."""
-        return (self.worker_group or self._start_group()).node_ids()

@@ -27,16 +27,12 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow.backend.graph import walk
 from kerasflow.backend.registry import get_op
+from kerasflow.distribute_input import shard_bounds
 from kerasflow.distribute_lib import take_rows
 from kerasflow.strategies.collective import CollectiveMember
+from kerasflow.strategies.replica_input import InputReader
 
 __all__ = ["Replica", "StepWorker", "shard_bounds"]
-
-
-def shard_bounds(n, world, rank):
-    """Rows ``[lo, hi)`` of a global batch of ``n`` that ``rank`` of ``world``
-    takes: contiguous, in rank order, sizes differing by at most one."""
-    return n * rank // world, n * (rank + 1) // world
 
 
 class StepWorker:
@@ -96,7 +92,7 @@ class StepWorker:
         return n, lo, hi, take_rows(self.data[data_key], batch[lo:hi])
 
 
-class Replica(StepWorker, CollectiveMember):
+class Replica(StepWorker, InputReader, CollectiveMember):
     """Worker object for ``WorkerGroup``: holds steps, data and the collective.
 
     Attributes:
@@ -117,7 +113,7 @@ class Replica(StepWorker, CollectiveMember):
         if buf is None:
             layout = step.layout
             sizes = [int(np.prod(v.shape, dtype=np.int64)) for v in step.metric_variables]
-            size = layout.size + sum(sizes) + step.num_outputs
+            size = layout.size + sum(sizes) + step.num_outputs + 1  # + count
             buf = self.buffers[key] = (np.zeros(size, layout.dtype), sizes)
         return buf
 
@@ -138,29 +134,67 @@ class Replica(StepWorker, CollectiveMember):
             (global batch sizes), ``output_losses`` (list of lists),
             ``seconds`` (compute, allreduce: totals) and optionally ``state``.
         """
+        def rows():
+            for batch in batches:
+                n, lo, hi, mine = self.rows(data_key, batch, self.world, self.rank)
+                yield n, mine
+        return self._train(key, rows(), first_step, return_state)
+
+    def run_input_steps(self, key, feed_key, convert, k, new_pass, first_step=0,
+                        return_state=False):
+        """Up to ``k`` synchronous steps on rows this replica reads from its
+        own input source (``load_input``); stops early, on every replica at
+        the same step, once all replicas' sources are exhausted.
+
+        Args:
+            key: the step's key.
+            feed_key: the source's key.
+            convert: raw element -> list of arrays in step input order.
+            k: steps to run.
+            new_pass: start a new pass over the source first (an epoch).
+
+        Returns:
+            as ``run_steps``; fewer than ``k`` entries at the end of the input.
+        """
+        return self._train(key, self.input_rows(feed_key, convert, k, new_pass),
+                           first_step, return_state)
+
+    def _train(self, key, rows, first_step, return_state):
         step = self.steps[key]
         buf, metric_sizes = self._buffer(key, step)
         g = step.layout.size
-        d_end = g + sum(metric_sizes)
+        d_end, c = g + sum(metric_sizes), len(buf) - 1
         losses, counts, outs = [], [], []
         t_comm = t_total = 0.0
-        for i, batch in enumerate(batches):
+        for i, (n, mine) in enumerate(rows):
             t0 = time.perf_counter()
-            n, lo, hi, mine = self.rows(data_key, batch, self.world, self.rank)
-            if hi > lo:
-                res = step.compute_gradients(mine, n)
+            local = len(mine[0]) if mine else 0
+            if local:
+                # Global size unknown (own input): gradients of the local mean
+                # loss times the local count; divided by the summed count below.
+                res = step.compute_gradients(mine, local if n is None else n)
                 buf[:g] = K.to_numpy(res.grads)
                 pos = g
                 for delta, size in zip(res.metric_deltas, metric_sizes):
                     buf[pos:pos + size] = np.ravel(delta)
                     pos += size
                 buf[d_end] = res.loss
-                buf[d_end + 1:] = res.output_losses or 0.0
-            else:  # fewer rows than replicas in a last batch: contribute zeros
+                buf[d_end + 1:c] = res.output_losses or 0.0
+                if n is None:
+                    buf[:g] *= local
+                    buf[d_end:c] *= local
+                buf[c] = local
+            else:  # no rows here (a short last batch, or input ran out): zeros
                 buf[:] = 0.0
             t1 = time.perf_counter()
             self.coll.allreduce(buf, "SUM", step=first_step + i)
             t_comm += time.perf_counter() - t1
+            total = int(round(buf[c]))
+            if n is None:
+                if total == 0:  # every replica's input is exhausted
+                    break
+                buf[:g] /= total
+                buf[d_end:c] /= total
             step.apply_gradients(K.get_xp().asarray(buf[:g]))
             deltas, pos = [], g
             for var, size in zip(step.metric_variables, metric_sizes):
@@ -169,8 +203,8 @@ class Replica(StepWorker, CollectiveMember):
             if deltas:
                 step.add_metric_deltas(deltas)
             losses.append(float(buf[d_end]))
-            counts.append(n)
-            outs.append([float(v) for v in buf[d_end + 1:]])
+            counts.append(total if n is None else n)
+            outs.append([float(v) for v in buf[d_end + 1:c]])
             self.progress += 1
             t_total += time.perf_counter() - t0
         out = dict(loss=losses, count=counts, output_losses=outs,

@@ -14,6 +14,15 @@ Ray Train's full-group restart). ``max_failures`` caps recoveries.
 
 Evaluation and prediction run in the driver process (the weights there are
 current after every call).
+
+Input the replicas read themselves (``distribute_datasets_from_function``, a
+multi-worker ``experimental_distribute_dataset``, ``kf.data.from_ray``; see
+``kerasflow/distribute_input.py``): each replica gets its source once
+(``load_input``), and a call carries only the step count and a new-pass flag;
+the replicas reduce their sample counts with the gradients (one buffer), so
+the global batch is the sum of the local ones and the input ends on every
+replica at the same step. After a recovery the rebuilt replicas start a new
+pass over their sources (the rows of the interrupted epoch are read again).
 """
 
 from __future__ import annotations
@@ -23,7 +32,8 @@ import time
 
 import numpy as np
 
-from kerasflow.distribute_lib import InputContext, ReduceOp
+from kerasflow.distribute_input import DistributedDatasetsFromFunction, InputOptions
+from kerasflow.distribute_lib import ReduceOp, check_dataset_fn
 from kerasflow.strategies.base import ActorStrategy, changed_state
 from kerasflow.strategies.errors import (
     ReplicaDiedError,
@@ -108,6 +118,7 @@ class SyncReplicaStrategy(ActorStrategy):
         self._group = None
         self._steps = {}   # id(step) -> (step, key, last synced state)
         self._data = None  # (arrays list, key)
+        self._feeds = set()  # keys of the input sources the replicas hold
         self._coll = None  # (size, dtype) of the current collective
         self.recoveries = []
         self.comm_seconds = self.compute_seconds = 0.0
@@ -125,6 +136,7 @@ class SyncReplicaStrategy(ActorStrategy):
             stall_timeout=self._timeout, name="replica",
             workers_per_bundle=self._per_bundle)
         self._steps, self._data, self._coll = {}, None, None
+        self._feeds = set()
         return self._group
 
     def close(self):
@@ -133,6 +145,7 @@ class SyncReplicaStrategy(ActorStrategy):
             self._group.shutdown()
         self._group = None
         self._steps, self._data, self._coll = {}, None, None
+        self._feeds = set()
 
     @property
     def worker_group(self):
@@ -153,8 +166,9 @@ class SyncReplicaStrategy(ActorStrategy):
             if now is not None:  # replicas take the driver's values
                 group.execute("set_state", entry[1], group.put(now))
                 entry[2] = now
-        size = (step.layout.size + step.num_outputs
-                + sum(int(np.prod(v.shape, dtype=np.int64)) for v in step.metric_variables))
+        size = (step.layout.size + step.num_outputs + 1  # + the sample count
+                + sum(int(np.prod(v.shape, dtype=np.int64))
+                      for v in step.metric_variables))
         want = (size, np.dtype(step.layout.dtype).name)
         if self._coll != want:
             group.setup_collective(want[0], want[1], self._transport, self._timeout)
@@ -162,10 +176,52 @@ class SyncReplicaStrategy(ActorStrategy):
         data_key, self._data = ship_arrays(group, batches, self._data)
         return entry, data_key
 
+    # -- input the replicas read ------------------------------------------------------
+    reads_replica_input = True
+
+    def _load_feed(self, feed):
+        group = self._group or self._start_group()
+        if feed.key not in self._feeds:
+            for old in self._feeds:  # one fit's input at a time
+                group.execute("drop_input", old)
+            group.execute("load_input",
+                          per_rank=[(feed.key, src) for src in feed.sources])
+            self._feeds = {feed.key}
+        return group
+
+    def node_ids(self):
+        """The Ray node id of every replica, in rank order (starts the
+        replicas if they are not running)."""
+        return (self._group or self._start_group()).node_ids()
+
+    def peek_input(self, feed):
+        """Starts every replica's first pass over its source and returns rank
+        0's first element cut to one row (the model reads the input signature
+        from it).
+
+        Raises:
+            WorkerGroupError: a replica's source failed (e.g. ``dataset_fn``
+                raised or returned no dataset), naming the rank.
+        """
+        return self._load_feed(feed).execute("peek_input", feed.key)[0]
+
+    def _feed_payload(self, entry, batches):
+        ref = batches[0].feed
+        new_pass = any(b.feed.new_pass for b in batches)
+        return [(entry[1], ref.feed.key, ref.feed.convert, len(batches), new_pass,
+                 self._global_step, r == 0) for r in range(self.num_replicas_in_sync)]
+
     # -- running -------------------------------------------------------------------------
     def _run_call(self, step, batches):
+        if batches[0].feed is not None:
+            self._load_feed(batches[0].feed.feed)
         entry, data_key = self._ship(step, batches)
         group = self._group
+        if batches[0].feed is not None:
+            out = group.execute("run_input_steps",
+                                per_rank=self._feed_payload(entry, batches),
+                                timeout=self._timeout * len(batches))[0]
+            return self._commit(step, entry, out)
         if data_key is None:
             payload = [[np.asarray(a) for a in b.arrays] for b in batches]
         else:
@@ -177,6 +233,9 @@ class SyncReplicaStrategy(ActorStrategy):
         # caught by progress pings; the call's deadline scales with K.
         out = group.execute("run_steps", per_rank=per_rank,
                             timeout=self._timeout * len(batches))[0]
+        return self._commit(step, entry, out)
+
+    def _commit(self, step, entry, out):
         state = [np.array(v) for v in out["state"]]  # writable copies
         step.set_state(state)
         entry[2] = state
@@ -246,25 +305,33 @@ class SyncReplicaStrategy(ActorStrategy):
             f"function on the replicas (custom training loops) is planned. Train "
             f"with Model.fit or Estimator.train inside strategy.scope().")
 
-    def experimental_distribute_dataset(self, dataset, options=None):
-        """Not implemented yet: per-replica datasets for custom training loops
-        are planned (``fit`` already splits each global batch over the
-        replicas, contiguously, in rank order).
+    def distribute_datasets_from_function(self, dataset_fn, options=None):
+        """Datasets built on the replicas (tf.distribute's
+        ``distribute_datasets_from_function``): ``dataset_fn(InputContext)``
+        is called in each replica actor, once per input pipeline (one per
+        replica: ``num_input_pipelines`` = ``num_replicas_in_sync``,
+        ``input_pipeline_id`` = the rank), and each replica reads its own
+        dataset. Its batches are that replica's share of the global batch
+        (``input_context.get_per_replica_batch_size(global_batch_size)``);
+        the global batch is their concatenation in rank order. Per driver
+        call only the step count crosses the driver.
+
+        Args:
+            dataset_fn: picklable callable ``InputContext -> Dataset``.
+            options: a ``kf.distribute.InputOptions`` or None.
+
+        Returns:
+            A ``DistributedDatasetsFromFunction`` to pass to ``Model.fit``
+            (the replicas start when training starts).
 
         Raises:
-            NotImplementedError: always; pass the dataset to ``Model.fit``.
+            TypeError: ``dataset_fn`` is not callable; (when training starts)
+                it returned no dataset, naming the replica.
         """
-        raise NotImplementedError(
-            f"{type(self).__name__}.experimental_distribute_dataset is not "
-            f"implemented: distributed datasets for custom training loops are "
-            f"planned. Pass the dataset to Model.fit, which splits each global "
-            f"batch over the replicas.")
-
-    def distribute_datasets_from_function(self, dataset_fn, options=None):
-        """Calls ``dataset_fn(InputContext)``: one input pipeline (the
-        driver's), feeding ``num_replicas_in_sync`` replicas; pass the result
-        to ``Model.fit``."""
-        return dataset_fn(InputContext(1, 0, self.num_replicas_in_sync))
+        check_dataset_fn(dataset_fn)
+        InputOptions.check("distribute_datasets_from_function", options)
+        return DistributedDatasetsFromFunction(dataset_fn, self.num_replicas_in_sync,
+                                               options)
 
     def __repr__(self):
         return (f"{type(self).__name__}(num_replicas_in_sync="

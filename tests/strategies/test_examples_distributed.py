@@ -43,3 +43,14 @@ def test_mnist_parameter_server_async_reaches_97_5_percent(ray_cluster, data_dir
     acc = _load("mnist_parameter_server").main(modes=["async"], epochs=4,
                                                data=str(data_dir / "mnist"))
     assert acc["async"] >= 0.975
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_mnist_fit_dataset_mirrored_reaches_97_percent(ray_cluster, data_dir):
+    # dataset_fn runs on the 2 replicas; measured 0.980 after 5 epochs.
+    acc = _load("mnist_fit_dataset_mirrored").main(replicas=2, epochs=5,
+                                                   data=str(data_dir / "mnist"),
+                                                   verbose=0)
+    assert acc >= 0.97

@@ -215,8 +215,6 @@ def test_custom_loop_entry_points_are_not_implemented():
     strategy = kf.distribute.MirroredStrategy(num_replicas=2)
     with pytest.raises(NotImplementedError, match=r"run\(fn\).*planned.*Model.fit"):
         strategy.run(lambda: 1.0)
-    with pytest.raises(NotImplementedError, match="distribute_dataset.*planned"):
-        strategy.experimental_distribute_dataset([1, 2])
-    ctx = strategy.distribute_datasets_from_function(lambda c: c)
-    assert (ctx.num_input_pipelines, ctx.num_replicas_in_sync) == (1, 2)
+    dist = strategy.distribute_datasets_from_function(lambda c: c)
+    assert dist.num_replicas == 2  # dataset_fn runs on the replicas, in fit
     assert strategy.worker_group is None  # nothing started
