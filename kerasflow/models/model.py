@@ -9,13 +9,14 @@ how training and inference graphs are traced and how models nest inside models
 
 from __future__ import annotations
 
+import warnings
+
 from kerasflow import backend as K
-from kerasflow import layers as layers_mod
 from kerasflow import tree
 from kerasflow.layers import base as layer_base
 from kerasflow.layers.base import Layer, training_context
 from kerasflow.layers.core import InputLayer
-from kerasflow.models import saving
+from kerasflow.models import functional_config, functional_graph, saving
 from kerasflow.models.layer_table import summary_text
 from kerasflow.models.training import Trainer
 
@@ -58,56 +59,38 @@ class Model(Trainer, Layer):
 
     # -- functional graph ----------------------------------------------------------------
     def _init_graph(self, inputs, outputs):
+        _check_tensors(inputs, "inputs")
+        _check_tensors(outputs, "outputs")
+        if not all(_is_input(t) for t in tree.flatten(inputs)):
+            inputs, outputs = _slice_at(inputs, outputs)
         self._inputs_struct = inputs
         self._outputs_struct = outputs
         self.inputs = tree.flatten(inputs)
         self.outputs = tree.flatten(outputs)
-        input_ids = {id(t) for t in self.inputs}
-        for t in self.inputs:
-            hist = layer_base.get_history(t)
-            if hist is None or not isinstance(hist[0], InputLayer):
-                raise ValueError(
-                    f"Model inputs must come from kf.Input(). Received: {t!r}."
-                )
-        order, seen = [], set()
-
-        def visit(t, path):
-            if id(t) in input_ids:
-                return
-            hist = layer_base.get_history(t)
-            if hist is None:
-                raise ValueError(
-                    f"Graph disconnected: cannot reach tensor {t!r} from the model "
-                    f"inputs {[i.name for i in self.inputs]}. Every output must be "
-                    f"computed by layer calls from the inputs."
-                )
-            layer, record, _ = hist
-            key = (id(layer), record.index)
-            if key in seen:
-                return
-            if isinstance(layer, InputLayer):
-                raise ValueError(
-                    f"Graph disconnected: the outputs depend on input '{layer.name}', "
-                    f"which is not among the model's inputs."
-                )
-            for u in tree.flatten(record.inputs):
-                if K.is_symbolic(u):
-                    visit(u, path + [layer.name])
-            seen.add(key)
-            order.append((layer, record))
-
-        for t in self.outputs:
-            visit(t, [])
-        self._graph_nodes = order
-        input_layers = [layer_base.get_history(t)[0] for t in self.inputs]
-        layers = list(input_layers)
-        for layer, _ in order:
-            if all(layer is not x for x in layers):
-                layers.append(layer)
+        names = [t.name for t in self.inputs]
+        self._graph_steps = functional_graph.trace(self.inputs, self.outputs, names)
+        layers = [layer_base.get_history(t)[0] for t in self.inputs]
+        for step in self._graph_steps:
+            if step.layer is not None and all(step.layer is not x for x in layers):
+                layers.append(step.layer)
         object.__setattr__(self, "_layers", layers)
         for layer in layers:
             self._track(layer)
         self.built = True
+
+    @property
+    def input(self):
+        """The model's symbolic input(s), in the structure given to ``Model``."""
+        if not self._is_functional:
+            return Layer.input.fget(self)
+        return self._inputs_struct
+
+    @property
+    def output(self):
+        """The model's symbolic output(s), in the structure given to ``Model``."""
+        if not self._is_functional:
+            return Layer.output.fget(self)
+        return self._outputs_struct
 
     @property
     def layers(self):
@@ -133,43 +116,68 @@ class Model(Trainer, Layer):
                          f"{[l.name for l in layers]}.")
 
     def _replay(self, inputs, training):
-        mapping = {}
-        new_flat = self._match_inputs(inputs)
-        for old, new in zip(self.inputs, new_flat):
-            mapping[id(old)] = new
-        for layer, record in self._graph_nodes:
-            new_in = tree.map_structure(
-                lambda t: mapping[id(t)] if K.is_symbolic(t) else t, record.inputs)
-            kwargs = dict(record.kwargs)
-            if "training" in kwargs and record.kwargs.get("training") is None:
-                kwargs["training"] = training
-            out = layer(*new_in, **kwargs) if record.nargs else layer(new_in,
-                                                                     **kwargs)
-            for o, n in zip(tree.flatten(record.outputs), tree.flatten(out)):
-                mapping[id(o)] = n
-        return tree.map_structure(lambda t: mapping[id(t)], self._outputs_struct)
+        return functional_graph.replay(self._graph_steps, self.inputs,
+                                       self._match_inputs(inputs),
+                                       self._outputs_struct, training)
 
     def _match_inputs(self, inputs):
-        if isinstance(self._inputs_struct, dict) and isinstance(inputs, dict):
-            missing = set(self._inputs_struct) - set(inputs)
-            if missing:
-                raise ValueError(f"Model '{self.name}' is missing inputs "
-                                 f"{sorted(missing)}.")
-            return tree.flatten({k: inputs[k] for k in self._inputs_struct})
+        """``inputs`` as a flat list in the order of ``self.inputs``, ranks
+        standardized (Keras 3's ``Functional._standardize_inputs``)."""
+        struct, mismatch = self._inputs_struct, False
+        names = [layer_base.get_history(t)[0].name for t in self.inputs]
         if isinstance(inputs, dict):
-            names = [layer_base.get_history(t)[0].name for t in self.inputs]
-            missing = [n for n in names if n not in inputs]
+            keys = (tree.flatten({k: k for k in struct})
+                    if isinstance(struct, dict) else names)
+            missing = [k for k in keys if k not in inputs]
             if missing:
-                raise ValueError(f"Model '{self.name}' expects inputs named {names}. "
-                                 f"Received keys: {sorted(inputs)}.")
-            return [inputs[n] for n in names]
-        flat = tree.flatten(inputs)
+                raise ValueError(
+                    f"Model '{self.name}' expects named input(s) with keys "
+                    f"{keys}. Received keys: {sorted(map(str, inputs))}.")
+            mismatch = len(inputs) > len(keys)
+            flat = (tree.flatten({k: inputs[k] for k in struct})
+                    if isinstance(struct, dict) else [inputs[k] for k in keys])
+        else:
+            flat = tree.flatten(inputs)
+            if isinstance(struct, dict) and len(flat) == len(self.inputs):
+                if list(struct) != sorted(struct):
+                    raise ValueError(
+                        f"The structure of `inputs` doesn't match the expected "
+                        f"structure. Expected: a dict with keys {list(struct)} "
+                        f"(not in sorted order, so a list is ambiguous). "
+                        f"Received: inputs={_describe(inputs)}.")
+                mismatch = True
         if len(flat) != len(self.inputs):
             raise ValueError(
                 f"Model '{self.name}' expects {len(self.inputs)} input(s). "
                 f"Received: {len(flat)}."
             )
-        return flat
+        if mismatch:
+            warnings.warn(
+                f"The structure of `inputs` doesn't match the expected structure."
+                f"\nExpected: {tree.map_structure(lambda t: t.name, struct)}"
+                f"\nReceived: inputs={_describe(inputs)}", stacklevel=3)
+        return [self._standardize_rank(i, x, names) for i, x in enumerate(flat)]
+
+    def _standardize_rank(self, i, x, names):
+        ref = self.inputs[i]
+        if x is None:
+            if not getattr(layer_base.get_history(ref)[0], "optional", False):
+                raise ValueError(f"Model '{self.name}' input '{names[i]}' is not "
+                                 f"optional. Received: None.")
+            return None
+        if not K.is_symbolic(x) or x.shape is None or ref.shape is None:
+            return x
+        rank, want = len(x.shape), len(ref.shape)
+        if rank == want + 1 and x.shape[-1] == 1:
+            return K.squeeze(x, axis=-1)
+        if rank == want - 1 and ref.shape[-1] == 1:
+            return K.expand_dims(x, axis=-1)
+        if rank != want:
+            raise ValueError(
+                f"Invalid input shape for input with name '{names[i]}' and path "
+                f"'{_path(self._inputs_struct, i)}'. Expected shape {ref.shape}, "
+                f"but input has incompatible shape {x.shape}.")
+        return x
 
     def call(self, inputs, training=None):
         """Replays the functional graph; subclassed models override this."""
@@ -217,85 +225,32 @@ class Model(Trainer, Layer):
 
     # -- config ----------------------------------------------------------------------------
     def get_config(self):
-        """Functional models: layers with the calls connecting them.
+        """Functional models: layers, and the layer calls and ops connecting them
+        (``kerasflow.models.functional_config``).
 
         Raises:
             NotImplementedError: for subclassed models (save their weights instead).
+            ValueError: an op between layers that cannot be saved (it reads a
+                Variable of no layer, or has a non-plain attribute).
         """
         if not self._is_functional:
             raise NotImplementedError(
                 f"Subclassed model '{self.name}' has no config: use save_weights() "
                 f"and rebuild it in code, or build it with the functional API."
             )
-        def ref(t):
-            layer, record, i = layer_base.get_history(t)
-            return [layer.name, self._record_pos(layer, record), i]
-
-        node_list = []
-        for layer, record in self._graph_nodes:
-            node_list.append({
-                "layer": layer.name,
-                "inputs": tree.map_structure(lambda t: ref(t) if K.is_symbolic(t) else t,
-                                     record.inputs),
-                "kwargs": {k: v for k, v in record.kwargs.items()
-                           if k != "training" or v is not None},
-                **({"nargs": record.nargs} if record.nargs else {}),
-            })
-        return {
-            "name": self.name,
-            "layers": [{"name": l.name, **layers_mod.serialize(l)}
-                       for l in self._layers],
-            "nodes": node_list,
-            "input_layers": tree.map_structure(ref, self._inputs_struct),
-            "output_layers": tree.map_structure(ref, self._outputs_struct),
-            # JSON has no tuples: remember them so from_config returns the same.
-            "output_tuple": isinstance(self._outputs_struct, tuple),
-        }
-
-    def _record_pos(self, layer, record):
-        if isinstance(layer, InputLayer):
-            return 0
-        mine = [r for l, r in self._graph_nodes if l is layer]
-        return next(i for i, r in enumerate(mine) if r is record)
+        return functional_config.functional_config(self)
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
         """Rebuilds a functional model from ``get_config()`` output by calling
-        the deserialized layers on each other in the recorded order."""
-        by_name = {}
-        for spec in config["layers"]:
-            by_name[spec["name"]] = layers_mod.deserialize(spec, custom_objects)
-        outputs_of: dict = {}  # layer name -> list of output structures per call
-        for name, layer in by_name.items():
-            if isinstance(layer, InputLayer):
-                outputs_of[name] = [layer.output]
+        the deserialized layers and applying the ops in the recorded order.
 
-        def resolve(r):
-            return tree.flatten(outputs_of[r[0]][r[1]])[r[2]]
-
-        def is_ref(v):
-            return isinstance(v, list) and len(v) == 3 and isinstance(v[0], str)
-
-        def deref(struct):
-            if is_ref(struct):
-                return resolve(struct)
-            if isinstance(struct, dict):
-                return {k: deref(v) for k, v in struct.items()}
-            if isinstance(struct, (list, tuple)):
-                return [deref(v) for v in struct]
-            return struct
-
-        for node in config["nodes"]:
-            layer = by_name[node["layer"]]
-            args = deref(node["inputs"])
-            out = (layer(*args, **node.get("kwargs", {})) if node.get("nargs")
-                   else layer(args, **node.get("kwargs", {})))
-            outputs_of.setdefault(node["layer"], []).append(out)
-        inputs = deref(config["input_layers"])
-        outputs = deref(config["output_layers"])
-        if config.get("output_tuple"):
-            outputs = tuple(outputs)
-        return cls(inputs, outputs, name=config.get("name"))
+        Raises:
+            ValueError: a malformed config, naming the missing key or the bad
+                node.
+        """
+        return functional_config.functional_from_config(cls, config,
+                                                        custom_objects)
 
     def _default_input_specs(self):
         """(shape, dtype) per model input, or None when unknown before data."""
@@ -307,3 +262,53 @@ class Model(Trainer, Layer):
         if self._is_functional:
             return [layer_base.get_history(t)[0].name for t in self.outputs]
         return [f"output_{i + 1}" for i in range(n)]
+
+
+def _describe(x):
+    return tree.map_structure(
+        lambda v: getattr(v, "name", None) if K.is_symbolic(v)
+        else f"array{tuple(getattr(v, 'shape', ()))}", x)
+
+
+def _path(struct, i):
+    """Keras' dotted path ('0.foo') of the ``i``-th leaf of ``struct``."""
+    paths = []
+
+    def walk(s, prefix):
+        if isinstance(s, dict):
+            for k in tree.flatten({k: k for k in s}):
+                walk(s[k], prefix + [str(k)])
+        elif isinstance(s, (list, tuple)):
+            for j, v in enumerate(s):
+                walk(v, prefix + [str(j)])
+        else:
+            paths.append(".".join(prefix))
+
+    walk(struct, [])
+    return paths[i]
+
+
+def _check_tensors(struct, what):
+    for t in tree.flatten(struct):
+        if not K.is_symbolic(t):
+            raise ValueError(f"All `{what}` values must be KerasTensors (symbolic "
+                             f"tensors from kf.Input and layers). Received: "
+                             f"{what}={struct!r:.200}, including {t!r:.60}.")
+
+
+def _is_input(t):
+    hist = layer_base.get_history(t)
+    return hist is not None and isinstance(hist[0], InputLayer)
+
+
+def _slice_at(inputs, outputs):
+    """Inputs that are intermediate tensors get an ``InputLayer`` each, and the
+    graph between them and ``outputs`` is replayed from those (Keras 3's
+    functional slicing: ``Model(x2, outputs)`` reuses the layers after x2)."""
+    flat = tree.flatten(inputs)
+    new = [t if _is_input(t) else InputLayer(batch_shape=t.shape, dtype=t.dtype,
+                                              name=None).output for t in flat]
+    steps = functional_graph.trace(flat, tree.flatten(outputs),
+                                   [t.name for t in flat])
+    outputs = functional_graph.replay(steps, flat, new, outputs, None)
+    return tree.pack_sequence_as(inputs, new), outputs
