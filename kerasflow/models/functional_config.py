@@ -198,7 +198,7 @@ def functional_from_config(cls, config, custom_objects=None):
                 c = v["__constant__"]
                 return K.constant(_array(c["value"], c["dtype"]))
             return {k: deref(x) for k, x in v.items()}
-        if isinstance(v, list):
+        if isinstance(v, (list, tuple)):
             return [deref(x) for x in v]
         return v
 
