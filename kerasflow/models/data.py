@@ -7,6 +7,8 @@ the per-batch path only slices arrays.
 
 from __future__ import annotations
 
+import warnings
+
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -61,6 +63,12 @@ def to_list(x, names=None, what="x"):
                 f"{what} is a dict missing keys {missing}. Expected keys: {names}. "
                 f"Received keys: {sorted(x)}."
             )
+        extra = sorted(str(k) for k in x if k not in names)
+        if extra and what == "x":  # Keras 3 ignores them, with this warning
+            warnings.warn(f"The structure of `inputs` doesn't match the expected "
+                          f"structure.\nExpected: {names}\nReceived: inputs with "
+                          f"keys {sorted(map(str, x))}; ignoring {extra}.",
+                          stacklevel=4)
         return [np.asarray(x[n]) for n in names]
     if isinstance(x, (list, tuple)) and len(x) == 1 and hasattr(x[0], "shape") \
             and (names is None or len(names) == 1):

@@ -177,6 +177,11 @@ class Model(Trainer, Layer):
                 f"Invalid input shape for input with name '{names[i]}' and path "
                 f"'{_path(self._inputs_struct, i)}'. Expected shape {ref.shape}, "
                 f"but input has incompatible shape {x.shape}.")
+        if any(a is not None and b is not None and a != b
+               for a, b in zip(ref.shape[1:], x.shape[1:])):
+            raise ValueError(
+                f"Input {i} of layer '{self.name}' is incompatible with the "
+                f"layer: expected shape={ref.shape}, found shape={x.shape}.")
         return x
 
     def call(self, inputs, training=None):
