@@ -86,6 +86,11 @@ class Model(Trainer, Layer):
         return self._inputs_struct
 
     @property
+    def input_shape(self):
+        """Shape(s) of ``input``, batch axis included (Keras)."""
+        return tree.map_structure(lambda t: t.shape, self.input)
+
+    @property
     def output(self):
         """The model's symbolic output(s), in the structure given to ``Model``."""
         if not self._is_functional:
@@ -182,7 +187,8 @@ class Model(Trainer, Layer):
             raise ValueError(
                 f"Input {i} of layer '{self.name}' is incompatible with the "
                 f"layer: expected shape={ref.shape}, found shape={x.shape}.")
-        return x
+        # Values take the dtype of their Input, as Keras converts them.
+        return x if x.dtype == ref.dtype else K.cast(x, ref.dtype)
 
     def call(self, inputs, training=None):
         """Replays the functional graph; subclassed models override this."""
