@@ -234,6 +234,16 @@ def _check_functional(inner, where, model, source):
     if not isinstance(nodes, list):
         raise _error(source, f"{where}.nodes (model '{model}')", "a list of nodes",
                      f"{type(nodes).__name__} {_short(nodes)}")
+    # Ops are known by name up front, so a reference to one defined further
+    # down reads as "computed later" (a cycle), not as "unknown".
+    for i, node in enumerate(nodes):
+        key = node.get("name") if isinstance(node, dict) and "op" in node else None
+        if isinstance(key, str):
+            if key in produced:
+                raise _error(source, f"{where}.nodes[{i}] (model '{model}')",
+                             "an op name unique among layers and ops",
+                             f"name={key!r}, already used")
+            produced[key] = 0
     for i, node in enumerate(nodes):
         here = f"{where}.nodes[{i}] (model '{model}')"
         if isinstance(node, dict) and "op" in node:
@@ -261,9 +271,6 @@ def _check_op_node(node, produced, here, source):
     if not isinstance(op, str) or not isinstance(key, str):
         raise _error(source, here, "an op node with 'op' and 'name' strings",
                      f"op={_short(op)}, name={_short(key)}")
-    if key in produced:
-        raise _error(source, here, "an op name unique among layers and ops",
-                     f"name={key!r}, already used")
     if not isinstance(node.get("inputs"), list):
         raise _error(source, here, f"op '{key}' to have an 'inputs' list",
                      _short(node.get("inputs")))
@@ -277,7 +284,7 @@ def _check_op_node(node, produced, here, source):
 def _check_refs(struct, produced, here, user, source):
     for layer, call, index in _refs(struct):
         if layer not in produced:
-            raise _error(source, here, f"{user} to take outputs of known layers",
+            raise _error(source, here, f"{user} to take outputs of known layers or ops",
                          f"a reference to unknown layer '{layer}'")
         if not 0 <= call < produced[layer] or index < 0:
             raise _error(

@@ -19,6 +19,7 @@ from kerasflow.layers.core import InputLayer
 from kerasflow.models import functional_config, functional_graph, saving
 from kerasflow.models.layer_table import summary_text
 from kerasflow.models.training import Trainer
+from kerasflow.utils.serialization import to_snake_case
 
 __all__ = ["Model"]
 
@@ -271,13 +272,22 @@ class Model(Trainer, Layer):
 
     def _output_names(self, n):
         if self._is_functional:
-            return [layer_base.get_history(t)[0].name for t in self.outputs]
+            names = []
+            for t in self.outputs:
+                hist = layer_base.get_history(t)
+                # An op's output is named after the op, as Keras 3 names it.
+                base = hist[0].name if hist else to_snake_case(t.node.op)
+                name, k = base, 1
+                while name in names:
+                    name, k = f"{base}_{k}", k + 1
+                names.append(name)
+            return names
         return [f"output_{i + 1}" for i in range(n)]
 
 
 def _describe(x):
     return tree.map_structure(
-        lambda v: getattr(v, "name", None) if K.is_symbolic(v)
+        lambda v: v.name if K.is_symbolic(v) else None if v is None
         else f"array{tuple(getattr(v, 'shape', ()))}", x)
 
 

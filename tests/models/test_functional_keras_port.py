@@ -362,7 +362,8 @@ def test_optional_dict_inputs():
     model = Model({"input1": i1, "input2": i2}, OptionalInputLayer()(i1, i2))
     out = model({"input1": np.ones((2, 2)), "input2": None})
     np.testing.assert_allclose(out, np.ones((2, 2)))
-    out = model([np.ones((2, 2)), None])  # sorted keys: a list maps in order
+    with pytest.warns(UserWarning, match="structure of `inputs`"):
+        out = model([np.ones((2, 2)), None])  # sorted keys: a list maps in order
     np.testing.assert_allclose(out, np.ones((2, 2)))
 
 
