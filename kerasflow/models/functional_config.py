@@ -30,7 +30,7 @@ __all__ = ["functional_config", "functional_from_config", "encode_value",
            "decode_value"]
 
 
-# -- plain values -----------------------------------------------------------------------
+# -- plain values ----------------------------------------------------------------------
 def encode_value(v, where):
     """``v`` as JSON-ready data; tuples, slices, dtypes and arrays tagged.
 
@@ -92,7 +92,7 @@ def _array(value, dtype):
     return np.asarray(value, dtype=dt)
 
 
-# -- writing -----------------------------------------------------------------------------
+# -- writing ---------------------------------------------------------------------------
 def functional_config(model):
     """The config of functional ``model`` (see the module docstring).
 
@@ -171,7 +171,7 @@ def _unique(base, taken):
     return name
 
 
-# -- reading -----------------------------------------------------------------------------
+# -- reading ---------------------------------------------------------------------------
 def functional_from_config(cls, config, custom_objects=None):
     """Rebuilds a functional model of class ``cls`` from ``functional_config``
     output: the layers are deserialized, then called and the ops applied in

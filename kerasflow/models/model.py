@@ -1,10 +1,12 @@
-"""``Model``: functional graphs of layers, or subclasses with their own ``call``.
+"""``Model``: functional graphs of layers and ops, or subclasses with their own
+``call``.
 
-``Model(inputs, outputs)`` walks back from ``outputs`` through the recorded layer
-calls to ``inputs`` and keeps those calls in topological order. Calling the model
-on new tensors replays them (with the ``training`` flag of that call), which is
-how training and inference graphs are traced and how models nest inside models
-(Keras' functional API).
+``Model(inputs, outputs)`` keeps everything between ``inputs`` and ``outputs``:
+layer calls and the raw ops applied to symbolic tensors between them
+(``functional_graph``). Calling the model on new tensors replays them (with
+the ``training`` flag of that call), which is how training and inference
+graphs are traced and how models nest inside models (Keras 3's functional
+API); ``functional_config`` saves and rebuilds them.
 """
 
 from __future__ import annotations
@@ -27,19 +29,29 @@ __all__ = ["Model"]
 class Model(Trainer, Layer):
     """A trainable graph of layers (``compile``/``fit``/``evaluate``/``predict``).
 
-    Functional: ``Model(inputs, outputs, name=None)`` where ``inputs`` is a tensor
-    from ``kf.Input`` (or a list/dict of them) and ``outputs`` a tensor or list of
-    tensors computed from them by layer calls. Subclassed: override ``__init__``
-    (create layers) and ``call(inputs, training=None)``.
+    Functional: ``Model(inputs, outputs, name=None)`` where ``inputs`` is a
+    tensor from ``kf.Input`` (or a list, dict or nesting of them) and
+    ``outputs`` tensors computed from them by layer calls and ops
+    (``a + b``, ``kf.ops.concatenate``, ``x[:, 0]``), as in Keras 3. Inputs may
+    also be intermediate tensors: the graph after them is then replayed from
+    new ``Input``s (a sub-model that shares the layers). Called with a dict,
+    inputs are matched by key (or by ``Input`` name); extra keys are ignored
+    with a warning; ranks differing by a trailing axis of size 1 are squeezed
+    or expanded and values cast to each ``Input``'s dtype, as Keras does.
+    Subclassed: override ``__init__`` (create layers) and
+    ``call(inputs, training=None)``.
 
     Raises:
-        ValueError: outputs that depend on a tensor which is neither a model input
-            nor produced by a layer ("graph disconnected"), naming it.
+        ValueError: inputs or outputs that are not symbolic tensors; outputs
+            that depend on a tensor which is neither a model input, a constant
+            nor computed from them ("graph disconnected"), naming it; on a
+            call, missing inputs, a None for an input that is not optional, or
+            an incompatible shape.
 
     Example:
-        >>> x = kf.Input((784,))
-        >>> h = kf.layers.Dense(64, activation="relu")(x)
-        >>> model = kf.Model(x, kf.layers.Dense(10)(h))
+        >>> a, b = kf.Input((784,)), kf.Input((784,))
+        >>> h = kf.layers.Dense(64, activation="relu")((a + b) * 0.5)
+        >>> model = kf.Model([a, b], kf.layers.Dense(10)(h))
     """
 
     _builds_in_call = True
@@ -58,7 +70,7 @@ class Model(Trainer, Layer):
         if self._is_functional:
             self._init_graph(inputs, outputs)
 
-    # -- functional graph ----------------------------------------------------------------
+    # -- functional graph --------------------------------------------------------------
     def _init_graph(self, inputs, outputs):
         _check_tensors(inputs, "inputs")
         _check_tensors(outputs, "outputs")
@@ -208,7 +220,7 @@ class Model(Trainer, Layer):
         with training_context(training):
             return Layer.__call__(self, inputs, *args, **kwargs)
 
-    # -- inspection and saving ------------------------------------------------------------------
+    # -- inspection and saving ---------------------------------------------------------
     def summary(self, print_fn=None, line_length=80):
         """Prints a table of layers, output shapes and parameter counts."""
         text = summary_text(self, line_length)
@@ -235,7 +247,7 @@ class Model(Trainer, Layer):
         """The architecture as YAML (``model_from_yaml`` rebuilds it)."""
         return saving.to_yaml(self, **kwargs)
 
-    # -- config ----------------------------------------------------------------------------
+    # -- config ------------------------------------------------------------------------
     def get_config(self):
         """Functional models: layers, and the layer calls and ops connecting them
         (``kerasflow.models.functional_config``).
