@@ -57,6 +57,8 @@ def to_list(x, names=None, what="x"):
     if isinstance(x, dict):
         if names is None:
             return [np.asarray(v) for v in x.values()]
+        if any(isinstance(v, dict) for v in x.values()):
+            x = _by_path(x)  # nested dicts of inputs: keyed "outer.inner"
         missing = [n for n in names if n not in x]
         if missing:
             raise ValueError(
@@ -78,6 +80,17 @@ def to_list(x, names=None, what="x"):
     ) and names is not None and len(names) > 1:
         return [input_checks.as_array(v, what) for v in x]
     return [input_checks.as_array(x, what)]
+
+
+def _by_path(x, prefix=""):
+    """A nested dict as one flat dict keyed by dotted path ("others.2")."""
+    out = {}
+    for k, v in x.items():
+        if isinstance(v, dict):
+            out.update(_by_path(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def standardize(x, y=None, sample_weight=None, class_weight=None, batch_size=None,

@@ -276,6 +276,14 @@ class Model(Trainer, Layer):
         return functional_config.functional_from_config(cls, config,
                                                         custom_objects)
 
+    def _input_names(self):
+        struct = self._inputs_struct
+        if self._is_functional and isinstance(struct, dict) and any(
+                tree.is_nested(v) for v in struct.values()):
+            # Nested dicts of inputs: data is keyed by dotted path ("others.2").
+            return [_path(struct, i) for i in range(len(self.inputs))]
+        return super()._input_names()
+
     def _default_input_specs(self):
         """(shape, dtype) per model input, or None when unknown before data."""
         if self._is_functional:

@@ -293,3 +293,20 @@ def test_extra_dict_keys_in_predict_are_ignored_with_a_warning():
         out = model.predict({"a": np.ones((3, 2)), "extra": np.ones((3, 7))},
                             verbose=0)
     np.testing.assert_allclose(out, np.full((3, 2), 2.0))
+
+
+def test_nested_dict_inputs_in_predict_and_fit():
+    i1, i2, i3 = kf.Input((1,)), kf.Input((2,)), kf.Input((3,))
+    dense = layers.Dense(1, name="d")
+    model = kf.Model({"1": i1, "others": {"2": i2, "3": i3}},
+                     dense(layers.concatenate([i1, i2, i3])))
+    rng = np.random.default_rng(0)
+    x = {"1": rng.normal(size=(6, 1)),
+         "others": {"2": rng.normal(size=(6, 2)), "3": rng.normal(size=(6, 3))}}
+    w, b = dense.get_weights()
+    flat = np.concatenate([x["1"], x["others"]["2"], x["others"]["3"]], axis=1)
+    np.testing.assert_allclose(model.predict(x, verbose=0), flat @ w + b,
+                               rtol=1e-5)
+    model.compile("sgd", "mse")
+    loss = model.fit(x, np.zeros((6, 1)), epochs=3, verbose=0).history["loss"]
+    assert loss[-1] < loss[0]
