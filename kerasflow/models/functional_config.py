@@ -23,8 +23,7 @@ from kerasflow import tree
 from kerasflow.layers.base import get_history
 from kerasflow.layers.core import InputLayer
 from kerasflow.models import config_checks
-from kerasflow.models.functional_graph import is_leaf
-from kerasflow.utils.serialization import to_snake_case
+from kerasflow.models.functional_graph import is_leaf, op_names
 
 __all__ = ["functional_config", "functional_from_config", "encode_value",
            "decode_value"]
@@ -103,7 +102,7 @@ def functional_config(model):
     refs = {}
     for t in model.inputs:
         refs[id(t)] = [get_history(t)[0].name, 0, 0]
-    taken = {layer.name for layer in model.layers}
+    keys = op_names(model._graph_steps, {layer.name for layer in model.layers})
     calls: dict = {}
     nodes = []
 
@@ -122,7 +121,7 @@ def functional_config(model):
     for step in model._graph_steps:
         if step.node is not None:
             node = step.node
-            key = _unique(to_snake_case(node.op), taken)
+            key = keys[id(node)]
             where = f"op '{node.name}' ({node.op})"
             nodes.append({
                 "op": node.op, "name": key,
@@ -161,14 +160,6 @@ def functional_config(model):
         # JSON has no tuples: remember them so from_config returns the same.
         "output_tuple": isinstance(model._outputs_struct, tuple),
     }
-
-
-def _unique(base, taken):
-    name, k = base, 1
-    while name in taken:
-        name, k = f"{base}_{k}", k + 1
-    taken.add(name)
-    return name
 
 
 # -- reading ---------------------------------------------------------------------------

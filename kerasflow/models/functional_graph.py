@@ -16,8 +16,9 @@ from kerasflow import backend as K
 from kerasflow import tree
 from kerasflow.layers.base import get_history
 from kerasflow.layers.core import InputLayer
+from kerasflow.utils.serialization import to_snake_case
 
-__all__ = ["Step", "trace", "replay", "is_leaf"]
+__all__ = ["Step", "trace", "replay", "is_leaf", "op_names"]
 
 # Ops whose outputs are graph leaves between layers: kept as they are on replay.
 _LEAF_OPS = ("Const", "Variable")
@@ -43,6 +44,22 @@ class Step:
         if self.node is not None:
             return list(self.node.outputs)
         return tree.flatten(self.record.outputs)
+
+
+def op_names(steps, taken) -> dict:
+    """``{id(node): name}`` for the op steps: the op in snake case, made unique
+    against ``taken`` (a set of names, extended here) as Keras names
+    operations ("add", "add_1")."""
+    names = {}
+    for step in steps:
+        if step.node is not None:
+            base, k = to_snake_case(step.node.op), 1
+            name = base
+            while name in taken:
+                name, k = f"{base}_{k}", k + 1
+            taken.add(name)
+            names[id(step.node)] = name
+    return names
 
 
 def is_leaf(t) -> bool:

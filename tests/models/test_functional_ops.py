@@ -310,3 +310,16 @@ def test_nested_dict_inputs_in_predict_and_fit():
     model.compile("sgd", "mse")
     loss = model.fit(x, np.zeros((6, 1)), epochs=3, verbose=0).history["loss"]
     assert loss[-1] < loss[0]
+
+
+def test_summary_lists_ops_between_layers_in_graph_order():
+    a, b = kf.Input((4,), name="a"), kf.Input((4,), name="b")
+    model = kf.Model([a, b], layers.Dense(2, name="d")(
+        ops.concatenate([(a + b) * 0.5, a])))
+    lines = []
+    model.summary(print_fn=lines.append)
+    rows = [r.split()[:2] for r in lines[0].splitlines()[4:10]]
+    assert rows == [["a", "(InputLayer)"], ["b", "(InputLayer)"],
+                    ["add", "(Add)"], ["mul", "(Mul)"],
+                    ["concat", "(Concat)"], ["d", "(Dense)"]]
+    assert "(None, 8)" in lines[0].splitlines()[8]
