@@ -255,7 +255,7 @@ def _check_functional(inner, where, model, source):
                          f"{'...' if len(names) > 8 else ''}, 'inputs': ...}} "
                          f"or {{'op': ..., 'name': ..., 'inputs': [...]}}",
                          _short(got))
-        _check_refs(node.get("inputs"), produced, here,
+        _check_refs([node.get("inputs"), node.get("kwargs")], produced, here,
                     f"layer '{node['layer']}'", source)
         produced[node["layer"]] += 1
     for key in ("input_layers", "output_layers"):

@@ -139,8 +139,10 @@ def functional_config(model):
             "inputs": tree.map_structure(
                 lambda t, w=where: operand(t, w) if K.is_symbolic(t) else t,
                 record.inputs),
-            "kwargs": {k: v for k, v in record.kwargs.items()
-                       if k != "training" or v is not None},
+            "kwargs": {k: tree.map_structure(
+                lambda t, w=where: operand(t, w) if K.is_symbolic(t) else t, v)
+                for k, v in record.kwargs.items()
+                if k != "training" or v is not None},
             **({"nargs": record.nargs} if record.nargs else {}),
         })
         pos = calls.get(layer.name, 0)
@@ -204,7 +206,7 @@ def functional_from_config(cls, config, custom_objects=None):
             continue
         layer = by_name[node["layer"]]
         args = deref(node["inputs"])
-        kwargs = node.get("kwargs", {})
+        kwargs = deref(node.get("kwargs", {}))
         out = layer(*args, **kwargs) if node.get("nargs") else layer(args, **kwargs)
         outputs_of.setdefault(node["layer"], []).append(out)
     inputs = deref(config["input_layers"])

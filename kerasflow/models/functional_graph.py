@@ -63,8 +63,13 @@ def op_names(steps, taken) -> dict:
 
 
 def is_leaf(t) -> bool:
-    """True for a constant or a Variable: kept unchanged when a graph is replayed."""
-    return K.is_symbolic(t) and t.node.op in _LEAF_OPS
+    """True for a constant, a Variable or another op without inputs (other
+    than a placeholder): kept unchanged when a graph is replayed."""
+    return K.is_symbolic(t) and _is_leaf_node(t.node)
+
+
+def _is_leaf_node(node):
+    return node.op in _LEAF_OPS or (not node.inputs and node.op != "Placeholder")
 
 
 def _call_of(node):
@@ -93,7 +98,7 @@ def trace(inputs, outputs, input_names):
     input_nodes = {id(t.node) for t in inputs}
 
     def inputs_of(node):
-        if id(node) in input_nodes or node.op in _LEAF_OPS:
+        if id(node) in input_nodes or _is_leaf_node(node):
             return ()
         hist = _call_of(node)
         if hist is not None:
@@ -103,7 +108,8 @@ def trace(inputs, outputs, input_names):
                     f"Graph disconnected: the outputs depend on input "
                     f"'{layer.name}', which is not among the model's inputs "
                     f"{input_names}. Received: inputs={input_names}.")
-            return [t for t in tree.flatten(record.inputs) if K.is_symbolic(t)]
+            return [t for t in tree.flatten([record.inputs, record.kwargs])
+                    if K.is_symbolic(t)]
         if node.op == "Placeholder":
             raise ValueError(
                 f"Graph disconnected: cannot reach tensor '{node.name}' "
@@ -113,7 +119,7 @@ def trace(inputs, outputs, input_names):
 
     steps, seen = [], set()
     for node in K.walk(outputs, inputs_of=inputs_of):
-        if id(node) in input_nodes or node.op in _LEAF_OPS:
+        if id(node) in input_nodes or _is_leaf_node(node):
             continue
         hist = _call_of(node)
         if hist is None:
@@ -155,7 +161,7 @@ def replay(steps, old_inputs, new_inputs, outputs_struct, training):
             continue
         record = step.record
         new_in = tree.map_structure(new, record.inputs)
-        kwargs = dict(record.kwargs)
+        kwargs = tree.map_structure(new, dict(record.kwargs))
         if "training" in kwargs and kwargs["training"] is None:
             kwargs["training"] = training
         out = (step.layer(*new_in, **kwargs) if record.nargs

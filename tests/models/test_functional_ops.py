@@ -323,3 +323,20 @@ def test_summary_lists_ops_between_layers_in_graph_order():
                     ["add", "(Add)"], ["mul", "(Mul)"],
                     ["concat", "(Concat)"], ["d", "(Dense)"]]
     assert "(None, 8)" in lines[0].splitlines()[8]
+
+
+class _Scale(layers.Layer):
+    def call(self, x, scale=None):
+        return x * scale
+
+
+def test_tensor_computed_by_ops_passed_as_a_keyword_argument():
+    x = kf.Input((3,))
+    out = _Scale(name="scale")(x, scale=ops.mean(x, axis=1, keepdims=True) + 1.0)
+    model = kf.Model(x, out)
+    xs = _data()[0][:, :3]
+    want = xs * (xs.mean(axis=1, keepdims=True) + 1.0)
+    np.testing.assert_allclose(model(xs), want, rtol=1e-5)
+    again = kf.models.model_from_json(model.to_json(),
+                                      custom_objects={"_Scale": _Scale})
+    np.testing.assert_allclose(again(xs), want, rtol=1e-5)
