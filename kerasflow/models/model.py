@@ -70,6 +70,12 @@ class Model(Trainer, Layer):
         if self._is_functional:
             self._init_graph(inputs, outputs)
 
+    def __setattr__(self, name, value):
+        if name == "layers":
+            raise AttributeError("`Model.layers` attribute is reserved and should "
+                                 "not be used. Please use another name.")
+        super().__setattr__(name, value)
+
     # -- functional graph --------------------------------------------------------------
     def _init_graph(self, inputs, outputs):
         _check_tensors(inputs, "inputs")
