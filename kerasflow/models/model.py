@@ -297,6 +297,10 @@ class Model(Trainer, Layer):
         return None
 
     def _output_names(self, n):
+        struct = self._outputs_struct
+        if self._is_functional and isinstance(struct, dict):
+            # Dict outputs are named by their keys (Keras 3), in flatten order.
+            return [_path(struct, i) for i in range(len(self.outputs))]
         if self._is_functional:
             names = []
             for t in self.outputs:

@@ -228,7 +228,7 @@ def test_sequential_inputs_before_and_after_build():
     sub = kf.Model(model.inputs, model.layers[0].output)
     w, b = model.layers[0].get_weights()
     np.testing.assert_allclose(sub(np.ones((1, 5))), np.ones((1, 5)) @ w + b,
-                               rtol=1e-6)
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_functional_model_inside_sequential_round_trips():
@@ -340,3 +340,19 @@ def test_tensor_computed_by_ops_passed_as_a_keyword_argument():
     again = kf.models.model_from_json(model.to_json(),
                                       custom_objects={"_Scale": _Scale})
     np.testing.assert_allclose(again(xs), want, rtol=1e-5)
+
+
+def test_dict_outputs_are_named_by_their_keys():
+    a = kf.Input((2,), name="a")
+    y = layers.Dense(1, name="d")(a)
+    model = kf.Model({"a": a}, {"out": y, "dbl": y * 2.0})
+    model.compile("sgd", loss={"out": "mse", "dbl": "mse"})
+    x = {"a": np.ones((4, 2))}
+    targets = {"out": np.zeros((4, 1)), "dbl": np.zeros((4, 1))}
+    w, b = model.get_layer("d").get_weights()
+    m = np.mean((np.ones((4, 2)) @ w + b) ** 2)
+    # total, then per output in key order: mse(2y) = 4 mse(y), mse(y).
+    np.testing.assert_allclose(model.evaluate(x, targets, verbose=0),
+                               [5 * m, 4 * m, m], rtol=1e-5)
+    pred = model.predict(x, verbose=0)
+    np.testing.assert_allclose(pred["dbl"], 2 * pred["out"], rtol=1e-6)
