@@ -356,3 +356,20 @@ def test_dict_outputs_are_named_by_their_keys():
                                [5 * m, 4 * m, m], rtol=1e-5)
     pred = model.predict(x, verbose=0)
     np.testing.assert_allclose(pred["dbl"], 2 * pred["out"], rtol=1e-6)
+
+
+def test_shared_layer_and_multi_output_op_round_trip():
+    a, b = kf.Input((4,)), kf.Input((4,))
+    d = layers.Dense(3, name="shared")
+    h = d(a) + d(b * 2.0)
+    _, second = ops.split(ops.concatenate([h, h * 3.0], axis=-1), 2, axis=-1)
+    model = kf.Model([a, b], [h[:, :1], d(a - 1.0), second])
+    assert len(model.layers) == 3  # two inputs, one Dense called three times
+    again = kf.models.model_from_json(model.to_json())
+    again.set_weights(model.get_weights())
+    xs = _data()
+    w, bias = d.get_weights()
+    h_np = xs[0] @ w + bias + (2 * xs[1]) @ w + bias
+    for got, want in zip(again.predict(xs, verbose=0),
+                         [h_np[:, :1], (xs[0] - 1) @ w + bias, 3 * h_np]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
