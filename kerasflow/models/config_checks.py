@@ -21,6 +21,8 @@ import json
 
 import yaml
 
+from kerasflow.models import keras_config
+
 __all__ = ["MAX_DEPTH", "MAX_LAYERS", "MAX_NESTING", "MAX_UNITS",
            "check_model_config", "is_ref", "parse_json", "parse_yaml"]
 
@@ -226,6 +228,8 @@ def _check_functional(inner, where, model, source):
                      "unique layer names", f"duplicates {dupes}")
     produced = {n: (1 if s["class_name"] == "InputLayer" else 0)
                 for n, s in zip(names, inner["layers"])}
+    if "nodes" not in inner and keras_config.has_inbound_nodes(inner):
+        return  # Keras' layout: checked once Model.from_config converts it
     if "nodes" not in inner:
         raise _error(source, f"{where} (model '{model}')", "a 'nodes' list (the "
                      "layer calls and ops, in order)",

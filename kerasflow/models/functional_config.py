@@ -22,7 +22,7 @@ from kerasflow import layers as layers_mod
 from kerasflow import tree
 from kerasflow.layers.base import get_history
 from kerasflow.layers.core import InputLayer
-from kerasflow.models import config_checks
+from kerasflow.models import config_checks, keras_config
 from kerasflow.models.functional_graph import is_leaf, op_names
 
 __all__ = ["functional_config", "functional_from_config", "encode_value",
@@ -168,12 +168,15 @@ def functional_config(model):
 def functional_from_config(cls, config, custom_objects=None):
     """Rebuilds a functional model of class ``cls`` from ``functional_config``
     output: the layers are deserialized, then called and the ops applied in
-    the recorded order.
+    the recorded order. Keras' layout (per-layer ``inbound_nodes``) is read
+    too (``keras_config``).
 
     Raises:
         ValueError: a malformed config (a missing key, a reference to an
             unknown or later node, an unknown or stateful op), naming where.
     """
+    if keras_config.has_inbound_nodes(config):  # Keras' layout, per layer
+        config = keras_config.to_nodes(config)
     config_checks.check_model_config({"class_name": "Model", "config": config},
                                      f"{cls.__name__}.from_config input")
     by_name = {spec["name"]: layers_mod.deserialize(spec, custom_objects)

@@ -117,18 +117,59 @@ def test_deeply_nested_model(tmp_path):
     np.testing.assert_allclose(out_eager["others"]["3"], new_out["others"]["3"])
 
 
-@pytest.mark.skip(reason="Keras 3's config format (per-layer 'inbound_nodes'); "
-                  "kerasflow's functional config lists 'nodes' and rejects a "
-                  "cycle in them (test_functional_ops.py)")
+def _keras_layout(second_layer):
+    # Keras' own functional layout: calls listed per layer ("inbound_nodes").
+    return {
+        "name": "infinite_loop_model",
+        "layers": [
+            {"class_name": "InputLayer", "name": "input_1",
+             "config": {"batch_input_shape": [None, 10], "dtype": "float32",
+                        "name": "input_1"},
+             "inbound_nodes": []},
+            {"class_name": "Dense", "name": "node_a",
+             "config": {"units": 10, "name": "node_a"},
+             "inbound_nodes": [[["node_b", 0, 0, {}]]]},
+            *([second_layer] if second_layer else []),
+        ],
+        "input_layers": [["input_1", 0, 0]],
+        "output_layers": [["node_b" if second_layer else "node_a", 0, 0]],
+    }
+
+
 def test_invalid_config_deserialization_loop():
-    pass
+    config = _keras_layout({"class_name": "Dense", "name": "node_b",
+                            "config": {"units": 10, "name": "node_b"},
+                            "inbound_nodes": [[["node_a", 0, 0, {}]]]})
+    with pytest.raises(ValueError, match="loop"):
+        Functional.from_config(config)
 
 
-@pytest.mark.skip(reason="Keras 3's config format (per-layer 'inbound_nodes'); "
-                  "kerasflow names an unknown node in its own format "
-                  "(test_functional_ops.py)")
 def test_invalid_config_deserialization_missing_node():
-    pass
+    with pytest.raises(ValueError, match="Missing node: node_b"):
+        Functional.from_config(_keras_layout(None))
+
+
+def test_keras_layout_config_builds_the_same_graph():
+    # Not in Keras' file: the valid counterpart of the two tests above, in the
+    # Keras 2 (lists) and Keras 3 (args/kwargs) forms of inbound nodes.
+    def tensor(name):
+        return {"class_name": "__keras_tensor__",
+                "config": {"keras_history": [name, 0, 0]}}
+
+    for node_b_call in ([[["node_a", 0, 0, {}]]], [{"args": [tensor("node_a")],
+                                                   "kwargs": {}}]):
+        config = _keras_layout({"class_name": "Dense", "name": "node_b",
+                                "config": {"units": 2, "name": "node_b"},
+                                "inbound_nodes": node_b_call})
+        config["layers"][1]["inbound_nodes"] = [[["input_1", 0, 0, {}]]]
+        model = Functional.from_config(config)
+        assert [layer.name for layer in model.layers] == ["input_1", "node_a",
+                                                          "node_b"]
+        x = np.ones((3, 10), "float32")
+        (wa, ba), (wb, bb) = (model.get_layer(n).get_weights()
+                              for n in ("node_a", "node_b"))
+        (out,) = model(x)  # output_layers is a list of one
+        np.testing.assert_allclose(out, (x @ wa + ba) @ wb + bb, rtol=1e-5)
 
 
 def test_for_functional_in_sequential():
