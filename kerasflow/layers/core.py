@@ -29,7 +29,10 @@ class InputLayer(Layer):
 
     def __init__(self, shape=None, batch_size=None, dtype=None, name=None,
                  batch_shape=None, input_shape=None, batch_input_shape=None,
-                 optional=False, **kwargs):
+                 optional=False, sparse=False, ragged=False, **kwargs):
+        if sparse or ragged:
+            raise ValueError(f"InputLayer supports dense inputs only. Received: "
+                             f"sparse={sparse}, ragged={ragged}.")
         shape = shape if shape is not None else input_shape
         batch_shape = batch_shape or batch_input_shape
         if batch_shape is None:
