@@ -106,8 +106,8 @@ def trace(inputs, outputs, input_names):
             if isinstance(layer, InputLayer):
                 raise ValueError(
                     f"Graph disconnected: the outputs depend on input "
-                    f"'{layer.name}', which is not among the model's inputs "
-                    f"{input_names}. Received: inputs={input_names}.")
+                    f"'{layer.name}', which is not among the model's inputs. "
+                    f"Received: inputs={input_names}.")
             return [t for t in tree.flatten([record.inputs, record.kwargs])
                     if K.is_symbolic(t)]
         if node.op == "Placeholder":
@@ -156,8 +156,9 @@ def replay(steps, old_inputs, new_inputs, outputs_struct, training):
                 mapping[id(o)] = n
                 # softmax(logits) keeps its logits for the fused cross-entropy.
                 logits = getattr(o, "_keras_logits", None)
-                if logits is not None and K.is_symbolic(n):
-                    n._keras_logits = new(logits)
+                if logits is not None and id(logits) in mapping and \
+                        K.is_symbolic(n):
+                    n._keras_logits = mapping[id(logits)]
             continue
         record = step.record
         new_in = tree.map_structure(new, record.inputs)

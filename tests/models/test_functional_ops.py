@@ -373,3 +373,15 @@ def test_shared_layer_and_multi_output_op_round_trip():
     for got, want in zip(again.predict(xs, verbose=0),
                          [h_np[:, :1], (xs[0] - 1) @ w + bias, 3 * h_np]):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_softmax_as_a_raw_op_keeps_its_logits_for_the_loss():
+    x = kf.Input((1,))
+    h = layers.Dense(2, use_bias=False, kernel_initializer="ones")(x)
+    model = kf.Model(x, kf.activations.softmax(h * np.array([1.0, -1.0],
+                                                            "float32")))
+    model.compile("sgd", "sparse_categorical_crossentropy")
+    # logits (50, -50), label 1: exactly 100 from the logits; from the clipped
+    # probabilities it would be -log(1e-7) = 16.1.
+    np.testing.assert_allclose(model.evaluate(np.array([[50.0]]), np.array([1]),
+                                              verbose=0), 100.0, rtol=1e-5)
