@@ -385,3 +385,40 @@ def test_softmax_as_a_raw_op_keeps_its_logits_for_the_loss():
     # probabilities it would be -log(1e-7) = 16.1.
     np.testing.assert_allclose(model.evaluate(np.array([[50.0]]), np.array([1]),
                                               verbose=0), 100.0, rtol=1e-5)
+
+
+def test_batch_norm_after_ops_updates_its_statistics_in_fit():
+    x = kf.Input((3,))
+    bn = layers.BatchNormalization(momentum=0.0)
+    model = kf.Model(x, layers.Dense(1)(bn((x + 1.0) * 2.0)))
+    model.compile("sgd", "mse")
+    xs = np.random.default_rng(0).normal(size=(64, 3)).astype("float32")
+    model.fit(xs, np.zeros((64, 1)), batch_size=64, epochs=1, verbose=0)
+    np.testing.assert_allclose(bn.moving_mean.numpy(), ((xs + 1) * 2).mean(0),
+                               rtol=1e-5)
+
+
+def test_model_input_and_output_are_the_structures_given():
+    a, b = kf.Input((2,), name="a"), kf.Input((2,), name="b")
+    y = a + b
+    z = layers.Dense(1)(y)
+    model = kf.Model({"a": a, "b": b}, [y, z])
+    assert model.input["a"] is a and model.input["b"] is b
+    assert model.output[0] is y and model.output[1] is z
+    assert model.inputs == [a, b] and model.input_shape == {"a": (None, 2),
+                                                            "b": (None, 2)}
+
+
+def test_sub_model_from_an_op_output_replays_the_rest():
+    a = kf.Input((2,))
+    mid = a * 2.0
+    out = layers.Dense(1, name="tail")(mid) + 1.0
+    sub = kf.Model(mid, out)
+    assert isinstance(sub.layers[0], layers.InputLayer)
+    assert [layer.name for layer in sub.layers[1:]] == ["tail"]
+    w, b = sub.get_layer("tail").get_weights()
+    xs = np.array([[1.0, 2.0]], "float32")
+    np.testing.assert_allclose(sub(xs), xs @ w + b + 1.0, rtol=1e-6)
+    again = kf.Model.from_config(sub.get_config())
+    again.set_weights(sub.get_weights())
+    np.testing.assert_allclose(again(xs), sub(xs), rtol=1e-6)
