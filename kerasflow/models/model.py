@@ -323,20 +323,7 @@ def _describe(x):
 
 def _path(struct, i):
     """Keras' dotted path ('0.foo') of the ``i``-th leaf of ``struct``."""
-    paths = []
-
-    def walk(s, prefix):
-        if isinstance(s, dict):
-            for k in tree.flatten({k: k for k in s}):
-                walk(s[k], prefix + [str(k)])
-        elif isinstance(s, (list, tuple)):
-            for j, v in enumerate(s):
-                walk(v, prefix + [str(j)])
-        else:
-            paths.append(".".join(prefix))
-
-    walk(struct, [])
-    return paths[i]
+    return ".".join(str(p) for p in tree.flatten_with_path(struct)[i][0])
 
 
 def _check_tensors(struct, what):
