@@ -19,8 +19,8 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["assert_same_structure", "flatten", "is_nested", "map_structure",
-           "pack_sequence_as"]
+__all__ = ["assert_same_structure", "flatten", "flatten_with_path", "is_nested",
+           "map_structure", "pack_sequence_as"]
 
 
 def is_nested(x) -> bool:
@@ -59,6 +59,27 @@ def flatten(structure) -> list:
             stack.extend(reversed(_children(x)))
         else:
             out.append(x)
+    return out
+
+
+def flatten_with_path(structure) -> list:
+    """``(path, leaf)`` pairs in ``flatten``'s order; a path is the tuple of
+    keys and indices leading to the leaf (Keras 3's ``tree.flatten_with_path``).
+
+    Example::
+
+        >>> flatten_with_path({"b": [1, 2], "a": 3})
+        [(('a',), 3), (('b', 0), 1), (('b', 1), 2)]
+    """
+    out, stack = [], [((), structure)]
+    while stack:
+        path, x = stack.pop()
+        if is_nested(x):
+            keys = _keys(x) if isinstance(x, dict) else range(len(x))
+            stack.extend(reversed([(path + (k,), c)
+                                   for k, c in zip(keys, _children(x))]))
+        else:
+            out.append((path, x))
     return out
 
 

@@ -56,3 +56,11 @@ def test_deep_nesting_does_not_recurse_in_flatten():
     for _ in range(5_000):
         deep = [deep]
     assert tree.flatten(deep) == [0]
+
+
+def test_flatten_with_path_matches_keras_order_and_paths():
+    # Keras 3's keras.tree.flatten_with_path gives exactly this.
+    assert tree.flatten_with_path({"b": [1, (2, {"z": 3, "y": 4})], "a": 5}) == [
+        (("a",), 5), (("b", 0), 1), (("b", 1, 0), 2), (("b", 1, 1, "y"), 4),
+        (("b", 1, 1, "z"), 3)]
+    assert tree.flatten_with_path(7) == [((), 7)]

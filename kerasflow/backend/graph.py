@@ -383,15 +383,20 @@ def constant(value, dtype=None, name=None) -> SymbolicTensor:
     )
 
 
-def walk(roots) -> list:
+def walk(roots, inputs_of=None) -> list:
     """Every node reachable from ``roots``, each once, inputs before their users.
 
     The one graph traversal of kerasflow: pruning, pickling, GraphDef export,
-    seed offsets and variable discovery all use it. Iterative, so chains of any
-    length are fine; nodes are told apart by identity.
+    seed offsets, variable discovery and functional models all use it.
+    Iterative, so chains of any length are fine; nodes are told apart by
+    identity.
 
     Args:
         roots: iterable of ``SymbolicTensor`` (Variables included) or ``Node``.
+        inputs_of: optional ``inputs_of(node) -> iterable of SymbolicTensor``
+            naming the tensors a node depends on (default ``node.inputs``); a
+            functional model uses it to step over a layer call to the call's
+            inputs, and to stop at its own inputs (an empty iterable).
 
     Returns:
         list of ``Node`` in a topological order (a node's inputs' nodes come
@@ -417,7 +422,8 @@ def walk(roots) -> list:
                 continue
             seen.add(id(node))
             stack.append((node, True))
-            stack.extend((t.node, False) for t in reversed(node.inputs)
+            deps = node.inputs if inputs_of is None else tuple(inputs_of(node))
+            stack.extend((t.node, False) for t in reversed(deps)
                          if id(t.node) not in seen)
     return order
 

@@ -24,6 +24,7 @@ from kerasflow.layers import convolutional as _convolutional
 from kerasflow.layers import embedding as _embedding
 from kerasflow.layers import normalization as _normalization
 from kerasflow.layers import merging_extra as _merging_extra
+from kerasflow.layers import merging_functions as _merging_functions
 from kerasflow.layers import noise as _noise
 from kerasflow.layers import pooling as _pooling
 from kerasflow.layers import recurrent as _recurrent
@@ -34,14 +35,16 @@ from kerasflow.layers.convolutional import *  # noqa: F403
 from kerasflow.layers.embedding import *  # noqa: F403
 from kerasflow.layers.normalization import *  # noqa: F403
 from kerasflow.layers.merging_extra import *  # noqa: F403
+from kerasflow.layers.merging_functions import *  # noqa: F403
 from kerasflow.layers.noise import *  # noqa: F403
 from kerasflow.layers.pooling import *  # noqa: F403
 from kerasflow.layers.recurrent import *  # noqa: F403
 from kerasflow.layers.reshaping import *  # noqa: F403
 from kerasflow.layers.wrappers import *  # noqa: F403
 
-_FAMILIES = (_activation, _convolutional, _pooling, _normalization, _embedding, _recurrent,
-             _wrappers, _reshaping, _merging_extra, _noise)
+_FAMILIES = (_activation, _convolutional, _pooling, _normalization, _embedding,
+             _recurrent, _wrappers, _reshaping, _merging_extra, _merging_functions,
+             _noise)
 
 __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation",
            "Dropout", "Flatten", "Reshape", "Lambda", "Concatenate", "Add",

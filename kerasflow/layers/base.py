@@ -367,6 +367,32 @@ class Layer(TracingMixin):
         return tree.map_structure(lambda t: t.shape, out)
 
     @property
+    def input(self):
+        """The input tensor(s) of the layer's first call (Keras 3).
+
+        Raises:
+            AttributeError: the layer has never been called.
+        """
+        return self._first_call("input").inputs
+
+    @property
+    def output(self):
+        """The output tensor(s) of the layer's first call (Keras 3): in a
+        functional or built Sequential model, the tensor that sub-models such
+        as ``Model(model.input, model.layers[2].output)`` start or end at.
+
+        Raises:
+            AttributeError: the layer has never been called.
+        """
+        return self._first_call("output").outputs
+
+    def _first_call(self, what):
+        if not self._calls:
+            raise AttributeError(f"Layer '{self.name}' has never been called and "
+                                 f"thus has no defined {what}.")
+        return self._calls[0]
+
+    @property
     def output_shape(self):
         if self._last_output_shape is None:
             raise AttributeError(f"Layer '{self.name}' has not been called yet.")

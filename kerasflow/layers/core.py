@@ -23,11 +23,16 @@ class InputLayer(Layer):
         batch_size: fixed batch size, or None.
         dtype: dtype of the fed values (floatx by default).
         sparse, ragged: unsupported; raise ValueError when True.
+        optional: the model may be called with None for this input (Keras 3);
+            layers then receive None.
     """
 
     def __init__(self, shape=None, batch_size=None, dtype=None, name=None,
                  batch_shape=None, input_shape=None, batch_input_shape=None,
-                 **kwargs):
+                 optional=False, sparse=False, ragged=False, **kwargs):
+        if sparse or ragged:
+            raise ValueError(f"InputLayer supports dense inputs only. Received: "
+                             f"sparse={sparse}, ragged={ragged}.")
         shape = shape if shape is not None else input_shape
         batch_shape = batch_shape or batch_input_shape
         if batch_shape is None:
@@ -36,32 +41,37 @@ class InputLayer(Layer):
             batch_shape = (batch_size,) + tuple(shape)
         super().__init__(name=name, dtype=dtype, **kwargs)
         self._batch_input_shape = tuple(batch_shape)
-        self.output = K.placeholder(self.dtype, self._batch_input_shape,
-                                    name=self.name)
-        record = CallRecord(None, self.output, {}, 0)
+        self.optional = bool(optional)
+        output = K.placeholder(self.dtype, self._batch_input_shape, name=self.name)
+        record = CallRecord(None, output, {}, 0)
         self._calls.append(record)
-        _HISTORY[self.output] = (self, record, 0)
-        self._last_output_shape = self.output.shape
+        _HISTORY[output] = (self, record, 0)
+        self._last_output_shape = output.shape
         self.built = True
 
     def get_config(self):
-        return {"batch_shape": list(self._batch_input_shape), "dtype": self.dtype,
-                "name": self.name}
+        config = {"batch_shape": list(self._batch_input_shape),
+                  "dtype": self.dtype, "name": self.name}
+        if self.optional:
+            config["optional"] = True
+        return config
 
 
-def Input(shape=None, batch_size=None, name=None, dtype=None, batch_shape=None):
+def Input(shape=None, batch_size=None, name=None, dtype=None, batch_shape=None,
+          optional=False):
     """A symbolic model input (Keras' ``keras.Input``).
 
     Args:
         shape: tuple without the batch axis, e.g. ``(784,)``.
         batch_size: optional fixed batch size.
         dtype: e.g. 'float32' (default floatx) or 'int64' for token ids.
+        optional: the model may be called with None for this input (Keras 3).
 
     Returns:
         A placeholder ``SymbolicTensor`` of shape (batch_size, *shape).
     """
     layer = InputLayer(shape=shape, batch_size=batch_size, name=name, dtype=dtype,
-                       batch_shape=batch_shape)
+                       batch_shape=batch_shape, optional=optional)
     return layer.output
 
 

@@ -131,8 +131,10 @@ class TracingMixin:
         repeated eager calls add no graph nodes, call records or memory (as
         ``tf.function`` retraces only for a new input signature).
         """
-        arrays = tree.map_structure(np.asarray, inputs)
-        flat = tree.flatten(arrays)
+        # None stays None: an optional model input left out (Keras 3).
+        arrays = tree.map_structure(
+            lambda a: None if a is None else np.asarray(a), inputs)
+        flat = [a for a in tree.flatten(arrays) if a is not None]
         key = _trace_key(inputs, flat, args, kwargs)
         cache = self.__dict__.get("_eager_traces")
         if cache is None:
@@ -141,12 +143,13 @@ class TracingMixin:
         entry = cache.get(key) if key is not None else None
         if entry is None:
             phs = tree.map_structure(
-                lambda a: K.placeholder(_placeholder_dtype(a.dtype),
-                                        (None,) + a.shape[1:]),
+                lambda a: None if a is None else K.placeholder(
+                    _placeholder_dtype(a.dtype), (None,) + a.shape[1:]),
                 arrays)
             with collect_updates() as updates:
                 outputs = self(phs, *args, **kwargs)
-            entry = K.Function(tree.flatten(phs), outputs, updates=updates,
+            entry = K.Function([p for p in tree.flatten(phs) if p is not None],
+                               outputs, updates=updates,
                                name=f"{self.name}_eager")
             if key is not None:
                 if len(cache) >= _MAX_EAGER_TRACES:  # drop the oldest signature
@@ -172,6 +175,8 @@ def _placeholder_dtype(dtype):
 
 
 def _structure(x):
+    if x is None:
+        return "none"
     if isinstance(x, dict):
         return ("dict", tuple((k, _structure(v)) for k, v in x.items()))
     if isinstance(x, (list, tuple)):

@@ -130,8 +130,11 @@ class TimeDistributed(Layer):
     (batch, steps, ...) -> (batch, steps, ...layer output), by folding the
     steps into the batch axis, so the layer's weights are shared across steps.
 
+    The number of steps may be unknown (``Input((None, 4))``); the inner
+    dimensions must be known.
+
     Raises:
-        ValueError: an input of rank < 3 or with an unknown number of steps.
+        ValueError: an input of rank < 3, or unknown inner dimensions.
     """
 
     def __init__(self, layer, **kwargs):
@@ -142,16 +145,16 @@ class TimeDistributed(Layer):
         self.layer = layer
 
     def build(self, input_shape):
-        if len(input_shape) < 3 or input_shape[1] is None:
+        if len(input_shape) < 3:
             raise ValueError(
                 f"Layer '{self.name}' (TimeDistributed) expects an input of rank "
-                f">= 3 (batch, timesteps, ...) with a known number of timesteps. "
-                f"Received: input_shape={tuple(input_shape)}.")
+                f">= 3 (batch, timesteps, ...). Received: "
+                f"input_shape={tuple(input_shape)}.")
         self.built = True
 
     def call(self, inputs, training=None):
         shape = inputs.shape
-        if len(shape) < 3 or shape[1] is None:
+        if len(shape) < 3:
             self.build(shape)
         steps, inner = shape[1], shape[2:]
         if None in inner:
@@ -160,7 +163,10 @@ class TimeDistributed(Layer):
         folded = K.reshape(inputs, (-1,) + tuple(inner))
         kwargs = {"training": training} if "training" in _params(self.layer) else {}
         y = self.layer(folded, **kwargs)
-        out = K.reshape(y, (-1, steps) + tuple(y.shape[1:]))
+        if steps is not None:
+            out = K.reshape(y, (-1, steps) + tuple(y.shape[1:]))
+        else:
+            out = K.reshape_like(y, _steps_like(inputs, y.shape[1:]))
         mask = get_mask(inputs)
         if mask is not None:
             set_mask(out, mask)
@@ -174,6 +180,15 @@ class TimeDistributed(Layer):
         config = dict(config)
         config["layer"] = _deserialize(config["layer"], custom_objects)
         return cls(**config)
+
+
+def _steps_like(inputs, inner):
+    """Zeros of runtime shape (batch, steps, *inner): the target of unfolding
+    when both batch and steps are unknown until run time."""
+    n_in = len(inputs.shape) - 2
+    picked = inputs[(slice(None), slice(None)) + (0,) * n_in
+                    + (None,) * len(inner)]
+    return K.tile(K.zeros_like(picked), (1, 1) + tuple(inner))
 
 
 def _params(layer):

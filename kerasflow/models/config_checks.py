@@ -21,8 +21,10 @@ import json
 
 import yaml
 
+from kerasflow.models import keras_config
+
 __all__ = ["MAX_DEPTH", "MAX_LAYERS", "MAX_NESTING", "MAX_UNITS",
-           "check_model_config", "parse_json", "parse_yaml"]
+           "check_model_config", "is_ref", "parse_json", "parse_yaml"]
 
 MAX_LAYERS = 100_000
 MAX_NESTING = 32
@@ -193,7 +195,8 @@ def _check_sizes(inner, where, name, source):
                          f"{key}={_short(v)}")
 
 
-def _is_ref(v):
+def is_ref(v) -> bool:
+    """True for a tensor reference ``[producer name, call index, output index]``."""
     return (isinstance(v, list) and len(v) == 3 and isinstance(v[0], str)
             and all(isinstance(i, int) and not isinstance(i, bool) for i in v[1:]))
 
@@ -202,7 +205,7 @@ def _refs(struct):
     stack, out = [struct], []
     while stack:
         v = stack.pop()
-        if _is_ref(v):
+        if is_ref(v):
             out.append(v)
         elif isinstance(v, dict):
             stack.extend(v.values())
@@ -225,22 +228,38 @@ def _check_functional(inner, where, model, source):
                      "unique layer names", f"duplicates {dupes}")
     produced = {n: (1 if s["class_name"] == "InputLayer" else 0)
                 for n, s in zip(names, inner["layers"])}
-    nodes = inner.get("nodes", [])
+    if "nodes" not in inner and keras_config.has_inbound_nodes(inner):
+        return  # Keras' layout: checked once Model.from_config converts it
+    if "nodes" not in inner:
+        raise _error(source, f"{where} (model '{model}')", "a 'nodes' list (the "
+                     "layer calls and ops, in order)",
+                     f"keys {sorted(map(str, inner))}")
+    nodes = inner["nodes"]
     if not isinstance(nodes, list):
         raise _error(source, f"{where}.nodes (model '{model}')", "a list of nodes",
                      f"{type(nodes).__name__} {_short(nodes)}")
-    later = {}
+    # Ops are known by name up front, so a reference to one defined further
+    # down reads as "computed later" (a cycle), not as "unknown".
     for i, node in enumerate(nodes):
-        if isinstance(node, dict) and node.get("layer") in produced:
-            later.setdefault(node["layer"], i)
+        key = node.get("name") if isinstance(node, dict) and "op" in node else None
+        if isinstance(key, str):
+            if key in produced:
+                raise _error(source, f"{where}.nodes[{i}] (model '{model}')",
+                             "an op name unique among layers and ops",
+                             f"name={key!r}, already used")
+            produced[key] = 0
     for i, node in enumerate(nodes):
         here = f"{where}.nodes[{i}] (model '{model}')"
+        if isinstance(node, dict) and "op" in node:
+            _check_op_node(node, produced, here, source)
+            continue
         if not isinstance(node, dict) or node.get("layer") not in produced:
             got = node.get("layer") if isinstance(node, dict) else node
             raise _error(source, here, f"a node {{'layer': one of {names[:8]}"
-                         f"{'...' if len(names) > 8 else ''}, 'inputs': ...}}",
+                         f"{'...' if len(names) > 8 else ''}, 'inputs': ...}} "
+                         f"or {{'op': ..., 'name': ..., 'inputs': [...]}}",
                          _short(got))
-        _check_refs(node.get("inputs"), produced, here,
+        _check_refs([node.get("inputs"), node.get("kwargs")], produced, here,
                     f"layer '{node['layer']}'", source)
         produced[node["layer"]] += 1
     for key in ("input_layers", "output_layers"):
@@ -251,10 +270,25 @@ def _check_functional(inner, where, model, source):
                     "the model", source)
 
 
+def _check_op_node(node, produced, here, source):
+    op, key = node.get("op"), node.get("name")
+    if not isinstance(op, str) or not isinstance(key, str):
+        raise _error(source, here, "an op node with 'op' and 'name' strings",
+                     f"op={_short(op)}, name={_short(key)}")
+    if not isinstance(node.get("inputs"), list):
+        raise _error(source, here, f"op '{key}' to have an 'inputs' list",
+                     _short(node.get("inputs")))
+    if not isinstance(node.get("attrs", {}), dict):
+        raise _error(source, here, f"op '{key}' to have an 'attrs' mapping",
+                     _short(node.get("attrs")))
+    _check_refs(node["inputs"], produced, here, f"op '{key}'", source)
+    produced[key] = 1
+
+
 def _check_refs(struct, produced, here, user, source):
     for layer, call, index in _refs(struct):
         if layer not in produced:
-            raise _error(source, here, f"{user} to take outputs of known layers",
+            raise _error(source, here, f"{user} to take outputs of known layers or ops",
                          f"a reference to unknown layer '{layer}'")
         if not 0 <= call < produced[layer] or index < 0:
             raise _error(

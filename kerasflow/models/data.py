@@ -7,6 +7,8 @@ the per-batch path only slices arrays.
 
 from __future__ import annotations
 
+import warnings
+
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -55,12 +57,20 @@ def to_list(x, names=None, what="x"):
     if isinstance(x, dict):
         if names is None:
             return [np.asarray(v) for v in x.values()]
+        if any(isinstance(v, dict) for v in x.values()):
+            x = _by_path(x)  # nested dicts of inputs: keyed "outer.inner"
         missing = [n for n in names if n not in x]
         if missing:
             raise ValueError(
                 f"{what} is a dict missing keys {missing}. Expected keys: {names}. "
                 f"Received keys: {sorted(x)}."
             )
+        extra = sorted(str(k) for k in x if k not in names)
+        if extra and what == "x":  # Keras 3 ignores them, with this warning
+            warnings.warn(f"The structure of `inputs` doesn't match the expected "
+                          f"structure.\nExpected: {names}\nReceived: inputs with "
+                          f"keys {sorted(map(str, x))}; ignoring {extra}.",
+                          stacklevel=4)
         return [np.asarray(x[n]) for n in names]
     if isinstance(x, (list, tuple)) and len(x) == 1 and hasattr(x[0], "shape") \
             and (names is None or len(names) == 1):
@@ -70,6 +80,17 @@ def to_list(x, names=None, what="x"):
     ) and names is not None and len(names) > 1:
         return [input_checks.as_array(v, what) for v in x]
     return [input_checks.as_array(x, what)]
+
+
+def _by_path(x, prefix=""):
+    """A nested dict as one flat dict keyed by dotted path ("others.2")."""
+    out = {}
+    for k, v in x.items():
+        if isinstance(v, dict):
+            out.update(_by_path(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def standardize(x, y=None, sample_weight=None, class_weight=None, batch_size=None,

@@ -1,23 +1,27 @@
-"""``Model``: functional graphs of layers, or subclasses with their own ``call``.
+"""``Model``: functional graphs of layers and ops, or subclasses with their own
+``call``.
 
-``Model(inputs, outputs)`` walks back from ``outputs`` through the recorded layer
-calls to ``inputs`` and keeps those calls in topological order. Calling the model
-on new tensors replays them (with the ``training`` flag of that call), which is
-how training and inference graphs are traced and how models nest inside models
-(Keras' functional API).
+``Model(inputs, outputs)`` keeps everything between ``inputs`` and ``outputs``:
+layer calls and the raw ops applied to symbolic tensors between them
+(``functional_graph``). Calling the model on new tensors replays them (with
+the ``training`` flag of that call), which is how training and inference
+graphs are traced and how models nest inside models (Keras 3's functional
+API); ``functional_config`` saves and rebuilds them.
 """
 
 from __future__ import annotations
 
+import warnings
+
 from kerasflow import backend as K
-from kerasflow import layers as layers_mod
 from kerasflow import tree
 from kerasflow.layers import base as layer_base
 from kerasflow.layers.base import Layer, training_context
 from kerasflow.layers.core import InputLayer
-from kerasflow.models import saving
+from kerasflow.models import functional_config, functional_graph, saving
 from kerasflow.models.layer_table import summary_text
 from kerasflow.models.training import Trainer
+from kerasflow.utils.serialization import to_snake_case
 
 __all__ = ["Model"]
 
@@ -25,19 +29,29 @@ __all__ = ["Model"]
 class Model(Trainer, Layer):
     """A trainable graph of layers (``compile``/``fit``/``evaluate``/``predict``).
 
-    Functional: ``Model(inputs, outputs, name=None)`` where ``inputs`` is a tensor
-    from ``kf.Input`` (or a list/dict of them) and ``outputs`` a tensor or list of
-    tensors computed from them by layer calls. Subclassed: override ``__init__``
-    (create layers) and ``call(inputs, training=None)``.
+    Functional: ``Model(inputs, outputs, name=None)`` where ``inputs`` is a
+    tensor from ``kf.Input`` (or a list, dict or nesting of them) and
+    ``outputs`` tensors computed from them by layer calls and ops
+    (``a + b``, ``kf.ops.concatenate``, ``x[:, 0]``), as in Keras 3. Inputs may
+    also be intermediate tensors: the graph after them is then replayed from
+    new ``Input``s (a sub-model that shares the layers). Called with a dict,
+    inputs are matched by key (or by ``Input`` name); extra keys are ignored
+    with a warning; ranks differing by a trailing axis of size 1 are squeezed
+    or expanded and values cast to each ``Input``'s dtype, as Keras does.
+    Subclassed: override ``__init__`` (create layers) and
+    ``call(inputs, training=None)``.
 
     Raises:
-        ValueError: outputs that depend on a tensor which is neither a model input
-            nor produced by a layer ("graph disconnected"), naming it.
+        ValueError: inputs or outputs that are not symbolic tensors; outputs
+            that depend on a tensor which is neither a model input, a constant
+            nor computed from them ("graph disconnected"), naming it; on a
+            call, missing inputs, a None for an input that is not optional, or
+            an incompatible shape.
 
     Example:
-        >>> x = kf.Input((784,))
-        >>> h = kf.layers.Dense(64, activation="relu")(x)
-        >>> model = kf.Model(x, kf.layers.Dense(10)(h))
+        >>> a, b = kf.Input((784,)), kf.Input((784,))
+        >>> h = kf.layers.Dense(64, activation="relu")((a + b) * 0.5)
+        >>> model = kf.Model([a, b], kf.layers.Dense(10)(h))
     """
 
     _builds_in_call = True
@@ -56,58 +70,51 @@ class Model(Trainer, Layer):
         if self._is_functional:
             self._init_graph(inputs, outputs)
 
-    # -- functional graph ----------------------------------------------------------------
+    def __setattr__(self, name, value):
+        if name == "layers":
+            raise AttributeError("`Model.layers` attribute is reserved and should "
+                                 "not be used. Please use another name.")
+        super().__setattr__(name, value)
+
+    # -- functional graph --------------------------------------------------------------
     def _init_graph(self, inputs, outputs):
+        _check_tensors(inputs, "inputs")
+        _check_tensors(outputs, "outputs")
+        if not all(_is_input(t) for t in tree.flatten(inputs)):
+            inputs, outputs = _slice_at(inputs, outputs)
         self._inputs_struct = inputs
         self._outputs_struct = outputs
         self.inputs = tree.flatten(inputs)
         self.outputs = tree.flatten(outputs)
-        input_ids = {id(t) for t in self.inputs}
-        for t in self.inputs:
-            hist = layer_base.get_history(t)
-            if hist is None or not isinstance(hist[0], InputLayer):
-                raise ValueError(
-                    f"Model inputs must come from kf.Input(). Received: {t!r}."
-                )
-        order, seen = [], set()
-
-        def visit(t, path):
-            if id(t) in input_ids:
-                return
-            hist = layer_base.get_history(t)
-            if hist is None:
-                raise ValueError(
-                    f"Graph disconnected: cannot reach tensor {t!r} from the model "
-                    f"inputs {[i.name for i in self.inputs]}. Every output must be "
-                    f"computed by layer calls from the inputs."
-                )
-            layer, record, _ = hist
-            key = (id(layer), record.index)
-            if key in seen:
-                return
-            if isinstance(layer, InputLayer):
-                raise ValueError(
-                    f"Graph disconnected: the outputs depend on input '{layer.name}', "
-                    f"which is not among the model's inputs."
-                )
-            for u in tree.flatten(record.inputs):
-                if K.is_symbolic(u):
-                    visit(u, path + [layer.name])
-            seen.add(key)
-            order.append((layer, record))
-
-        for t in self.outputs:
-            visit(t, [])
-        self._graph_nodes = order
-        input_layers = [layer_base.get_history(t)[0] for t in self.inputs]
-        layers = list(input_layers)
-        for layer, _ in order:
-            if all(layer is not x for x in layers):
-                layers.append(layer)
+        names = [t.name for t in self.inputs]
+        self._graph_steps = functional_graph.trace(self.inputs, self.outputs, names)
+        layers = [layer_base.get_history(t)[0] for t in self.inputs]
+        for step in self._graph_steps:
+            if step.layer is not None and all(step.layer is not x for x in layers):
+                layers.append(step.layer)
         object.__setattr__(self, "_layers", layers)
         for layer in layers:
             self._track(layer)
         self.built = True
+
+    @property
+    def input(self):
+        """The model's symbolic input(s), in the structure given to ``Model``."""
+        if not self._is_functional:
+            return Layer.input.fget(self)
+        return self._inputs_struct
+
+    @property
+    def input_shape(self):
+        """Shape(s) of ``input``, batch axis included (Keras)."""
+        return tree.map_structure(lambda t: t.shape, self.input)
+
+    @property
+    def output(self):
+        """The model's symbolic output(s), in the structure given to ``Model``."""
+        if not self._is_functional:
+            return Layer.output.fget(self)
+        return self._outputs_struct
 
     @property
     def layers(self):
@@ -133,43 +140,74 @@ class Model(Trainer, Layer):
                          f"{[l.name for l in layers]}.")
 
     def _replay(self, inputs, training):
-        mapping = {}
-        new_flat = self._match_inputs(inputs)
-        for old, new in zip(self.inputs, new_flat):
-            mapping[id(old)] = new
-        for layer, record in self._graph_nodes:
-            new_in = tree.map_structure(
-                lambda t: mapping[id(t)] if K.is_symbolic(t) else t, record.inputs)
-            kwargs = dict(record.kwargs)
-            if "training" in kwargs and record.kwargs.get("training") is None:
-                kwargs["training"] = training
-            out = layer(*new_in, **kwargs) if record.nargs else layer(new_in,
-                                                                     **kwargs)
-            for o, n in zip(tree.flatten(record.outputs), tree.flatten(out)):
-                mapping[id(o)] = n
-        return tree.map_structure(lambda t: mapping[id(t)], self._outputs_struct)
+        return functional_graph.replay(self._graph_steps, self.inputs,
+                                       self._match_inputs(inputs),
+                                       self._outputs_struct, training)
 
     def _match_inputs(self, inputs):
-        if isinstance(self._inputs_struct, dict) and isinstance(inputs, dict):
-            missing = set(self._inputs_struct) - set(inputs)
-            if missing:
-                raise ValueError(f"Model '{self.name}' is missing inputs "
-                                 f"{sorted(missing)}.")
-            return tree.flatten({k: inputs[k] for k in self._inputs_struct})
+        """``inputs`` as a flat list in the order of ``self.inputs``, ranks
+        standardized (Keras 3's ``Functional._standardize_inputs``)."""
+        struct, mismatch = self._inputs_struct, False
+        names = [layer_base.get_history(t)[0].name for t in self.inputs]
         if isinstance(inputs, dict):
-            names = [layer_base.get_history(t)[0].name for t in self.inputs]
-            missing = [n for n in names if n not in inputs]
+            keys = (tree.flatten({k: k for k in struct})
+                    if isinstance(struct, dict) else names)
+            missing = [k for k in keys if k not in inputs]
             if missing:
-                raise ValueError(f"Model '{self.name}' expects inputs named {names}. "
-                                 f"Received keys: {sorted(inputs)}.")
-            return [inputs[n] for n in names]
-        flat = tree.flatten(inputs)
+                raise ValueError(
+                    f"Model '{self.name}' expects named input(s) with keys "
+                    f"{keys}. Received keys: {sorted(map(str, inputs))}.")
+            mismatch = len(inputs) > len(keys)
+            flat = (tree.flatten({k: inputs[k] for k in struct})
+                    if isinstance(struct, dict) else [inputs[k] for k in keys])
+        else:
+            flat = tree.flatten(inputs)
+            if isinstance(struct, dict) and len(flat) == len(self.inputs):
+                if list(struct) != sorted(struct):
+                    raise ValueError(
+                        f"The structure of `inputs` doesn't match the expected "
+                        f"structure. Expected: a dict with keys {list(struct)} "
+                        f"(not in sorted order, so a list is ambiguous). "
+                        f"Received: inputs={_describe(inputs)}.")
+                mismatch = True
         if len(flat) != len(self.inputs):
             raise ValueError(
                 f"Model '{self.name}' expects {len(self.inputs)} input(s). "
                 f"Received: {len(flat)}."
             )
-        return flat
+        if mismatch:
+            warnings.warn(
+                f"The structure of `inputs` doesn't match the expected structure."
+                f"\nExpected: {tree.map_structure(lambda t: t.name, struct)}"
+                f"\nReceived: inputs={_describe(inputs)}", stacklevel=3)
+        return [self._standardize_rank(i, x, names) for i, x in enumerate(flat)]
+
+    def _standardize_rank(self, i, x, names):
+        ref = self.inputs[i]
+        if x is None:
+            if not getattr(layer_base.get_history(ref)[0], "optional", False):
+                raise ValueError(f"Model '{self.name}' input '{names[i]}' is not "
+                                 f"optional. Received: None.")
+            return None
+        if not K.is_symbolic(x) or x.shape is None or ref.shape is None:
+            return x
+        rank, want = len(x.shape), len(ref.shape)
+        if rank == want + 1 and x.shape[-1] == 1:
+            return K.squeeze(x, axis=-1)
+        if rank == want - 1 and ref.shape[-1] == 1:
+            return K.expand_dims(x, axis=-1)
+        if rank != want:
+            raise ValueError(
+                f"Invalid input shape for input with name '{names[i]}' and path "
+                f"'{_path(self._inputs_struct, i)}'. Expected shape {ref.shape}, "
+                f"but input has incompatible shape {x.shape}.")
+        if any(a is not None and b is not None and a != b
+               for a, b in zip(ref.shape[1:], x.shape[1:])):
+            raise ValueError(
+                f"Input {i} of layer '{self.name}' is incompatible with the "
+                f"layer: expected shape={ref.shape}, found shape={x.shape}.")
+        # Values take the dtype of their Input, as Keras converts them.
+        return x if x.dtype == ref.dtype else K.cast(x, ref.dtype)
 
     def call(self, inputs, training=None):
         """Replays the functional graph; subclassed models override this."""
@@ -188,7 +226,7 @@ class Model(Trainer, Layer):
         with training_context(training):
             return Layer.__call__(self, inputs, *args, **kwargs)
 
-    # -- inspection and saving ------------------------------------------------------------------
+    # -- inspection and saving ---------------------------------------------------------
     def summary(self, print_fn=None, line_length=80):
         """Prints a table of layers, output shapes and parameter counts."""
         text = summary_text(self, line_length)
@@ -215,87 +253,42 @@ class Model(Trainer, Layer):
         """The architecture as YAML (``model_from_yaml`` rebuilds it)."""
         return saving.to_yaml(self, **kwargs)
 
-    # -- config ----------------------------------------------------------------------------
+    # -- config ------------------------------------------------------------------------
     def get_config(self):
-        """Functional models: layers with the calls connecting them.
+        """Functional models: layers, and the layer calls and ops connecting them
+        (``kerasflow.models.functional_config``).
 
         Raises:
             NotImplementedError: for subclassed models (save their weights instead).
+            ValueError: an op between layers that cannot be saved (it reads a
+                Variable of no layer, or has a non-plain attribute).
         """
         if not self._is_functional:
             raise NotImplementedError(
                 f"Subclassed model '{self.name}' has no config: use save_weights() "
                 f"and rebuild it in code, or build it with the functional API."
             )
-        def ref(t):
-            layer, record, i = layer_base.get_history(t)
-            return [layer.name, self._record_pos(layer, record), i]
-
-        node_list = []
-        for layer, record in self._graph_nodes:
-            node_list.append({
-                "layer": layer.name,
-                "inputs": tree.map_structure(lambda t: ref(t) if K.is_symbolic(t) else t,
-                                     record.inputs),
-                "kwargs": {k: v for k, v in record.kwargs.items()
-                           if k != "training" or v is not None},
-                **({"nargs": record.nargs} if record.nargs else {}),
-            })
-        return {
-            "name": self.name,
-            "layers": [{"name": l.name, **layers_mod.serialize(l)}
-                       for l in self._layers],
-            "nodes": node_list,
-            "input_layers": tree.map_structure(ref, self._inputs_struct),
-            "output_layers": tree.map_structure(ref, self._outputs_struct),
-            # JSON has no tuples: remember them so from_config returns the same.
-            "output_tuple": isinstance(self._outputs_struct, tuple),
-        }
-
-    def _record_pos(self, layer, record):
-        if isinstance(layer, InputLayer):
-            return 0
-        mine = [r for l, r in self._graph_nodes if l is layer]
-        return next(i for i, r in enumerate(mine) if r is record)
+        return functional_config.functional_config(self)
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
         """Rebuilds a functional model from ``get_config()`` output by calling
-        the deserialized layers on each other in the recorded order."""
-        by_name = {}
-        for spec in config["layers"]:
-            by_name[spec["name"]] = layers_mod.deserialize(spec, custom_objects)
-        outputs_of: dict = {}  # layer name -> list of output structures per call
-        for name, layer in by_name.items():
-            if isinstance(layer, InputLayer):
-                outputs_of[name] = [layer.output]
+        the deserialized layers and applying the ops in the recorded order.
 
-        def resolve(r):
-            return tree.flatten(outputs_of[r[0]][r[1]])[r[2]]
+        Raises:
+            ValueError: a malformed config, naming the missing key or the bad
+                node.
+        """
+        return functional_config.functional_from_config(cls, config,
+                                                        custom_objects)
 
-        def is_ref(v):
-            return isinstance(v, list) and len(v) == 3 and isinstance(v[0], str)
-
-        def deref(struct):
-            if is_ref(struct):
-                return resolve(struct)
-            if isinstance(struct, dict):
-                return {k: deref(v) for k, v in struct.items()}
-            if isinstance(struct, (list, tuple)):
-                return [deref(v) for v in struct]
-            return struct
-
-        for node in config["nodes"]:
-            layer = by_name[node["layer"]]
-            args = deref(node["inputs"])
-            out = (layer(*args, **node.get("kwargs", {})) if node.get("nargs")
-                   else layer(args, **node.get("kwargs", {})))
-            outputs_of.setdefault(node["layer"], []).append(out)
-        inputs = deref(config["input_layers"])
-        outputs = deref(config["output_layers"])
-        if config.get("output_tuple"):
-            outputs = tuple(outputs)
-        return cls(inputs, outputs, name=config.get("name"))
+    def _input_names(self):
+        struct = self._inputs_struct
+        if self._is_functional and isinstance(struct, dict) and any(
+                tree.is_nested(v) for v in struct.values()):
+            # Nested dicts of inputs: data is keyed by dotted path ("others.2").
+            return [_path(struct, i) for i in range(len(self.inputs))]
+        return super()._input_names()
 
     def _default_input_specs(self):
         """(shape, dtype) per model input, or None when unknown before data."""
@@ -304,6 +297,56 @@ class Model(Trainer, Layer):
         return None
 
     def _output_names(self, n):
+        struct = self._outputs_struct
+        if self._is_functional and isinstance(struct, dict):
+            # Dict outputs are named by their keys (Keras 3), in flatten order.
+            return [_path(struct, i) for i in range(len(self.outputs))]
         if self._is_functional:
-            return [layer_base.get_history(t)[0].name for t in self.outputs]
+            names = []
+            for t in self.outputs:
+                hist = layer_base.get_history(t)
+                # An op's output is named after the op, as Keras 3 names it.
+                base = hist[0].name if hist else to_snake_case(t.node.op)
+                name, k = base, 1
+                while name in names:
+                    name, k = f"{base}_{k}", k + 1
+                names.append(name)
+            return names
         return [f"output_{i + 1}" for i in range(n)]
+
+
+def _describe(x):
+    return tree.map_structure(
+        lambda v: v.name if K.is_symbolic(v) else None if v is None
+        else f"array{tuple(getattr(v, 'shape', ()))}", x)
+
+
+def _path(struct, i):
+    """Keras' dotted path ('0.foo') of the ``i``-th leaf of ``struct``."""
+    return ".".join(str(p) for p in tree.flatten_with_path(struct)[i][0])
+
+
+def _check_tensors(struct, what):
+    for t in tree.flatten(struct):
+        if not K.is_symbolic(t):
+            raise ValueError(f"All `{what}` values must be KerasTensors (symbolic "
+                             f"tensors from kf.Input and layers). Received: "
+                             f"{what}={struct!r:.200}, including {t!r:.60}.")
+
+
+def _is_input(t):
+    hist = layer_base.get_history(t)
+    return hist is not None and isinstance(hist[0], InputLayer)
+
+
+def _slice_at(inputs, outputs):
+    """Inputs that are intermediate tensors get an ``InputLayer`` each, and the
+    graph between them and ``outputs`` is replayed from those (Keras 3's
+    functional slicing: ``Model(x2, outputs)`` reuses the layers after x2)."""
+    flat = tree.flatten(inputs)
+    new = [t if _is_input(t) else InputLayer(batch_shape=t.shape, dtype=t.dtype,
+                                              name=None).output for t in flat]
+    steps = functional_graph.trace(flat, tree.flatten(outputs),
+                                   [t.name for t in flat])
+    outputs = functional_graph.replay(steps, flat, new, outputs, None)
+    return tree.pack_sequence_as(inputs, new), outputs

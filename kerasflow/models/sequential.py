@@ -6,7 +6,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow import layers as layers_mod
-from kerasflow.layers.base import Layer, get_history
+from kerasflow.layers.base import Layer, collect_updates, get_history
 from kerasflow.layers.core import InputLayer
 from kerasflow.models.model import Model
 
@@ -98,25 +98,68 @@ class Sequential(Model):
             self.build(spec[0], spec[1])
 
     def build(self, input_shape=None, dtype=None):
-        """Creates all weights by tracing the stack on a placeholder of
-        ``input_shape`` (batch axis included)."""
+        """Creates all weights by calling the stack on an ``Input`` of
+        ``input_shape`` (batch axis included); afterwards ``inputs``,
+        ``outputs`` and each layer's ``output`` are tensors of that graph."""
         if input_shape is None:
             return
-        dtype = dtype or K.floatx()
-        self._build_shape = (tuple(input_shape), np.dtype(dtype).name)
-        ph = K.placeholder(dtype, tuple(input_shape), name="input")
-        self(ph)
+        dtype = np.dtype(dtype or K.floatx()).name
+        input_shape = tuple(input_shape)
+        self._build_shape = (input_shape, dtype)
+        layer = self._input_layer
+        if layer is None or (layer._batch_input_shape, layer.dtype) != (
+                input_shape, dtype):
+            layer = self.__dict__.get("_auto_input")
+            if layer is None or (layer._batch_input_shape, layer.dtype) != (
+                    input_shape, dtype):
+                layer = InputLayer(batch_shape=input_shape, dtype=dtype)
+                object.__setattr__(self, "_auto_input", layer)
+        x = out = layer.output
+        # Updates and losses of this call belong to no step being traced; the
+        # stack is called directly so each layer keeps its outputs' history.
+        with collect_updates(), K.name_scope(self.name):
+            for sub in self._stack:
+                out = sub(out)
+        object.__setattr__(self, "_io", (x, out))
+        self._last_output_shape = out.shape
         self.built = True
+
+    def _functional_io(self, what):
+        io = self.__dict__.get("_io")
+        if io is None or not self._stack:
+            raise AttributeError(f"Sequential model '{self.name}' has no defined "
+                                 f"{what} yet: give it an input shape (an Input "
+                                 f"first, input_shape=, or build()).")
+        return io
+
+    @property
+    def inputs(self):
+        """``[input tensor]`` once the model is built (Keras 3)."""
+        return [self._functional_io("inputs")[0]]
+
+    @property
+    def outputs(self):
+        """``[output tensor]`` once the model is built (Keras 3)."""
+        return [self._functional_io("outputs")[1]]
+
+    @property
+    def input(self):
+        """The input tensor once the model is built (Keras 3)."""
+        return self._functional_io("input")[0]
+
+    @property
+    def output(self):
+        """The output tensor once the model is built (Keras 3)."""
+        return self._functional_io("output")[1]
 
     def call(self, inputs, training=None):
         if self._batch_shape() is None and K.is_symbolic(inputs):
-            # Built from the first data seen: remembered for get_config().
-            self._build_shape = (inputs.shape, inputs.dtype.name)
+            # Built from the first data seen (Keras), on an Input of its shape,
+            # so the layers' first calls form a graph from ``model.input``.
+            self.build(inputs.shape, inputs.dtype.name)
         x = inputs
         for layer in self._stack:
             x = layer(x)
-        if K.is_symbolic(inputs):
-            self.built = True  # built from the first data seen (Keras)
         return x
 
     def _default_input_specs(self):
