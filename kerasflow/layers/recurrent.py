@@ -288,28 +288,27 @@ class LSTM(_RNN):
 
 
 class GRU(_RNN):
-    """Gated recurrent unit (Cho et al. 2014; Keras 3's ``GRU`` with
-    ``reset_after=True``, the cuDNN-compatible form): gates z, r, h; bias
-    (2, 3 * units) for the input and recurrent products. Other arguments, input
-    and errors as ``SimpleRNN``.
+    """Gated recurrent unit (Cho et al. 2014; Keras 3's ``GRU``): gates z, r, h.
 
-    Raises:
-        ValueError: ``reset_after=False`` (not supported), and as SimpleRNN.
+    ``reset_after=True`` (default, the cuDNN-compatible form): the reset gate
+    multiplies ``h R_h + b_rec``, and the bias is (2, 3 * units) for the input
+    and recurrent products. ``reset_after=False`` (Keras' original form):
+    ``hh = act(x W_h + (r * h) R_h + b_h)`` with a (3 * units,) bias. Other
+    arguments, input and errors as ``SimpleRNN``.
     """
 
     cell, gates = "gru", 3
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid",
                  reset_after=True, **kwargs):
-        if not reset_after:
-            raise ValueError("GRU(reset_after=False) is not supported. Received: "
-                             "reset_after=False.")
-        self.reset_after = True
+        self.reset_after = bool(reset_after)
+        if not self.reset_after:
+            self.cell = "gru_v1"
         super().__init__(units, activation=activation,
                          recurrent_activation=recurrent_activation, **kwargs)
 
     def _bias_shape(self):
-        return (2, 3 * self.units)
+        return (2, 3 * self.units) if self.reset_after else (3 * self.units,)
 
     def get_config(self):
-        return {**super().get_config(), "reset_after": True}
+        return {**super().get_config(), "reset_after": self.reset_after}

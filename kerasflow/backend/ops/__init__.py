@@ -16,6 +16,7 @@ from kerasflow.backend.ops.conv_extra import *  # noqa: F403
 from kerasflow.backend.ops.embedding import *  # noqa: F403
 from kerasflow.backend.ops.normalization import *  # noqa: F403
 from kerasflow.backend.ops.scan import *  # noqa: F403
+from kerasflow.backend.ops import scan_grad  # noqa: F401  (registers RNNLoopGrad)
 from kerasflow.backend.ops import (  # noqa: F401
     checks, conv, conv_extra, elementwise, embedding, linalg, math, nn,
     normalization, pooling, random, reduction, scan, shape, slicing, state,

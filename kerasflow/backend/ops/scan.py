@@ -2,7 +2,7 @@
 
 ``RNNLoop`` runs every time step of a cell inside one kernel and
 ``RNNLoopGrad`` runs backpropagation through time (Werbos 1990) inside another,
-so a graph holds two nodes whatever the sequence length: a 500-step LSTM
+(``scan_grad.py``), so a graph holds two nodes whatever the sequence length: a 500-step LSTM
 builds and compiles as fast as a 5-step one. The input projection of all
 steps is one matrix product before the loop (and its gradient one after it);
 inside the loop each step costs one (batch, units) x (units, gates * units)
@@ -17,6 +17,9 @@ Cells follow Keras 3 exactly (gate order, bias layout):
 - ``gru`` (Cho et al. 2014; gates z, r, h; ``reset_after=True``, bias (2, 3U)):
   ``xz = x W + b[0]``, ``hr = h R + b[1]``; ``z, r = rec_act(xz + hr)``;
   ``hh = act(xz_h + r * hr_h)``; ``h = z * h + (1 - z) * hh``.
+- ``gru_v1`` (``reset_after=False``, Keras' original GRU; bias (3U,)): ``z, r =
+  rec_act(x W_zr + h R_zr + b_zr)``; ``hh = act(x W_h + (r * h) R_h + b_h)``;
+  ``h = z * h + (1 - z) * hh``.
 
 A mask (batch, steps) keeps the state unchanged (and repeats the previous
 output) at masked steps, as Keras does. ``rmask`` (batch, units) multiplies the
@@ -25,11 +28,12 @@ state before the recurrent product (recurrent dropout, Gal & Ghahramani 2016).
 
 from __future__ import annotations
 
-from kerasflow.backend.registry import apply, register_gradient, register_op
+from kerasflow.backend.registry import apply, register_op
 
 __all__ = ["rnn_loop"]
 
-_GATES = {"simple": 1, "lstm": 4, "gru": 3}
+_GATES = {"simple": 1, "lstm": 4, "gru": 3, "gru_v1": 3}
+_CACHE = {"simple": 0, "lstm": 5, "gru": 4, "gru_v1": 4}  # units per step
 # activation: (forward f(x, xp), derivative from the output y)
 _ACTS = {
     "tanh": (lambda x, xp: xp.tanh(x, out=x), lambda y: 1.0 - y * y),
@@ -88,7 +92,7 @@ def _loop_infer(*specs, cell, units, activation, recurrent_activation, has_state
     if x.dtype.kind != "f":
         raise TypeError(f"rnn_loop expects a float x. Received: {x.dtype.name}.")
     n, t = (None, None) if x.shape is None else x.shape[:2]
-    cache = {"simple": 0, "lstm": 5, "gru": 4}[cell]
+    cache = _CACHE[cell]
     return [((n, t, units), x.dtype),
             ((n, t, units if cell == "lstm" else 0), x.dtype),
             ((t, n, cache * units), x.dtype)]  # the cache is time-major
@@ -136,7 +140,7 @@ def _rnn_loop(xp, *inputs, cell, units, activation, recurrent_activation,
         c = xp.zeros((n, u), dt) if c0 is None else c0.astype(dt, copy=True)
     hs = xp.empty((t, n, u), dt)
     cs = xp.empty((t, n, u if cell == "lstm" else 0), dt)
-    cache = xp.empty((t, n, {"simple": 0, "lstm": 5, "gru": 4}[cell] * u), dt)
+    cache = xp.empty((t, n, _CACHE[cell] * u), dt)
     tmp = xp.empty((n, u), dt)
     hr = xp.empty((n, 3 * u), dt) if cell == "gru" else None
     m = None if mask is None else _time_major(xp, mask.astype(dt))[..., None]
@@ -169,6 +173,22 @@ def _rnn_loop(xp, *inputs, cell, units, activation, recurrent_activation,
             tc = cache[s, :, 4 * u:]
             tc[...] = c_new
             xp.multiply(o, act(tc, xp), out=h_new)
+        elif cell == "gru_v1":  # reset before the recurrent product
+            zc = cache[s]
+            zr = zc[:, :2 * u]
+            xp.matmul(hr_in, r[:, :2 * u], out=zr)
+            zr += xw[s, :, :2 * u]
+            ract(zr, xp)
+            zg, rg = zr[:, :u], zr[:, u:]
+            rh = zc[:, 3 * u:]
+            xp.multiply(rg, hr_in, out=rh)
+            hh = zc[:, 2 * u:3 * u]
+            xp.matmul(rh, r[:, 2 * u:], out=hh)
+            hh += xw[s, :, 2 * u:]
+            act(hh, xp)
+            xp.subtract(h, hh, out=h_new)      # h_new = hh + z * (h - hh)
+            h_new *= zg
+            h_new += hh
         else:  # gru
             xp.matmul(hr_in, r, out=hr)
             hr += b[1]
@@ -201,170 +221,6 @@ def _rnn_loop(xp, *inputs, cell, units, activation, recurrent_activation,
     return hs.swapaxes(0, 1), cs.swapaxes(0, 1), cache
 
 
-@register_gradient("RNNLoop")
-def _rnn_loop_grad(node, g_hs, g_cs, _g_cache):
-    attrs = node.attrs
-    grads = apply("RNNLoopGrad", *node.inputs, *node.outputs, g_hs, g_cs, **attrs)
-    dx, dw, dr, db, dh0, dc0 = grads
-    out = [dx, dw, dr, db]
-    if attrs["has_state"]:
-        out.append(dh0)
-        if attrs["cell"] == "lstm":
-            out.append(dc0)
-    out += [None] * (len(node.inputs) - len(out))
-    return tuple(out)
-
-
-def _grad_infer(*specs, cell, units, activation, recurrent_activation, has_state,
-                has_mask, has_rmask):
-    x, w, r, b = specs[:4]
-    n = None if x.shape is None else x.shape[0]
-    return [(x.shape, x.dtype), (w.shape, x.dtype), (r.shape, x.dtype),
-            (b.shape, x.dtype), ((n, units), x.dtype), ((n, units), x.dtype)]
-
-
-def _deriv(name, y, out, xp):
-    """``out = f'(.)`` of activation ``name`` given its output ``y`` (in place)."""
-    if name == "sigmoid":
-        xp.subtract(1.0, y, out=out)
-        out *= y
-    elif name == "tanh":
-        xp.multiply(y, y, out=out)
-        xp.subtract(1.0, out, out=out)
-    else:
-        out[...] = _dact(name)(y)
-    return out
-
-
-def _masked_split(v, m, s):
-    """(the part of ``v`` at live steps of step ``s``, the rest; None unmasked)."""
-    if m is None:
-        return v, None
-    live = v * m[s]
-    return live, v - live
-
-
-@register_op("RNNLoopGrad", _grad_infer, num_outputs=6)
-def _rnn_loop_grad_kernel(xp, *inputs, cell, units, activation, recurrent_activation,
-                          has_state, has_mask, has_rmask):
-    x, w, r, b, h0, c0, mask, rmask, rest = _parse(inputs, has_state, has_mask,
-                                                    has_rmask, cell)
-    hs, cs, cache, g_hs, g_cs = rest
-    n, t, d = x.shape
-    u, dt = units, x.dtype
-    k = _GATES[cell]
-    hs, cs = hs.swapaxes(0, 1), cs.swapaxes(0, 1)      # time-major again
-    g_hs = _time_major(xp, g_hs)
-    g_cs = _time_major(xp, g_cs) if cell == "lstm" else None
-    dxw = xp.empty((t, n, k * u), dt)                   # grads of x W + b
-    dzr = xp.empty((t, n, k * u), dt) if cell == "gru" else dxw  # of h R (+ b1)
-    deriv = xp.empty((n, k * u), dt)
-    dh = xp.zeros((n, u), dt)
-    dc = xp.zeros((n, u), dt) if cell == "lstm" else None
-    tmp, tmp2 = xp.empty((n, u), dt), xp.empty((n, u), dt)
-    h_init = xp.zeros((n, u), dt) if h0 is None else h0.astype(dt)
-    c_init = xp.zeros((n, u), dt) if c0 is None else c0.astype(dt)
-    m = None if mask is None else _time_major(xp, mask.astype(dt))[..., None]
-    fast = _fast_lstm(cell, activation, recurrent_activation)
-    if fast:  # the forward's cache and this dxw use the (i, f, o, c) order
-        perm, _ = _fast_layout(xp, u, dt)
-        inverse = xp.argsort(perm)
-        w, r = w[:, perm], r[:, perm]
-    rt = xp.ascontiguousarray(r.T)
-    for s in range(t - 1, -1, -1):
-        h_prev = hs[s - 1] if s > 0 else h_init
-        dh += g_hs[s]
-        dh_new, dh_keep = _masked_split(dh, m, s)
-        blk = dxw[s]
-        if cell == "simple":
-            _deriv(activation, hs[s], blk, xp)
-            blk *= dh_new
-            if m is not None:
-                blk *= m[s]  # masked steps stored h_prev: no gradient through f
-        elif cell == "lstm":
-            c_prev = cs[s - 1] if s > 0 else c_init
-            z = cache[s]
-            tc = z[:, 4 * u:]
-            dc += g_cs[s]
-            dc_new, dc_keep = _masked_split(dc, m, s)
-            if fast:  # the (i, f, o, c) layout
-                i, f, o, g = (z[:, j * u:(j + 1) * u] for j in range(4))
-                xp.multiply(tc, tc, out=tmp2)            # dct = dc + dh o (1 - tc^2)
-                xp.subtract(1.0, tmp2, out=tmp2)
-                tmp2 *= o
-                tmp2 *= dh_new
-                tmp2 += dc_new
-                xp.multiply(tmp2, g, out=blk[:, :u])
-                xp.multiply(tmp2, c_prev, out=blk[:, u:2 * u])
-                xp.multiply(dh_new, tc, out=blk[:, 2 * u:3 * u])
-                xp.multiply(tmp2, i, out=blk[:, 3 * u:])
-                ifo, dv = z[:, :3 * u], deriv[:, :3 * u]
-                xp.subtract(1.0, ifo, out=dv)            # sigmoid' = y (1 - y)
-                dv *= ifo
-                _deriv("tanh", g, deriv[:, 3 * u:], xp)
-                blk *= deriv
-                tmp2 *= f
-                dc, tmp2 = (tmp2, dc) if dc_keep is None else (tmp2 + dc_keep, dc)
-            else:
-                i, f, g, o = (z[:, j * u:(j + 1) * u] for j in range(4))
-                _deriv(activation, tc, tmp2, xp)         # dct = dc + dh o act'(c)
-                tmp2 *= o
-                tmp2 *= dh_new
-                tmp2 += dc_new
-                dct = tmp2
-                xp.multiply(dct, g, out=blk[:, :u])
-                xp.multiply(dct, c_prev, out=blk[:, u:2 * u])
-                xp.multiply(dct, i, out=blk[:, 2 * u:3 * u])
-                xp.multiply(dh_new, tc, out=blk[:, 3 * u:])
-                _deriv(recurrent_activation, z[:, :2 * u], deriv[:, :2 * u], xp)
-                _deriv(activation, g, deriv[:, 2 * u:3 * u], xp)
-                _deriv(recurrent_activation, o, deriv[:, 3 * u:], xp)
-                blk *= deriv
-                dct *= f
-                dc = dct.copy() if dc_keep is None else dct + dc_keep
-        else:  # gru
-            z = cache[s]
-            zg, rg = z[:, :u], z[:, u:2 * u]
-            hh, hr_h = z[:, 2 * u:3 * u], z[:, 3 * u:]
-            _deriv(activation, hh, tmp, xp)             # dah = dh (1 - z) act'
-            xp.subtract(1.0, zg, out=tmp2)
-            tmp *= tmp2
-            tmp *= dh_new
-            dah = blk[:, 2 * u:]
-            dah[...] = tmp
-            xp.subtract(h_prev, hh, out=blk[:, :u])
-            blk[:, :u] *= dh_new
-            xp.multiply(dah, hr_h, out=blk[:, u:2 * u])
-            _deriv(recurrent_activation, z[:, :2 * u], deriv[:, :2 * u], xp)
-            blk[:, :2 * u] *= deriv[:, :2 * u]
-            rec = dzr[s]
-            rec[:, :2 * u] = blk[:, :2 * u]
-            xp.multiply(dah, rg, out=rec[:, 2 * u:])
-        rec = dzr[s]
-        back = rec @ rt
-        if rmask is not None:
-            back *= rmask
-        if cell == "gru":
-            xp.multiply(dh_new, zg, out=tmp)
-            back += tmp
-        dh = back if dh_keep is None else back + dh_keep
-    # The recurrent kernel's gradient: one product over all steps.
-    h_prevs = xp.concatenate([h_init[None], hs[:-1]], axis=0)
-    if rmask is not None:
-        h_prevs = h_prevs * rmask
-    dr = h_prevs.reshape(t * n, u).T @ dzr.reshape(t * n, k * u)
-    flat = dxw.reshape(t * n, k * u)
-    dx = (flat @ w.T).reshape(t, n, d).swapaxes(0, 1)
-    dw = _time_major(xp, x).reshape(t * n, d).T @ flat
-    db_in = flat.sum(axis=0)
-    db = xp.stack([db_in, dzr.reshape(t * n, k * u).sum(axis=0)]) \
-        if cell == "gru" else db_in
-    if fast:
-        dw, dr, db = dw[:, inverse], dr[:, inverse], db[inverse]
-    dc0 = dc if cell == "lstm" else xp.zeros((n, u), dt)
-    return dx, dw, dr.astype(dt), db.astype(dt), dh, dc0
-
-
 def rnn_loop(x, kernel, recurrent_kernel, bias, *, cell, activation="tanh",
              recurrent_activation="sigmoid", initial_state=None, mask=None,
              recurrent_mask=None):
@@ -375,7 +231,8 @@ def rnn_loop(x, kernel, recurrent_kernel, bias, *, cell, activation="tanh",
         kernel: (features, G * units); recurrent_kernel: (units, G * units),
             G = 1 (simple), 4 (lstm: i, f, c, o), 3 (gru: z, r, h).
         bias: (G * units,), or (2, 3 * units) for gru (input and recurrent).
-        cell: 'simple', 'lstm' or 'gru'.
+        cell: 'simple', 'lstm', 'gru' (reset_after=True) or 'gru_v1'
+            (reset_after=False; bias (3 * units,)).
         activation, recurrent_activation: one of 'tanh', 'sigmoid', 'relu',
             'linear', 'hard_sigmoid'.
         initial_state: list of (batch, units) tensors: [h] or, for lstm, [h, c];
