@@ -26,12 +26,14 @@ from kerasflow.losses.base import (
     squeeze_or_expand_to_same_rank,
 )
 from kerasflow.losses.focal_overlap import (
+    CTC,
     BinaryFocalCrossentropy,
     CategoricalFocalCrossentropy,
     Dice,
     Tversky,
     binary_focal_crossentropy,
     categorical_focal_crossentropy,
+    ctc,
     dice,
     tversky,
 )
@@ -86,7 +88,8 @@ from kerasflow.losses.regression import (
 )
 
 __all__ = [
-    "BinaryFocalCrossentropy", "CategoricalFocalCrossentropy", "Dice", "Tversky",
+    "BinaryFocalCrossentropy", "CTC", "CategoricalFocalCrossentropy", "Dice",
+    "Tversky", "ctc",
     "binary_focal_crossentropy", "categorical_focal_crossentropy", "dice", "tversky",
     "BinaryCrossentropy", "CategoricalCrossentropy", "CategoricalHinge",
     "CosineSimilarity", "Hinge", "Huber", "KLDivergence", "LogCosh", "Loss",

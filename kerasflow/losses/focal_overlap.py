@@ -1,6 +1,7 @@
-"""Focal and overlap losses: binary and categorical focal cross-entropy (Lin et
-al., "Focal Loss for Dense Object Detection", ICCV 2017), Dice and Tversky
-(Salehi et al., 2017) as Keras 3 defines them."""
+"""Focal, overlap and sequence losses: binary and categorical focal
+cross-entropy (Lin et al., "Focal Loss for Dense Object Detection", ICCV 2017),
+Dice and Tversky (Salehi et al., 2017), and CTC (Graves et al., ICML 2006), as
+Keras 3 defines them."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from kerasflow.losses.base import (
     wrapper_class,
 )
 
-__all__ = ["BinaryFocalCrossentropy", "CategoricalFocalCrossentropy", "Dice",
-           "Tversky", "binary_focal_crossentropy", "categorical_focal_crossentropy",
+__all__ = ["BinaryFocalCrossentropy", "CTC", "CategoricalFocalCrossentropy", "Dice",
+           "Tversky", "ctc", "binary_focal_crossentropy", "categorical_focal_crossentropy",
            "dice", "tversky"]
 
 
@@ -113,6 +114,35 @@ def tversky(y_true, y_pred, alpha=0.5, beta=0.5, axis=None):
     return 1.0 - tp / (tp + alpha * a + beta * b + EPSILON)
 
 
+def ctc(y_true, y_pred):
+    """CTC negative log-likelihood of each sequence (Keras 3's ``ctc``).
+
+    Args:
+        y_true: int (batch, max_label_length) label ids, padded with 0 (class 0
+            is the blank, Keras' ``mask_index``), so labels use ids >= 1.
+        y_pred: float (batch, steps, classes) logits for every step.
+
+    Returns:
+        float (batch,).
+
+    Raises:
+        ValueError: y_true not of rank 2 or y_pred not of rank 3 (naming the
+            shapes).
+    """
+    y_pred = as_tensor(y_pred)
+    y_true = as_tensor(y_true)
+    if y_true.ndim != 2 or y_pred.ndim != 3:
+        raise ValueError(f"CTC expects y_true (batch_size, max_length) int labels "
+                         f"and y_pred (batch_size, max_length, num_classes) "
+                         f"logits. Received: y_true.shape={y_true.shape}, "
+                         f"y_pred.shape={y_pred.shape}.")
+    labels = ops.cast(y_true, "int64")
+    label_length = ops.sum(ops.cast(ops.not_equal(labels, 0), "int64"), axis=-1)
+    steps = ops.sum(ops.ones_like(y_pred[:, :, 0]), axis=-1)
+    return ops.ctc_loss(labels, y_pred, label_length, ops.cast(steps, "int64"),
+                        blank_index=0)
+
+
 BinaryFocalCrossentropy = wrapper_class(
     "BinaryFocalCrossentropy", binary_focal_crossentropy,
     "Binary focal cross-entropy (Lin et al., 2017).", __name__,
@@ -123,8 +153,10 @@ CategoricalFocalCrossentropy = wrapper_class(
     "Categorical focal cross-entropy (Lin et al., 2017).", __name__, alpha=0.25,
     gamma=2.0, from_logits=False, label_smoothing=0.0, axis=-1)
 Dice = wrapper_class("Dice", dice, "Dice loss.", __name__, axis=None)
+CTC = wrapper_class("CTC", ctc, "Connectionist temporal classification loss.",
+                    __name__)
 Tversky = wrapper_class("Tversky", tversky, "Tversky loss.", __name__, alpha=0.5,
                         beta=0.5, axis=None)
 
 register(binary_focal_crossentropy, categorical_focal_crossentropy, dice, tversky,
-         BinaryFocalCrossentropy, CategoricalFocalCrossentropy, Dice, Tversky)
+         ctc, BinaryFocalCrossentropy, CategoricalFocalCrossentropy, Dice, Tversky, CTC)
