@@ -14,4 +14,14 @@ from kerasflow.utils.random_seed import set_random_seed
 
 __all__ = ["PyDataset", "checkpoint", "disable_interactive_logging",
            "enable_interactive_logging", "io_utils", "is_interactive_logging_enabled",
-           "normalize", "set_random_seed", "to_categorical"]
+           "model_to_dot", "normalize", "plot_model", "set_random_seed",
+           "to_categorical"]
+
+
+def __getattr__(name):
+    # Keras exposes these here; they read models, which sit above utils.
+    if name in ("plot_model", "model_to_dot"):
+        import importlib
+
+        return getattr(importlib.import_module("kerasflow.models.plotting"), name)
+    raise AttributeError(f"module 'kerasflow.utils' has no attribute {name!r}")
