@@ -48,15 +48,21 @@ def _broadcastable(t, input_rank, axes):
     return K.reshape(t, shape)
 
 
-def _build_scale_offset(layer, input_shape):
+def _build_scale_offset(layer, input_shape, keep_order=False):
     """Sets ``layer``'s axes, gamma and beta (as its scale and center ask) and
-    input spec; returns the parameter shape."""
+    input spec; returns the parameter shape (its axes sorted, or with
+    ``keep_order`` in the order of the sorted ``axis`` values, negative ones
+    first, as Keras' LayerNormalization shapes gamma and beta)."""
     rank = len(input_shape)
     layer._axes = _axes(layer.axis, rank, layer)
-    shape = _param_shape(input_shape, layer._axes, layer)
+    # Keras sorts the axes as given (so -1 comes before 1) before shaping.
+    listed = [layer.axis] if isinstance(layer.axis, (int, np.integer)) else \
+        list(dict.fromkeys(int(a) % rank for a in sorted(layer.axis)))
+    shape = _param_shape(input_shape, listed if keep_order else layer._axes, layer)
     layer.gamma = layer._w.add(layer, "gamma", shape) if layer.scale else None
     layer.beta = layer._w.add(layer, "beta", shape) if layer.center else None
-    layer.input_spec = InputSpec(ndim=rank, axes=dict(zip(layer._axes, shape)))
+    layer.input_spec = InputSpec(ndim=rank, axes={a: input_shape[a]
+                                                  for a in layer._axes})
     return shape
 
 class BatchNormalization(Layer):
@@ -183,7 +189,10 @@ class LayerNormalization(Layer):
     the same in training and inference.
 
     Args:
-        axis: int or list of ints, default -1.
+        axis: int or list of ints (any rank; negative ones count from the
+            end), default -1. gamma and beta have the sizes of these axes in
+            the order of the sorted values (``[2, -1]``: last axis first), as
+            Keras shapes them, so Keras weights load unchanged.
         epsilon: default 1e-3. center, scale: learn beta / gamma.
         beta_/gamma_ initializer, regularizer, constraint: as Dense's.
 
@@ -199,20 +208,23 @@ class LayerNormalization(Layer):
         self.center, self.scale = bool(center), bool(scale)
 
     def build(self, input_shape):
-        _build_scale_offset(self, input_shape)
+        _build_scale_offset(self, input_shape, keep_order=True)
+        # gamma/beta are shaped in the order ``axis`` lists the axes and
+        # reshaped (not transposed) onto the input's axes, as Keras 3 does.
+        self._param_view = tuple(d if a in self._axes else 1
+                                 for a, d in enumerate(input_shape))
         self.built = True
 
     def call(self, inputs):
-        rank = len(inputs.shape)
         axes = tuple(self._axes)
         mean = K.mean(inputs, axis=axes, keepdims=True)
         centered = inputs - mean
         var = K.mean(K.square(centered), axis=axes, keepdims=True)
         y = centered * K.rsqrt(var + self.epsilon)
         if self.gamma is not None:
-            y = y * _broadcastable(self.gamma, rank, self._axes)
+            y = y * K.reshape(self.gamma, self._param_view)
         if self.beta is not None:
-            y = y + _broadcastable(self.beta, rank, self._axes)
+            y = y + K.reshape(self.beta, self._param_view)
         return y
 
     def get_config(self):
