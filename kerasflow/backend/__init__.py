@@ -15,7 +15,7 @@ from kerasflow.backend.function import Function, Session, function
 from kerasflow.backend.fusion import fusion_enabled, set_fusion
 from kerasflow.backend.graph import (
     SymbolicTensor, TensorSpec, constant, in_tracing, is_symbolic, name_scope,
-    placeholder, reachable_variables, tracing, walk,
+    placeholder, reachable_variables, record_stateful, tracing, walk,
 )
 from kerasflow.backend.variables import Variable, assign_all
 from kerasflow.backend.ops import *  # noqa: F403
@@ -29,7 +29,8 @@ __all__ = [
     "gpu_available", "to_device", "to_numpy", "gradients", "Function", "Session",
     "function", "SymbolicTensor", "TensorSpec", "Variable", "constant",
     "is_symbolic", "name_scope", "placeholder", "assign_all", "apply", "get_op",
-    "register_gradient", "register_op", "tracing", "in_tracing", "set_fusion",
+    "register_gradient", "register_op", "tracing", "in_tracing",
+    "record_stateful", "set_fusion",
     "walk", "reachable_variables",
     "fusion_enabled", *_ops_all, *_keras_all,
 ]

@@ -258,6 +258,9 @@ class Trainer(StepBuilder):
             logs = epoch_logs
             if self.stop_training:
                 break
+        if getattr(self.optimizer, "use_ema", False) and isinstance(
+                strategy, DefaultStrategy):  # Keras 3: weights take their EMA
+            self.optimizer.finalize_variable_values(self.trainable_weights)
         recoveries = list(strategy.recoveries)
         if recoveries and self.history is not None:  # lost steps, for the record
             self.history.history["recoveries"] = recoveries
