@@ -23,6 +23,10 @@ from kerasflow.backend.keras_ops import *  # noqa: F403
 from kerasflow.backend.keras_ops import __all__ as _keras_all
 from kerasflow.backend.ops import __all__ as _ops_all
 from kerasflow.backend.registry import apply, get_op, register_gradient, register_op
+from kerasflow.backend.tape import GradientTape
+from kerasflow.backend.tape_array import TapeArray
+from kerasflow.backend.tape_array import recording as tape_recording
+from kerasflow.backend.tape_call import TapedCall, call_taped
 
 __all__ = [
     "ops", "floatx", "set_floatx", "get_device", "set_device", "get_xp",
@@ -31,6 +35,7 @@ __all__ = [
     "is_symbolic", "name_scope", "placeholder", "assign_all", "apply", "get_op",
     "register_gradient", "register_op", "tracing", "in_tracing",
     "record_stateful", "set_fusion",
-    "walk", "reachable_variables",
+    "walk", "reachable_variables", "GradientTape", "TapeArray", "TapedCall", "call_taped",
+    "tape_recording",
     "fusion_enabled", *_ops_all, *_keras_all,
 ]

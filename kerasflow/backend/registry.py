@@ -19,12 +19,13 @@ from typing import Callable
 import numpy as np
 
 from kerasflow.backend import array as _array
+from kerasflow.backend import tape_array
 from kerasflow.backend.graph import (
     Node, SymbolicTensor, TensorSpec, constant,
 )
 
 __all__ = ["OpDef", "register_op", "register_gradient", "register_op_family",
-           "get_op", "apply"]
+           "get_op", "apply", "set_tape_hook"]
 
 
 @dataclass
@@ -43,6 +44,13 @@ class OpDef:
 
 _OPS: dict[str, OpDef] = {}
 _FAMILIES: dict[str, Callable] = {}
+_TAPE_HOOK: list = [None]  # records eager ops on a GradientTape (backend.tape)
+
+
+def set_tape_hook(hook) -> None:
+    """Sets ``hook(opdef, inputs, attrs, result) -> result``, called for each
+    eager op while a ``GradientTape`` records (``backend.tape`` sets it)."""
+    _TAPE_HOOK[0] = hook
 
 
 def register_op(name, infer, num_outputs=1, stateful=False, random=False,
@@ -176,7 +184,10 @@ def apply(op: str, *inputs, name: str | None = None, **attrs):
         from kerasflow.backend.ops.random import eager_rng  # noqa: PLC0415
 
         return opdef.kernel(xp, *arrays, rng=eager_rng(attrs.get("seed")), **attrs)
-    return opdef.kernel(xp, *arrays, **attrs)
+    out = opdef.kernel(xp, *arrays, **attrs)
+    if _TAPE_HOOK[0] is not None and tape_array.recording():
+        return _TAPE_HOOK[0](opdef, inputs, attrs, out)
+    return out
 
 
 def _infer(opdef, specs, attrs, name):

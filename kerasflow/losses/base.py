@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from kerasflow.backend import name_scope, ops
+from kerasflow.backend import TapeArray, call_taped, name_scope, ops, tape_recording
 from kerasflow.backend.graph import is_symbolic
 from kerasflow.utils.serialization import (
     deserialize_object,
@@ -195,6 +195,12 @@ class Loss:
             A scalar float tensor (array when eager), or per-sample values for
             reduction "none".
         """
+        args = (y_true, y_pred) if sample_weight is None else (
+            y_true, y_pred, sample_weight)
+        if tape_recording() and any(isinstance(a, TapeArray) for a in args):
+            # On an eager GradientTape: one traced, recorded call per signature.
+            return call_taped(self, lambda yt, yp, sw=None: self(yt, yp, sw), args,
+                              name=self.name)
         with name_scope(self.name):
             values = self.call(y_true, y_pred)
             return reduce_weighted_values(values, sample_weight, self.reduction)

@@ -17,9 +17,9 @@ import threading
 import numpy as np
 
 from kerasflow.backend import Function, Variable, to_numpy
-from kerasflow.backend.graph import is_symbolic
+from kerasflow.backend.graph import in_tracing, is_symbolic, record_stateful
 
-__all__ = ["MetricVariable", "host_result", "recording_update"]
+__all__ = ["MetricVariable", "PendingResult", "host_result", "recording_update"]
 
 
 def _out(x):
@@ -128,18 +128,46 @@ def recording_update(update_state):
         ops_out += [op for op in recorded if id(op) not in seen]
         if stack:  # a caller's update_state: it sees these ops too
             stack[-1].ops.extend(ops_out)
+        elif in_tracing():
+            # A traced train_step that ignores the returned ops (Keras style):
+            # they join the step being traced.
+            for op in ops_out:
+                record_stateful(op)
         return ops_out
 
     wrapped._records_updates = True
     return wrapped
 
 
+class PendingResult:
+    """What ``metric.result()`` returns while a step is traced and the result
+    is computed on the host: the traced step reads ``metric.result()`` once
+    its updates have run (a custom ``train_step``'s logs)."""
+
+    __slots__ = ("metric",)
+
+    def __init__(self, metric):
+        self.metric = metric
+
+    def value(self):
+        """The metric's result now."""
+        return self.metric.result()
+
+    def __repr__(self):
+        return f"<PendingResult of metric '{self.metric.name}'>"
+
+
 def host_result(result):
     """Wraps ``result`` so a Variable, an expression of Variables, an array or a
-    number comes back as a float (or a numpy array for vector results)."""
+    number comes back as a float (or a numpy array for vector results); while
+    a step is traced (a custom ``train_step``), the tensor itself, so the step
+    reports the result after each batch's update."""
 
     @functools.wraps(result)
     def wrapped(self):
+        if in_tracing():
+            value = result(self)
+            return value if is_symbolic(value) else PendingResult(self)
         value = result(self)
         if isinstance(value, Variable):
             return _out(value.numpy())

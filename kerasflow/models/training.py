@@ -19,13 +19,16 @@ from kerasflow.layers.base import get_history
 from kerasflow.models import batches as batches_mod
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import data as data_mod
+from kerasflow.metrics import Mean
 from kerasflow.models import input_checks
+from kerasflow.models.custom_step import uses_custom_step
+from kerasflow.models.keras_steps import KerasStepsMixin
 from kerasflow.models.step_builder import StepBuilder
 
 __all__ = ["Trainer"]
 
 
-class Trainer(StepBuilder):
+class Trainer(StepBuilder, KerasStepsMixin):
     """Mixin of ``Model`` holding the training API."""
 
     def __init__(self):
@@ -40,6 +43,7 @@ class Trainer(StepBuilder):
         self._loss_spec = self._metrics_spec = self._loss_weights = None
         self._compiled_strategy = None
         self._added_metrics: dict = {}  # add_metric name -> Mean
+        self._init_keras_steps()
 
     def _reset_steps(self):
         self._steps = {}
@@ -83,6 +87,7 @@ class Trainer(StepBuilder):
         self.compiled = True
         self._steps = {}
         self._metric_objs = None
+        self._loss_tracker = Mean(name="loss")  # Keras 3: model.metrics[0]
 
     def _strategy(self):
         """The innermost ``scope()``'s strategy, else the one the model was
@@ -124,8 +129,10 @@ class Trainer(StepBuilder):
             self._added_metrics.items())
 
     def reset_metrics(self):
-        """Zeroes every compiled (and add_metric) metric's state."""
+        """Zeroes every metric's state: compiled, add_metric and ``metrics``."""
         for _, m in self._all_metrics():
+            m.reset_state()
+        for m in self.metrics:  # Keras 3: what a custom train_step reports
             m.reset_state()
 
     def _metric_logs(self, logs):
@@ -133,6 +140,13 @@ class Trainer(StepBuilder):
             r = m.result()
             logs[name] = float(r) if np.ndim(r) == 0 else r
         return logs
+
+    def _step_logs(self, step, result, mean_loss):
+        """The logs after one step: a custom step's own, else loss + metrics."""
+        names = getattr(step, "log_names", None)
+        if names is not None:
+            return dict(zip(names, result.output_losses))
+        return self._metric_logs({"loss": mean_loss})
 
     # -- fit -----------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto",
@@ -195,7 +209,8 @@ class Trainer(StepBuilder):
             steps, samples = batches.steps, None
         else:
             batch_size = 32 if batch_size is None else batch_size
-            if y is None and not self._compiled_losses.empty:
+            if (y is None and not self._compiled_losses.empty
+                    and not uses_custom_step(self, "train")):
                 raise ValueError("fit() needs targets y when x is an array "
                                  "(unless the loss comes from add_loss()).")
             data = self._standardize(x, y, sample_weight, class_weight, batch_size)
@@ -243,7 +258,7 @@ class Trainer(StepBuilder):
                         cbs.on_train_batch_begin(index)
                     total += r.loss * r.count
                     seen += r.count
-                    logs = self._metric_logs({"loss": total / seen})
+                    logs = self._step_logs(step, r, total / seen)
                     cbs.on_train_batch_end(index, {**logs, "size": r.count})
                     index += 1
                 if self.stop_training:
@@ -271,7 +286,7 @@ class Trainer(StepBuilder):
     def _evaluate_batches(self, batches, callbacks=None):
         strategy = self._strategy()
         self.reset_metrics()
-        total, seen, index, per_out = 0.0, 0, 0, None
+        total, seen, index, per_out, custom = 0.0, 0, 0, None, None
         for chunk in batches_mod.chunks(batches, self._spe(strategy)):
             if callbacks is not None:
                 callbacks.on_test_batch_begin(index)
@@ -281,6 +296,8 @@ class Trainer(StepBuilder):
             for j, r in enumerate(strategy.run_steps(step, chunk)):
                 if j and callbacks is not None:
                     callbacks.on_test_batch_begin(index)
+                if getattr(step, "log_names", None) is not None:
+                    custom = self._step_logs(step, r, None)
                 total += r.loss * r.count
                 if r.output_losses:
                     per_out = [0.0] * len(r.output_losses) if per_out is None \
@@ -293,6 +310,8 @@ class Trainer(StepBuilder):
                 index += 1
         if seen == 0:
             raise ValueError("The evaluation data yielded no batches.")
+        if custom is not None:  # a test_step's own logs, after the last batch
+            return custom
         logs = {"loss": total / seen}
         if per_out is not None:
             for name, p in zip(self._output_names(len(per_out)), per_out):
