@@ -232,4 +232,4 @@ class KerasStepsMixin:
 def _batch_size(x):
     """The batch size of ``x`` as a float tensor (the loss tracker's weight)."""
     first = tree.flatten(x)[0]
-    return K.cast(K.shape(first)[0], K.floatx())
+    return K.cast(K.shape_of(first)[0], K.floatx())
