@@ -21,7 +21,7 @@ import numpy as np
 from kerasflow.backend import array as _array
 from kerasflow.backend import tape_array
 from kerasflow.backend.graph import (
-    Node, SymbolicTensor, TensorSpec, constant,
+    Node, SymbolicTensor, TensorSpec, constant, in_tracing,
 )
 
 __all__ = ["OpDef", "register_op", "register_gradient", "register_op_family",
@@ -150,7 +150,11 @@ def apply(op: str, *inputs, name: str | None = None, **attrs):
         ValueError / TypeError: from the op's shape/dtype inference, naming the op.
     """
     opdef = _OPS[op]
-    symbolic = any(isinstance(x, SymbolicTensor) for x in inputs)
+    # While a step is traced, a random draw is a node even with a static shape:
+    # run now, it would be one fixed draw baked into every step (tf.function's
+    # semantics: the draw happens each time the step runs).
+    symbolic = any(isinstance(x, SymbolicTensor) for x in inputs) or (
+        opdef.random and in_tracing())
     hint = _dtype_hint(inputs)
     if symbolic:
         tensors = []

@@ -15,6 +15,8 @@ import threading
 
 import numpy as np
 
+from kerasflow.backend.graph import in_tracing
+
 __all__ = ["TapeArray", "TapeRecord", "active_tapes", "recording", "tape_state"]
 
 tape_state = threading.local()  # .tapes: the GradientTapes recording now
@@ -22,9 +24,12 @@ _seq = itertools.count()
 
 
 def active_tapes() -> tuple:
-    """The tapes recording in this thread (innermost last), or ()."""
+    """The tapes recording eagerly in this thread (innermost last), or ().
+
+    None while a step is traced: there the tape is symbolic (the graph records).
+    """
     tapes = getattr(tape_state, "tapes", None)
-    if not tapes or getattr(tape_state, "paused", 0):
+    if not tapes or getattr(tape_state, "paused", 0) or in_tracing():
         return ()
     return tuple(tapes)
 

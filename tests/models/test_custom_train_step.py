@@ -1,0 +1,464 @@
+"""Overriding ``train_step`` / ``test_step`` / ``predict_step`` / ``compute_loss``.
+
+Ported from keras.io's guide "Customizing what happens in ``fit()``" (the
+TensorFlow edition, Keras 3: "A first simple example", "Going lower-level",
+"Supporting sample_weight & class_weight", "Providing your own evaluation
+step", "Wrapping up: an end-to-end GAN example") and from the custom-step tests
+of Keras 3.15's ``keras/src/trainers/trainer_test.py``
+(``test_fit_with_custom_train_step``, ``test_evaluate_with_custom_test_step``,
+``test_metric_update_in_compute_loss``,
+``test_fwd_pass_loss_presence_in_compute_loss``,
+``test_evaluate_with_custom_compute_loss``,
+``test_compute_loss_no_training_backwards_compatibility``, ``test_retracing``,
+``test_retracing_predict``). ``tf.GradientTape`` is ``kf.GradientTape``;
+``keras.ops``/``keras.random`` are ``kf.ops``/backend random ops. The
+JAX-trainer variants (stateless ``train_step(state, data)``) are another
+backend's feature and are not ported. The GAN draws its latent vectors with a
+static batch size (the batches are all full), as ops with shapes from the
+graph are a separate item of issue 19.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kerasflow as kf
+from kerasflow import backend as K
+from kerasflow import initializers, layers, losses, metrics, ops, optimizers
+
+
+def _data(n=256, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.random((n, 32)).astype("float32"),
+            rng.random((n, 1)).astype("float32"))
+
+
+# -- the guide: a first simple example ----------------------------------------------
+class CustomModel(kf.Model):
+    def train_step(self, data):
+        x, y = data
+        with kf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(y=y, y_pred=y_pred)
+        trainable_vars = self.trainable_variables
+        gradients = tape.gradient(loss, trainable_vars)
+        self.optimizer.apply(gradients, trainable_vars)
+        for metric in self.metrics:
+            if metric.name == "loss":
+                metric.update_state(loss)
+            else:
+                metric.update_state(y, y_pred)
+        return {m.name: m.result() for m in self.metrics}
+
+
+def _functional(cls, seed=0):
+    np.random.seed(seed)
+    inputs = kf.Input(shape=(32,))
+    return cls(inputs, layers.Dense(1, kernel_initializer=initializers.GlorotUniform(
+        seed=seed))(inputs))
+
+
+def test_first_simple_example_learns_and_matches_builtin_fit():
+    x, y = _data()
+    model = _functional(CustomModel)
+    model.compile(optimizer="adam", loss="mse", metrics=["mae"])
+    reference = _functional(kf.Model)
+    reference.set_weights(model.get_weights())
+    reference.compile(optimizer="adam", loss="mse", metrics=["mae"])
+    hist = model.fit(x, y, epochs=3, batch_size=32, shuffle=False, verbose=0)
+    ref = reference.fit(x, y, epochs=3, batch_size=32, shuffle=False, verbose=0)
+    assert list(hist.history) == ["loss", "mae"]
+    assert hist.history["loss"][-1] < hist.history["loss"][0]
+    # The same gradients and optimizer: the same weights and logs as fit's own
+    # step (full batches, so the mean of batch losses is the sample mean).
+    for a, b in zip(model.get_weights(), reference.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(hist.history["loss"], ref.history["loss"], rtol=1e-5)
+    np.testing.assert_allclose(hist.history["mae"], ref.history["mae"], rtol=1e-5)
+    assert [m.name for m in model.metrics] == ["loss", "compile_metrics"]
+
+
+def test_step_is_traced_once_per_signature():
+    """The override runs once at trace time (as ``tf.function`` traces it)."""
+    calls = []
+
+    class Counting(CustomModel):
+        def train_step(self, data):
+            calls.append(1)
+            return super().train_step(data)
+
+    x, y = _data(96)
+    model = _functional(Counting)
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(x, y, epochs=2, batch_size=32, verbose=0)
+    assert len(calls) == 1 and model.optimizer.iterations.numpy() == 6
+
+
+# -- the guide: going lower-level ---------------------------------------------------
+class LowLevelModel(kf.Model):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.loss_tracker = metrics.Mean(name="loss")
+        self.mae_metric = metrics.MeanAbsoluteError(name="mae")
+        self.loss_fn = losses.MeanSquaredError()
+
+    def train_step(self, data):
+        x, y = data
+        with kf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.loss_fn(y, y_pred)
+        trainable_vars = self.trainable_variables
+        gradients = tape.gradient(loss, trainable_vars)
+        self.optimizer.apply(gradients, trainable_vars)
+        self.loss_tracker.update_state(loss)
+        self.mae_metric.update_state(y, y_pred)
+        return {"loss": self.loss_tracker.result(), "mae": self.mae_metric.result()}
+
+    @property
+    def metrics(self):
+        # Listed here so that fit resets them at the start of each epoch.
+        return [self.loss_tracker, self.mae_metric]
+
+
+def test_going_lower_level_without_compiled_loss():
+    x, y = _data()
+    model = _functional(LowLevelModel)
+    model.compile(optimizer="adam")
+    hist = model.fit(x, y, epochs=5, batch_size=32, verbose=0).history
+    assert hist["loss"][-1] < 0.5 * hist["loss"][0]
+    # Metrics are reset every epoch: the last epoch's mae is its own mean.
+    mae = float(np.mean(np.abs(model.predict(x, verbose=0) - y)))
+    assert abs(hist["mae"][-1] - mae) < 0.1
+
+
+# -- the guide: sample_weight & class_weight ----------------------------------------
+class WeightedModel(kf.Model):
+    def train_step(self, data):
+        if len(data) == 3:
+            x, y, sample_weight = data
+        else:
+            sample_weight = None
+            x, y = data
+        with kf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(y=y, y_pred=y_pred, sample_weight=sample_weight)
+        trainable_vars = self.trainable_variables
+        gradients = tape.gradient(loss, trainable_vars)
+        self.optimizer.apply(gradients, trainable_vars)
+        for metric in self.metrics:
+            if metric.name == "loss":
+                metric.update_state(loss)
+            else:
+                metric.update_state(y, y_pred, sample_weight=sample_weight)
+        return {m.name: m.result() for m in self.metrics}
+
+
+def test_sample_weight_reaches_train_step_and_matches_builtin():
+    x, y = _data()
+    sw = np.random.default_rng(1).random(len(x)).astype("float32")
+    model = _functional(WeightedModel)
+    reference = _functional(kf.Model)
+    reference.set_weights(model.get_weights())
+    for m in (model, reference):
+        m.compile(optimizer="sgd", loss="mse", metrics=["mae"])
+    hist = model.fit(x, y, sample_weight=sw, epochs=2, batch_size=32,
+                     shuffle=False, verbose=0).history
+    ref = reference.fit(x, y, sample_weight=sw, epochs=2, batch_size=32,
+                        shuffle=False, verbose=0).history
+    for a, b in zip(model.get_weights(), reference.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(hist["mae"], ref["mae"], rtol=1e-5)
+
+
+# -- the guide: your own evaluation step --------------------------------------------
+class EvalModel(kf.Model):
+    def test_step(self, data):
+        x, y = data
+        y_pred = self(x, training=False)
+        loss = self.compute_loss(y=y, y_pred=y_pred)
+        for metric in self.metrics:
+            if metric.name == "loss":
+                metric.update_state(loss)
+            else:
+                metric.update_state(y, y_pred)
+        return {m.name: m.result() for m in self.metrics}
+
+
+def test_own_evaluation_step_matches_builtin_evaluate():
+    x, y = _data()
+    model = _functional(EvalModel)
+    model.compile(loss="mse", metrics=["mae"])
+    reference = _functional(kf.Model)
+    reference.set_weights(model.get_weights())
+    reference.compile(loss="mse", metrics=["mae"])
+    logs = model.evaluate(x, y, batch_size=32, return_dict=True, verbose=0)
+    ref = reference.evaluate(x, y, batch_size=32, return_dict=True, verbose=0)
+    assert list(logs) == ["loss", "mae"]
+    np.testing.assert_allclose([logs["loss"], logs["mae"]],
+                               [ref["loss"], ref["mae"]], rtol=1e-5)
+
+
+def test_predict_step_override():
+    class Doubling(kf.Model):
+        def predict_step(self, data):
+            return self(data, training=False) * 2.0
+
+    x, _ = _data(40)
+    model = _functional(Doubling)
+    plain = model(x)
+    np.testing.assert_allclose(model.predict(x, batch_size=16, verbose=0),
+                               2 * plain, rtol=1e-6)
+
+
+# -- the guide: an end-to-end GAN (on an MNIST subset) --------------------------------
+class GAN(kf.Model):
+    def __init__(self, discriminator, generator, latent_dim, batch_size):
+        super().__init__()
+        self.discriminator = discriminator
+        self.generator = generator
+        self.latent_dim = latent_dim
+        self.batch_size = batch_size
+        self.d_loss_tracker = metrics.Mean(name="d_loss")
+        self.g_loss_tracker = metrics.Mean(name="g_loss")
+
+    def compile(self, d_optimizer, g_optimizer, loss_fn):
+        super().compile()
+        self.d_optimizer = d_optimizer
+        self.g_optimizer = g_optimizer
+        self.loss_fn = loss_fn
+
+    @property
+    def metrics(self):
+        return [self.d_loss_tracker, self.g_loss_tracker]
+
+    def train_step(self, real_images):
+        if isinstance(real_images, tuple):
+            real_images = real_images[0]
+        n = self.batch_size
+        random_latent_vectors = K.random_normal((n, self.latent_dim), seed=1)
+        generated_images = self.generator(random_latent_vectors)
+        combined_images = ops.concatenate([generated_images, real_images], axis=0)
+        labels = ops.concatenate([ops.ones((n, 1)), ops.zeros((n, 1))], axis=0)
+        labels = labels + 0.05 * K.random_uniform((2 * n, 1), seed=2)
+        with kf.GradientTape() as tape:
+            predictions = self.discriminator(combined_images)
+            d_loss = self.loss_fn(labels, predictions)
+        grads = tape.gradient(d_loss, self.discriminator.trainable_weights)
+        self.d_optimizer.apply_gradients(
+            zip(grads, self.discriminator.trainable_weights))
+        random_latent_vectors = K.random_normal((n, self.latent_dim), seed=3)
+        misleading_labels = ops.zeros((n, 1))
+        with kf.GradientTape() as tape:
+            predictions = self.discriminator(self.generator(random_latent_vectors))
+            g_loss = self.loss_fn(misleading_labels, predictions)
+        grads = tape.gradient(g_loss, self.generator.trainable_weights)
+        self.g_optimizer.apply_gradients(zip(grads, self.generator.trainable_weights))
+        self.d_loss_tracker.update_state(d_loss)
+        self.g_loss_tracker.update_state(g_loss)
+        return {"d_loss": self.d_loss_tracker.result(),
+                "g_loss": self.g_loss_tracker.result()}
+
+
+def test_gan_on_mnist_subset(data_dir, monkeypatch):
+    monkeypatch.setenv("KERASFLOW_DATA_DIR", str(data_dir))
+    (x, _), _ = kf.datasets.mnist.load_data()
+    images = (x[:512].reshape(-1, 784).astype("float32") / 255.0)
+    latent_dim, batch = 16, 64
+    np.random.seed(0)
+    discriminator = kf.Sequential([
+        layers.Dense(64, activation="leaky_relu", input_shape=(784,)),
+        layers.Dense(1)], name="discriminator")
+    generator = kf.Sequential([
+        layers.Dense(64, activation="leaky_relu", input_shape=(latent_dim,)),
+        layers.Dense(784, activation="sigmoid")], name="generator")
+    gan = GAN(discriminator, generator, latent_dim, batch)
+    gan.compile(d_optimizer=optimizers.Adam(learning_rate=0.0003),
+                g_optimizer=optimizers.Adam(learning_rate=0.0003),
+                loss_fn=losses.BinaryCrossentropy(from_logits=True))
+    g_before = generator.get_weights()[0].copy()
+    hist = gan.fit(images, epochs=2, batch_size=batch, verbose=0).history
+    assert set(hist) == {"d_loss", "g_loss"}
+    assert np.all(np.isfinite(hist["d_loss"] + hist["g_loss"]))
+    # Both optimizers stepped once per batch, each on its own network.
+    assert gan.d_optimizer.iterations.numpy() == 16
+    assert gan.g_optimizer.iterations.numpy() == 16
+    assert not np.allclose(generator.get_weights()[0], g_before)
+    # The discriminator learns to tell MNIST digits from the young generator's.
+    fake = generator.predict(np.random.default_rng(0).normal(
+        size=(256, latent_dim)).astype("float32"), verbose=0)
+    real_logit = discriminator.predict(images[:256], verbose=0).mean()
+    fake_logit = discriminator.predict(fake, verbose=0).mean()
+    assert fake_logit > real_logit  # label 1 is "fake" in the guide
+
+
+# -- Keras 3 trainer_test.py ---------------------------------------------------------
+class ExampleModel(kf.Model):
+    def __init__(self, units):
+        super().__init__()
+        self.dense = layers.Dense(units, use_bias=False,
+                                  kernel_initializer=initializers.Ones())
+
+    def call(self, x):
+        return self.dense(x)
+
+
+class CustomTrainTestStepModel(ExampleModel):
+    def train_step(self, data):
+        logs = super().train_step(data)
+        logs["my_custom_metric"] = 10.0
+        return logs
+
+    def test_step(self, data):
+        logs = super().test_step(data)
+        logs["my_custom_metric"] = 5.0
+        return logs
+
+
+def _example_compile(model):
+    model.compile(optimizer=optimizers.SGD(), loss=losses.MeanSquaredError(),
+                  metrics=[metrics.MeanSquaredError()])
+
+
+def test_fit_with_custom_train_step():
+    model = CustomTrainTestStepModel(units=3)
+    _example_compile(model)
+    history = model.fit(np.ones((100, 4)), np.zeros((100, 3)), batch_size=16,
+                        verbose=0).history
+    assert "loss" in history and "mean_squared_error" in history
+    np.testing.assert_allclose(history["my_custom_metric"], 10.0)
+    # super().train_step is fit's own step: the same numbers.
+    reference = ExampleModel(units=3)
+    _example_compile(reference)
+    ref = reference.fit(np.ones((100, 4)), np.zeros((100, 3)), batch_size=16,
+                        verbose=0).history
+    np.testing.assert_allclose(history["loss"], ref["loss"], rtol=1e-5)
+    np.testing.assert_allclose(model.get_weights()[0], reference.get_weights()[0],
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("return_dict", [False, True])
+def test_evaluate_with_custom_test_step(return_dict):
+    model = CustomTrainTestStepModel(units=3)
+    _example_compile(model)
+    output = model.evaluate(np.ones((100, 4)), np.zeros((100, 3)), batch_size=16,
+                            return_dict=return_dict, verbose=0)
+    assert len(output) == 3
+    if return_dict:
+        np.testing.assert_allclose(output["my_custom_metric"], 5.0)
+        np.testing.assert_allclose(output["loss"], 16.0)
+    else:
+        np.testing.assert_allclose(output, [16.0, 16.0, 5.0])  # custom last
+
+
+class LossMetricModel(kf.Model):
+    def __init__(self, regularize=False):
+        super().__init__()
+        self.custom_metric = metrics.Mean(name="custom")
+        self.dense = layers.Dense(2, activity_regularizer="l2" if regularize
+                                  else None)
+        self.seen_training = []
+
+    def call(self, x):
+        return self.dense(x)
+
+
+def test_metric_update_in_compute_loss():
+    class MyModel(LossMetricModel):
+        def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None,
+                         training=True):
+            self.seen_training.append(training)
+            loss = super().compute_loss(x, y, y_pred, sample_weight, training)
+            self.custom_metric.update_state(loss * 4)
+            return loss
+
+    model = MyModel()
+    model.compile(optimizer="sgd", loss="mse")
+    history = model.fit(np.ones((32, 4)), np.ones((32, 2)) * 2, verbose=0)
+    np.testing.assert_allclose(history.history["custom"][0],
+                               history.history["loss"][0] * 4, rtol=1e-5)
+    assert model.seen_training == [True]
+
+
+def test_fwd_pass_loss_presence_in_compute_loss():
+    class MyModel(LossMetricModel):
+        def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None,
+                         training=True):
+            loss = super().compute_loss(x, y, y_pred, sample_weight, training)
+            self.custom_metric.update_state(sum(self.losses))
+            return loss
+
+    model = MyModel(regularize=True)
+    model.compile(optimizer="sgd", loss="mse")
+    history = model.fit(np.ones((32, 4)), np.ones((32, 2)) * 2, verbose=0)
+    assert history.history["custom"][0] > 0.0
+
+
+def test_evaluate_with_custom_compute_loss():
+    class MyModel(LossMetricModel):
+        def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None,
+                         training=True):
+            self.seen_training.append(training)
+            loss = super().compute_loss(x, y, y_pred, sample_weight, training)
+            self.custom_metric.update_state(loss * 4)
+            return loss
+
+    model = MyModel(regularize=True)
+    model.compile(optimizer="sgd", loss="mse")
+    logs = model.evaluate(np.ones((32, 4)), np.ones((32, 2)) * 2,
+                          return_dict=True, verbose=0)
+    np.testing.assert_allclose(logs["custom"], logs["loss"] * 4, rtol=1e-5)
+    assert model.seen_training == [False]
+
+
+def test_compute_loss_no_training_backwards_compatibility():
+    class MyModel(LossMetricModel):
+        def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None):
+            loss = super().compute_loss(x, y, y_pred, sample_weight)
+            self.custom_metric.update_state(loss * 4)
+            return loss
+
+    model = MyModel(regularize=True)
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = np.ones((32, 4)), np.ones((32, 2)) * 2
+    logs = model.evaluate(x, y, return_dict=True, verbose=0)
+    np.testing.assert_allclose(logs["custom"], logs["loss"] * 4, rtol=1e-5)
+    history = model.fit(x, y, verbose=0).history
+    np.testing.assert_allclose(history["custom"][0], history["loss"][0] * 4,
+                               rtol=1e-5)
+
+
+def test_retracing():
+    tracing_count = [0]
+    inputs = kf.Input(shape=[4])
+    outputs = layers.Dense(1, activation="relu")(inputs)
+
+    class TracingCounterModel(kf.Model):
+        def train_step(self, *args):
+            tracing_count[0] += 1
+            return super().train_step(*args)
+
+        def predict_step(self, *args):
+            tracing_count[0] += 1
+            return super().predict_step(*args)
+
+    model = TracingCounterModel(inputs=inputs, outputs=outputs)
+    model.compile(loss="mse", optimizer="adam", steps_per_execution=20)
+    model.fit(np.ones((100, 4)), np.ones((100, 1)), batch_size=1, verbose=0)
+    assert tracing_count[0] <= 2
+    tracing_count[0] = 0
+    model.predict(np.ones((100, 4)), batch_size=1, verbose=0)
+    assert tracing_count[0] <= 2
+
+
+def test_symbolic_tape_gradient_is_backend_gradients():
+    x = K.placeholder("float32", (None, 3))
+    w = K.Variable(np.array([[1.0], [2.0], [3.0]], "float32"))
+    with kf.GradientTape() as tape:
+        loss = K.sum(K.square(K.matmul(x, w)))
+    (g,) = tape.gradient(loss, [w])
+    xv = np.array([[1.0, 0.0, 1.0]], "float32")
+    value = K.Function([x], [g])(xv)[0]
+    np.testing.assert_allclose(value, 2 * xv.T @ (xv @ w.numpy()))
+    with pytest.raises(RuntimeError, match="non-persistent GradientTape"):
+        tape.gradient(loss, [w])
