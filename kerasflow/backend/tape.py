@@ -73,7 +73,10 @@ class GradientTape:
     def watch(self, tensor) -> None:
         """Differentiates against ``tensor`` (arrays: ops reading them record).
 
-        Symbolic tensors need no watching: ``gradient`` reaches any of them.
+        A watched numpy array is recorded when a backend op or a layer reads
+        it (``K.square(x)``), not by numpy's own operators (``x * x``), which
+        kerasflow cannot see. Symbolic tensors need no watching: ``gradient``
+        reaches any of them.
         """
         for t in tree.flatten(tensor):
             if not is_symbolic(t):

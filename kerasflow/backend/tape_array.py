@@ -117,6 +117,12 @@ class TapeArray(np.ndarray):
     def __neg__(self):
         return _ops().negative(self)
 
+    # ``loss += penalty`` must stay on the tape: never in place.
+    __iadd__ = __add__
+    __isub__ = __sub__
+    __imul__ = __mul__
+    __itruediv__ = __truediv__
+
 
 def wrap(value, record, index):
     """``value`` as a ``TapeArray`` output ``index`` of ``record``."""

@@ -82,7 +82,7 @@ class TapedCall:
 _MAX_TAPED = 16
 
 
-def call_taped(owner, fn, args, name="taped"):
+def call_taped(owner, fn, args, name="taped", key=None):
     """``fn(*args)`` on arrays as one recorded ``TapedCall``, traced on
     placeholders once per signature and cached on ``owner`` (a loss object: one
     compiled forward and backward instead of one record per op).
@@ -92,9 +92,11 @@ def call_taped(owner, fn, args, name="taped"):
         fn: function of tensors, called on placeholders when tracing.
         args: arrays (or ``TapeArray``s), one per argument of ``fn``.
         name: for compiled functions' names.
+        key: tells apart several functions cached on one owner.
     """
     arrays = [np.asarray(a) for a in args]
-    key = tuple((a.shape[1:] if a.ndim else None, a.dtype.str) for a in arrays)
+    key = (key,) + tuple((a.shape[1:] if a.ndim else None, a.dtype.str)
+                         for a in arrays)
     cache = owner.__dict__.setdefault("_taped_calls", OrderedDict())
     entry = cache.get(key)
     if entry is None:

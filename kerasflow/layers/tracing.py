@@ -156,10 +156,16 @@ class TracingMixin:
                 lambda a: K.placeholder(_placeholder_dtype(a.dtype),
                                         (None,) + a.shape[1:]),
                 arrays)
+            before = {id(l): l.__dict__.get("_activity_penalty")
+                      for l in self._flatten_layers()}
             with collect_updates() as updates:
                 outputs = self(phs, *args, **kwargs)
-            if taped:
-                entry = K.TapedCall(tree.flatten(phs), outputs, updates,
+            if taped:  # this call's add_loss terms and activity penalties too
+                added = list(updates.losses) + [
+                    l.__dict__["_activity_penalty"] for l in self._flatten_layers()
+                    if l.__dict__.get("_activity_penalty") is not None
+                    and l.__dict__["_activity_penalty"] is not before.get(id(l))]
+                entry = K.TapedCall(tree.flatten(phs), (outputs, added), updates,
                                     name=f"{self.name}_taped")
             else:
                 entry = K.Function(tree.flatten(phs), outputs, updates=updates,
@@ -169,7 +175,10 @@ class TracingMixin:
                     cache.pop(next(iter(cache)))
                 cache[key] = entry
         if taped:
-            return entry(tree.flatten(inputs))
+            out, added = entry(tree.flatten(inputs))
+            # What ``model.losses`` holds after this call (Keras' eager losses).
+            object.__setattr__(self, "_eager_losses", list(added))
+            return out
         out = entry(*flat)
         # Eagerly, code runs in order: an output that is a Variable shows the
         # value after this call's assignments (Keras), not the one read before.
