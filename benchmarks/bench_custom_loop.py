@@ -2,7 +2,8 @@
 
 Run from the repository root (the MNIST files under $KERASFLOW_DATA_DIR)::
 
-    KERASFLOW_DATA_DIR=/work/shared/data python benchmarks/bench_custom_loop.py
+    KERASFLOW_DATA_DIR=/work/shared/data python benchmarks/bench_custom_loop.py \
+        [--samples N] [--epochs N] [--batch-size N] [--threads N]
 
 The model and loop are those of keras.io's "Writing a training loop from
 scratch": 784-64-64-10 MLP (relu), SparseCategoricalCrossentropy from logits,
@@ -12,17 +13,31 @@ The custom loop is ``kf.GradientTape`` + ``optimizer.apply_gradients`` + a
 batch size and metric with ``verbose=0`` and ``shuffle=False``. Each is timed
 over ``--epochs`` epochs after one warm-up epoch (traces and compiled
 functions built), alternating the two, best epoch of each. Printed: seconds
-per epoch of each and the ratio loop / fit (target: <= 2).
+per epoch of each and the ratio loop / fit (target: <= 2). ``--threads 1``
+(BLAS threads, set before numpy loads) is steadier on a shared machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
-import numpy as np
 
-import kerasflow as kf
+def _threads_from_argv():
+    """``--threads N`` must act before numpy loads OpenBLAS: read it first."""
+    if "--threads" in sys.argv:
+        n = sys.argv[sys.argv.index("--threads") + 1]
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = n
+
+
+_threads_from_argv()
+
+import numpy as np  # noqa: E402
+
+import kerasflow as kf  # noqa: E402
 
 
 def build(seed):
@@ -51,6 +66,8 @@ def main():
     parser.add_argument("--samples", type=int, default=10000)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS threads (default: all)")
     args = parser.parse_args()
     (x, y), _ = kf.datasets.mnist.load_data()
     x = x[:args.samples].reshape(-1, 784).astype("float32") / 255.0
