@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from kerasflow.backend import Function, Variable, to_numpy
+from kerasflow.backend import Function, Variable, placeholder, to_numpy
 from kerasflow.backend.graph import in_tracing, is_symbolic, record_stateful
 
 __all__ = ["MetricVariable", "PendingResult", "host_result", "recording_update"]
@@ -102,14 +102,63 @@ def _any_symbolic(args, kwargs) -> bool:
     return False
 
 
+_UNTRACEABLE = object()
+
+
+def _signature(args, kwargs):
+    """Hashable signature of a call on arrays (and None), else None."""
+    sig = []
+    for x in list(args) + [kwargs[k] for k in sorted(kwargs)]:
+        if x is None:
+            sig.append(None)
+        elif isinstance(x, np.ndarray):
+            sig.append((x.shape[1:] if x.ndim else None, x.dtype.str))
+        else:
+            return None
+    return tuple(sig), tuple(sorted(kwargs))
+
+
+def _run_cached(metric, wrapped, args, kwargs) -> bool:
+    """Runs an eager ``update_state`` through a compiled trace of it, cached
+    per signature (as layers' eager calls are); False when it cannot be
+    traced (it then runs eagerly, as written)."""
+    sig = _signature(args, kwargs)
+    if sig is None:
+        return False
+    cache = metric.__dict__.setdefault("_eager_updates", {})
+    fn = cache.get(sig)
+    if fn is None:
+        def ph(x):
+            return None if x is None else placeholder(
+                x.dtype, (None,) + x.shape[1:] if x.ndim else ())
+        phs = [ph(x) for x in args]
+        kw = {k: ph(v) for k, v in kwargs.items()}
+        try:
+            ops = wrapped(metric, *phs, **kw)
+        except (TypeError, ValueError, NotImplementedError):
+            ops = None  # written for arrays only: keep running it eagerly
+        fed = [p for p in phs + list(kw.values()) if p is not None]
+        fn = cache[sig] = Function(fed, [], updates=ops,
+                                   name=f"{metric.name}_update") if ops \
+            else _UNTRACEABLE
+    if fn is _UNTRACEABLE:
+        return False
+    fn(*[x for x in list(args) + list(kwargs.values()) if x is not None])
+    return True
+
+
 def recording_update(update_state):
     """Wraps ``update_state``: on symbolic inputs, returns the ops it returned
-    plus every recorded assignment to a metric Variable, each once."""
+    plus every recorded assignment to a metric Variable, each once. On arrays
+    it runs a compiled trace of itself, cached per signature."""
 
     @functools.wraps(update_state)
     def wrapped(self, *args, **kwargs):
         symbolic = _any_symbolic(args, kwargs)
         stack = _collectors()
+        if (not symbolic and not stack and not in_tracing()
+                and _run_cached(self, wrapped, args, kwargs)):
+            return []
         stack.append(_Frame(symbolic))
         try:
             returned = update_state(self, *args, **kwargs)
