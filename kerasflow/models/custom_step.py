@@ -119,14 +119,25 @@ class CustomStep(_Step):
         return StepResult(logs.get("loss", math.nan), n, None, [], values)
 
     def compute_gradients(self, arrays, global_batch_size):
-        """Not available: the override applies its gradients itself."""
-        raise NotImplementedError(
-            "A model with its own train_step/test_step trains under the default "
-            "strategy (in process): its step applies gradients itself, so it "
-            "cannot be split into compute -> all-reduce -> apply across "
-            "replicas. Received: a multi-replica strategy.")
+        """Not available: the override applies its gradients itself.
+
+        Raises:
+            NotImplementedError: always (see ``__getstate__``).
+        """
+        raise NotImplementedError(_SINGLE_PROCESS)
 
     compute = compute_gradients
+
+    def __getstate__(self):
+        raise NotImplementedError(_SINGLE_PROCESS)
+
+
+_SINGLE_PROCESS = (
+    "A model with its own train_step/test_step (or compute_loss/compute_metrics) "
+    "runs its traced step under the default strategy, in process: the step "
+    "applies its gradients itself, so it is not split into compute -> all-reduce "
+    "-> apply nor shipped to replicas. Received: a strategy that needs that; "
+    "train under the default strategy or use the built-in step.")
 
 
 def _scalar(v):

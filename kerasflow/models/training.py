@@ -402,27 +402,28 @@ class Trainer(StepBuilder, KerasStepsMixin):
         data = self._standardize(x, y, sample_weight, class_weight)
         self.reset_metrics()
         step = self._get_step(kind, data.xs, data.ys, data.weighted)
-        return self._strategy().run_step(step, BatchRef(data.arrays, None))
+        r = self._strategy().run_step(step, BatchRef(data.arrays, None))
+        return self._step_logs(step, r, r.loss)
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):
         """One optimizer step on one batch; returns loss (and metrics)."""
         self._require_compiled("train_on_batch")
-        r = self._on_batch("train", x, y, sample_weight, class_weight)
-        return self._batch_result(r.loss, return_dict)
+        logs = self._on_batch("train", x, y, sample_weight, class_weight)
+        return self._batch_result(logs, return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         """Loss (and metrics) on one batch, without updating weights."""
         self._require_compiled("test_on_batch")
-        r = self._on_batch("eval", x, y, sample_weight)
-        return self._batch_result(r.loss, return_dict)
+        logs = self._on_batch("eval", x, y, sample_weight)
+        return self._batch_result(logs, return_dict)
 
     def predict_on_batch(self, x):
         """Model outputs for one batch, as numpy."""
         return self.predict(x, batch_size=len(data_mod.to_list(x)[0]) or 1)
 
-    def _batch_result(self, loss, return_dict):
-        logs = self._metric_logs({"loss": loss})
+    @staticmethod
+    def _batch_result(logs, return_dict):
         if return_dict:
             return logs
         values = list(logs.values())

@@ -12,6 +12,11 @@ __all__ = ["check_learning_rate", "check_positive", "checked_pairs"]
 
 
 def check_positive(name, value, allow_zero=False):
+    """``value`` as a float > 0 (>= 0 with ``allow_zero``), or None.
+
+    Raises:
+        ValueError: a non-real, non-finite or out-of-range value.
+    """
     if value is None:
         return None
     if (not isinstance(value, numbers.Real) or isinstance(value, bool)
@@ -24,6 +29,7 @@ def check_positive(name, value, allow_zero=False):
 
 
 def check_learning_rate(owner, value):
+    """Raises ValueError for a NaN, infinite or negative learning rate."""
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"Optimizer '{owner}' expects `learning_rate` as a finite "
                          f"float >= 0. Received: learning_rate={value}.")

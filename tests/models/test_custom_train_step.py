@@ -462,3 +462,12 @@ def test_symbolic_tape_gradient_is_backend_gradients():
     np.testing.assert_allclose(value, 2 * xv.T @ (xv @ w.numpy()))
     with pytest.raises(RuntimeError, match="non-persistent GradientTape"):
         tape.gradient(loss, [w])
+
+
+def test_train_and_test_on_batch_report_the_custom_logs():
+    model = CustomTrainTestStepModel(units=3)
+    _example_compile(model)
+    logs = model.train_on_batch(np.ones((4, 4)), np.zeros((4, 3)), return_dict=True)
+    assert logs == {"loss": 16.0, "mean_squared_error": 16.0,
+                    "my_custom_metric": 10.0}
+    assert model.test_on_batch(np.ones((4, 4)), np.zeros((4, 3)))[-1] == 5.0

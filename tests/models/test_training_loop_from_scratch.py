@@ -300,3 +300,19 @@ def test_numpy_math_leaves_the_tape():
         out = model(np.ones((3, 2), "float32"))
         loss = np.sum(out)  # numpy, not a backend op: not recorded
     assert tape.gradient(loss, model.trainable_weights) == [None, None]
+
+
+def test_backward_reuses_the_forward_dropout_mask():
+    """The backward pass is fed what the forward pass computed: the gradient
+    goes through the very mask the returned output was computed with."""
+    np.random.seed(0)
+    dense = layers.Dense(5, use_bias=False, input_shape=(3,))
+    model = kf.Sequential([dense, layers.Dropout(0.5)])
+    x = np.random.default_rng(0).random((64, 3)).astype("float32") + 0.5
+    with kf.GradientTape() as tape:
+        out = model(x, training=True)
+        loss = K.sum(out)
+    (g,) = tape.gradient(loss, [dense.kernel])
+    scale = np.asarray(out) / (x @ dense.kernel.numpy())  # 0 or 1 / (1 - rate)
+    assert set(np.round(np.unique(scale), 4)) <= {0.0, 2.0}
+    np.testing.assert_allclose(g, x.T @ scale, rtol=1e-4)
