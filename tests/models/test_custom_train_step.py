@@ -283,3 +283,30 @@ def test_gan_on_mnist_subset(data_dir, monkeypatch):
     real_logit = discriminator.predict(images[:256], verbose=0).mean()
     fake_logit = discriminator.predict(fake, verbose=0).mean()
     assert fake_logit > real_logit  # label 1 is "fake" in the guide
+
+
+# -- the guide's Keras 2 edition: compiled_loss / compiled_metrics ----------------------
+class Keras2StyleModel(kf.Model):
+    def train_step(self, data):
+        x, y = data
+        with kf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)
+        gradients = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+        self.compiled_metrics.update_state(y, y_pred)
+        return {m.name: m.result() for m in self.metrics if m.name != "loss"}
+
+
+def test_keras2_compiled_loss_and_metrics():
+    x, y = _data()
+    model = _functional(Keras2StyleModel)
+    reference = _functional(kf.Model)
+    reference.set_weights(model.get_weights())
+    for m in (model, reference):
+        m.compile(optimizer="sgd", loss="mse", metrics=["mae"])
+    hist = model.fit(x, y, epochs=2, batch_size=32, shuffle=False, verbose=0).history
+    ref = reference.fit(x, y, epochs=2, batch_size=32, shuffle=False,
+                        verbose=0).history
+    assert list(hist) == ["mae"]  # compile_metrics' dict result, merged
+    np.testing.assert_allclose(hist["mae"], ref["mae"], rtol=1e-5)
