@@ -739,3 +739,20 @@ def test_early_stopping_restore_without_beating_baseline():
             break
     stop.on_train_end()
     assert trained == 5 and stop.model.get_weights() == 2
+
+
+def test_monitor_direction_found_inside_compile_metrics():
+    """Keras 3: a compiled metric sits in model.metrics' "compile_metrics"."""
+
+    class Score(kf.metrics.MeanMetricWrapper):
+        _direction = "up"
+
+        def __init__(self):
+            super().__init__(lambda y, p: kf.ops.mean(p, axis=-1), name="score")
+
+    model = kf.Sequential([kf.layers.Dense(1, input_shape=(2,))])
+    model.compile("sgd", "mse", metrics=[Score()])
+    model.fit(np.ones((4, 2), "float32"), np.ones((4, 1), "float32"), verbose=0)
+    stop = EarlyStopping(monitor="score")
+    stop.set_model(model)
+    assert stop._direction() == "max"

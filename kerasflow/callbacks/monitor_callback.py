@@ -78,7 +78,11 @@ class MonitorCallback(Callback):
         name = self.monitor.removeprefix("val_")
         if name == "loss":
             return "min"
+        metrics = []
         for metric in getattr(self.model, "metrics", None) or []:
+            # Keras 3: the compiled metrics sit inside one "compile_metrics".
+            metrics += [metric] + list(getattr(metric, "metrics", None) or [])
+        for metric in metrics:
             if getattr(metric, "name", None) == name and hasattr(metric, "_direction"):
                 return "max" if metric._direction == "up" else "min"
         return "max" if any(word in name for word in _MAXIMIZED) else "min"
