@@ -143,9 +143,8 @@ class Trainer(StepBuilder, KerasStepsMixin):
 
     def _step_logs(self, step, result, mean_loss):
         """The logs after one step: a custom step's own, else loss + metrics."""
-        names = getattr(step, "log_names", None)
-        if names is not None:
-            return dict(zip(names, result.output_losses))
+        if hasattr(step, "custom_logs"):
+            return step.custom_logs(result)
         return self._metric_logs({"loss": mean_loss})
 
     # -- fit -----------------------------------------------------------------------------
@@ -296,7 +295,7 @@ class Trainer(StepBuilder, KerasStepsMixin):
             for j, r in enumerate(strategy.run_steps(step, chunk)):
                 if j and callbacks is not None:
                     callbacks.on_test_batch_begin(index)
-                if getattr(step, "log_names", None) is not None:
+                if hasattr(step, "custom_logs"):
                     custom = self._step_logs(step, r, None)
                 total += r.loss * r.count
                 if r.output_losses:

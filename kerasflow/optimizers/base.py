@@ -17,6 +17,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.optimizers import clipping
+from kerasflow.optimizers.apply_log import log_apply
 from kerasflow.optimizers.checks import (
     check_learning_rate, check_positive, checked_pairs,
 )
@@ -322,6 +323,7 @@ class Optimizer(TF1OptimizerMixin, MovingAverageMixin):
             if K.in_tracing():  # a traced train_step: the step runs them
                 for u in updates:
                     K.record_stateful(u)
+                log_apply(self, pairs, updates)
             return updates
         if any(symbolic):
             raise TypeError(
