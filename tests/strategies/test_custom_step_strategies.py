@@ -1,9 +1,9 @@
-"""A model's own ``train_step`` under MirroredStrategy: the traced step is
-split into compute -> all-reduce -> apply (``models.custom_step.
-CustomTrainStep``), so 2 replicas give the same weights and logs as one
-process on the global batch, as the built-in step does (issue 19, "Custom
-training"; the custom step is keras.io's "Customizing what happens in fit()",
-"A first simple example")."""
+"""A model's own ``train_step`` under the strategies: the traced step is split
+into compute -> reduce -> apply (``models.custom_step.CustomTrainStep``), so
+MirroredStrategy(2) and synchronous parameter servers give the same weights
+and logs as one process on the global batch, as the built-in step does (issue
+19, "Custom training"; the custom step is keras.io's "Customizing what happens
+in fit()", "A first simple example")."""
 
 from __future__ import annotations
 
@@ -64,3 +64,14 @@ def test_custom_train_step_mirrored_equals_one_process(float64):
     assert list(h2) == ["loss", "mae"]
     for k in h1:
         np.testing.assert_allclose(h2[k], h1[k], rtol=1e-9)
+
+
+def test_custom_train_step_parameter_server_sync_equals_one_process(float64):
+    """Synchronous parameter servers (staleness=0) equal one process too."""
+    (m1, h1) = _fit(None)
+    strategy = kf.distribute.ParameterServerStrategy(num_ps=1, num_workers=2,
+                                                     staleness=0)
+    (m2, h2) = _fit(strategy)
+    for a, b in zip(m1.get_weights(), m2.get_weights()):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(h2["loss"], h1["loss"], rtol=1e-9)
