@@ -203,3 +203,50 @@ def test_train_and_test_on_batch_report_the_custom_logs():
     assert logs == {"loss": 16.0, "mean_squared_error": 16.0,
                     "my_custom_metric": 10.0}
     assert model.test_on_batch(np.ones((4, 4)), np.zeros((4, 3)))[-1] == 5.0
+
+
+def test_custom_train_step_splits_into_compute_and_apply():
+    """What the strategies run: compute (scaled gradients, metric deltas) then
+    apply equals the fused step; the step pickles as graph data."""
+    import pickle  # noqa: PLC0415
+
+    from kerasflow.models.custom_step import CustomTrainStep  # noqa: PLC0415
+
+    model = CustomTrainTestStepModel(units=3)
+    _example_compile(model)
+    x, y = np.ones((8, 4), "float32"), np.zeros((8, 3), "float32")
+    model.train_on_batch(x, y)  # builds the step and the optimizer's slots
+    step = next(s for k, s in model._steps.items() if k[0] == "train")
+    assert isinstance(step, CustomTrainStep)
+    arrays = [x, y, np.ones(8, "float32")]
+    start = model.get_weights()
+    step.run(arrays, 8)
+    fused = model.get_weights()
+    model.set_weights(start)
+    half = [x[:4], y[:4], np.ones(4, "float32")]
+    parts = [step.compute_gradients(half, 8), step.compute_gradients(half, 8)]
+    step.apply_gradients(parts[0].grads + parts[1].grads)
+    for a, b in zip(model.get_weights(), fused):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    clone = pickle.loads(pickle.dumps(step))
+    assert clone.log_names == step.log_names and clone.layout.size == 12
+
+
+def test_step_without_apply_gradients_runs_in_process_only():
+    class ManualModel(ExampleModel):
+        def train_step(self, data):
+            x, y = data
+            with kf.GradientTape() as tape:
+                loss = K.mean(K.square(self(x) - y))
+            (g,) = tape.gradient(loss, self.trainable_weights)
+            self.trainable_weights[0].assign_sub(0.1 * g)
+            return {"loss": loss}
+
+    model = ManualModel(units=1)
+    model.compile(optimizer="sgd")
+    x, y = np.ones((4, 2), "float32"), np.zeros((4, 1), "float32")
+    history = model.fit(x, y, epochs=2, batch_size=4, verbose=0).history
+    assert history["loss"][1] < history["loss"][0] == 4.0
+    step = next(s for k, s in model._steps.items() if k[0] == "train")
+    with pytest.raises(NotImplementedError, match="runs in process only"):
+        step.compute_gradients([x, y, np.ones(4, "float32")], 4)
