@@ -238,6 +238,11 @@ def build_custom_step(model, kind, x_phs, y_phs, sw, weighted):
         x_phs, y_phs: input and target placeholders (model order); sw: the
             sample-weight placeholder, passed on only when ``weighted``.
 
+    Returns:
+        A ``CustomTrainStep`` (a train step that applied its gradients through
+        ``apply_gradients``, each variable once, with scalar batch logs), else
+        a ``CustomStep``; a ``PredictStep`` for "predict".
+
     Raises:
         TypeError: a train/test step that does not return a dict.
     """
