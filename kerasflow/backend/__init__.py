@@ -35,7 +35,8 @@ __all__ = [
     "is_symbolic", "name_scope", "placeholder", "assign_all", "apply", "get_op",
     "register_gradient", "register_op", "tracing", "in_tracing",
     "record_stateful", "set_fusion",
-    "walk", "reachable_variables", "GradientTape", "TapeArray", "TapedCall", "call_taped",
+    "walk", "reachable_variables", "GradientTape", "TapeArray", "TapedCall",
+    "call_taped",
     "tape_recording",
     "fusion_enabled", *_ops_all, *_keras_all,
 ]

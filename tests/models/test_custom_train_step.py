@@ -285,7 +285,7 @@ def test_gan_on_mnist_subset(data_dir, monkeypatch):
     assert fake_logit > real_logit  # label 1 is "fake" in the guide
 
 
-# -- the guide's Keras 2 edition: compiled_loss / compiled_metrics ----------------------
+# -- the guide's Keras 2 edition: compiled_loss / compiled_metrics --------------
 class Keras2StyleModel(kf.Model):
     def train_step(self, data):
         x, y = data
