@@ -251,3 +251,13 @@ def test_ema_config_round_trip_and_checks():
     with pytest.raises(ValueError, match="`ema_overwrite_frequency` must be an "
                                          "integer >= 1"):
         SGD(use_ema=True, ema_overwrite_frequency=0)
+
+
+@pytest.mark.parametrize("name", ["sgd", "adam", "adamw", "rmsprop", "adagrad",
+                                  "adadelta", "ftrl", "proximalgradientdescent",
+                                  "proximaladagrad"])
+def test_every_optimizer_round_trips_its_ema_config(name):
+    opt = kf.optimizers.get(name)
+    config = opt.get_config()
+    assert config["use_ema"] is False and config["ema_momentum"] == 0.99
+    assert type(opt).from_config(config).get_config() == config
