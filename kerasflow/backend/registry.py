@@ -44,13 +44,16 @@ class OpDef:
 
 _OPS: dict[str, OpDef] = {}
 _FAMILIES: dict[str, Callable] = {}
-_TAPE_HOOK: list = [None]  # records eager ops on a GradientTape (backend.tape)
+# Records eager ops on a GradientTape (set by backend.tape): [record, read].
+_TAPE_HOOK: list = [None, None]
 
 
-def set_tape_hook(hook) -> None:
+def set_tape_hook(hook, read_variables=None) -> None:
     """Sets ``hook(opdef, inputs, attrs, result) -> result``, called for each
-    eager op while a ``GradientTape`` records (``backend.tape`` sets it)."""
-    _TAPE_HOOK[0] = hook
+    eager op while a ``GradientTape`` records, and ``read_variables(inputs)``,
+    which turns the Variables among an op's inputs into recorded reads of
+    their values (``backend.tape`` sets both)."""
+    _TAPE_HOOK[0], _TAPE_HOOK[1] = hook, read_variables
 
 
 def register_op(name, infer, num_outputs=1, stateful=False, random=False,
@@ -150,6 +153,9 @@ def apply(op: str, *inputs, name: str | None = None, **attrs):
         ValueError / TypeError: from the op's shape/dtype inference, naming the op.
     """
     opdef = _OPS[op]
+    if _TAPE_HOOK[1] is not None and tape_array.recording():
+        # On an eager tape, an op on Variables runs now on their values.
+        inputs = _TAPE_HOOK[1](inputs)
     # While a step is traced, a random draw is a node even with a static shape:
     # run now, it would be one fixed draw baked into every step (tf.function's
     # semantics: the draw happens each time the step runs).

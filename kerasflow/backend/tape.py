@@ -8,7 +8,9 @@ Two modes, chosen by the target given to ``gradient``:
 * **eager** (a training loop written from scratch on arrays): while the tape
   records, a layer called on arrays runs a ``TapedCall`` (traced and compiled
   once per input signature) and backend ops on its outputs are recorded; all
-  return ``TapeArray``s, plain numpy arrays that point at their records.
+  return ``TapeArray``s, plain numpy arrays that point at their records; an
+  op on a trainable Variable (``K.sum(K.square(w))``) runs on its value and
+  records the read.
   ``gradient`` runs the records' backward functions in reverse order and sums
   what reaches each Variable.
 
@@ -27,12 +29,12 @@ from kerasflow.backend.autodiff import gradients
 from kerasflow.backend.graph import is_symbolic
 from kerasflow.backend.ops.math import zeros_like
 from kerasflow.backend.tape_array import TapeArray, tape_state
-from kerasflow.backend.tape_call import record_op
+from kerasflow.backend.tape_call import read_variables, record_op
 from kerasflow.backend.variables import Variable
 
 __all__ = ["GradientTape"]
 
-registry.set_tape_hook(record_op)
+registry.set_tape_hook(record_op, read_variables)
 
 
 class GradientTape:

@@ -20,11 +20,14 @@ from kerasflow import tree
 from kerasflow.backend.array import to_numpy
 from kerasflow.backend.autodiff import gradients
 from kerasflow.backend.function import Function
-from kerasflow.backend.graph import placeholder, reachable_variables, walk
+from kerasflow.backend.graph import (
+    SymbolicTensor, placeholder, reachable_variables, tracing, walk,
+)
 from kerasflow.backend.registry import apply
 from kerasflow.backend.tape_array import TapeArray, TapeRecord, active_tapes, wrap
+from kerasflow.backend.variables import Variable
 
-__all__ = ["TapedCall", "call_taped", "record_op"]
+__all__ = ["TapedCall", "call_taped", "read_variables", "record_op"]
 
 _LEAF_OPS = ("Placeholder", "Variable", "Const")
 
@@ -102,7 +105,9 @@ def call_taped(owner, fn, args, name="taped", key=None):
     if entry is None:
         phs = [placeholder(a.dtype, (None,) + a.shape[1:] if a.ndim else ())
                for a in arrays]
-        entry = TapedCall(phs, fn(*phs), (), name=name)
+        with tracing():  # a graph is built: nothing here runs eagerly
+            outputs = fn(*phs)
+        entry = TapedCall(phs, outputs, (), name=name)
         cache[key] = entry
         if len(cache) > _MAX_TAPED:
             cache.popitem(last=False)
@@ -186,6 +191,29 @@ def record_op(opdef, inputs, attrs, out):
     wrapped = [wrap(o, record, i) if _is_float(o.dtype) else o
                for i, o in enumerate(outs)]
     return tuple(wrapped) if opdef.num_outputs > 1 else wrapped[0]
+
+
+def read_variables(inputs):
+    """``inputs`` with each Variable replaced by a recorded read of its value,
+    when the other inputs are arrays (an op mixing Variables and graph tensors
+    stays symbolic)."""
+    if not any(isinstance(x, Variable) for x in inputs) or any(
+            isinstance(x, SymbolicTensor) and not isinstance(x, Variable)
+            for x in inputs):
+        return inputs
+    return tuple(_read(x) if isinstance(x, Variable) else x for x in inputs)
+
+
+def _read(var):
+    if not var.trainable:
+        return to_numpy(var.value)
+    record = TapeRecord([], [(tuple(var.shape), var.dtype)], _read_vjp, var)
+    return wrap(to_numpy(var.value), record, 0)
+
+
+def _read_vjp(record, upstream):
+    var = record.state
+    return [], {id(var): (var, upstream[0])}
 
 
 def _op_vjp(record, upstream):

@@ -283,8 +283,8 @@ class Layer(TracingMixin):
         out = []
         taped = K.tape_recording()  # an eager GradientTape: recorded values
         for layer in self._flatten_layers():
-            out.extend(K.call_taped(layer, lambda r=r, v=v: r(v), [], key=id(v))
-                       if taped else r(v) for r, v in layer._regularizers)
+            # On a tape, r(v) runs on the values and records the reads.
+            out.extend(r(v) for r, v in layer._regularizers)
             if taped:
                 out.extend(layer.__dict__.get("_eager_losses", ()))
             elif "_activity_penalty" in layer.__dict__:

@@ -17,7 +17,7 @@ import threading
 import numpy as np
 
 from kerasflow.backend import Function, Variable, placeholder, to_numpy
-from kerasflow.backend.graph import in_tracing, is_symbolic, record_stateful
+from kerasflow.backend.graph import in_tracing, is_symbolic, record_stateful, tracing
 
 __all__ = ["MetricVariable", "PendingResult", "host_result", "recording_update"]
 
@@ -134,7 +134,8 @@ def _run_cached(metric, wrapped, args, kwargs) -> bool:
         phs = [ph(x) for x in args]
         kw = {k: ph(v) for k, v in kwargs.items()}
         try:
-            ops = wrapped(metric, *phs, **kw)
+            with tracing():  # graph only, even inside a recording tape
+                ops = wrapped(metric, *phs, **kw)
         except (TypeError, ValueError, NotImplementedError):
             ops = None  # written for arrays only: keep running it eagerly
         fed = [p for p in phs + list(kw.values()) if p is not None]

@@ -34,8 +34,9 @@ class EagerApply:
             phs = [None if a is None else K.placeholder(v.dtype, v.shape,
                                                         name=f"grad_{i}")
                    for i, (a, (_, v)) in enumerate(zip(arrays, pairs))]
-            updates = optimizer.build_updates(
-                [(p, v) for p, (_, v) in zip(phs, pairs)])
+            with K.tracing():  # graph only, even inside a recording tape
+                updates = optimizer.build_updates(
+                    [(p, v) for p, (_, v) in zip(phs, pairs)])
             entry = (K.Function([p for p in phs if p is not None], [],
                                 updates=updates, name=f"{optimizer.name}_apply"),
                      [v for _, v in pairs])

@@ -316,3 +316,44 @@ def test_backward_reuses_the_forward_dropout_mask():
     scale = np.asarray(out) / (x @ dense.kernel.numpy())  # 0 or 1 / (1 - rate)
     assert set(np.round(np.unique(scale), 4)) <= {0.0, 2.0}
     np.testing.assert_allclose(g, x.T @ scale, rtol=1e-4)
+
+
+def test_ops_on_variables_inside_the_tape_are_recorded():
+    """A penalty written on the weights (``K.sum(K.square(w))``) runs on their
+    values and reaches their gradients (it would otherwise be a graph node,
+    silently dropped)."""
+    np.random.seed(0)
+    model = kf.Sequential([layers.Dense(2, input_shape=(3,))])
+    kernel, bias = model.trainable_weights
+    with kf.GradientTape() as tape:
+        out = model(np.ones((4, 3), "float32"))
+        loss = K.mean(out) + 0.5 * K.sum(K.square(kernel))
+    assert isinstance(loss, K.TapeArray)
+    g_kernel, g_bias = tape.gradient(loss, [kernel, bias])
+    np.testing.assert_allclose(g_kernel, 0.5 + kernel.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(g_bias, [0.5, 0.5])
+
+
+def test_apply_and_metric_updates_inside_a_recording_tape():
+    """Graphs built while a tape records (the optimizer's update, a metric's
+    update) stay graphs: Adam's step count advances, the metric accumulates."""
+    x = np.ones((4, 2), "float32")
+    models, optimizers = [], []
+    for inside in (False, True):
+        np.random.seed(0)
+        model = kf.Sequential([layers.Dense(1, input_shape=(2,))])
+        optimizer, metric = kf.optimizers.Adam(0.1), kf.metrics.Mean()
+        for _ in range(3):
+            with kf.GradientTape() as tape:
+                loss = K.square(K.mean(model(x)) - 1.0)
+                grads = tape.gradient(loss, model.trainable_weights)
+                if inside:
+                    optimizer.apply_gradients(zip(grads, model.trainable_weights))
+                    metric.update_state(np.array([1.0, 2.0], "float32"))
+            if not inside:
+                optimizer.apply_gradients(zip(grads, model.trainable_weights))
+                metric.update_state(np.array([1.0, 2.0], "float32"))
+        assert metric.result() == 1.5 and optimizer.iterations.numpy() == 3
+        models.append(model.get_weights())
+    for a, b in zip(*models):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
