@@ -11,6 +11,12 @@ log reports the state after the batch, as in Keras. The step is graph data like
 ``TrainStep`` and runs through ``strategy.run_steps`` in the one training loop;
 when the override applied its gradients with ``optimizer.apply_gradients``, it
 is split as ``TrainStep`` is (``CustomTrainStep``), so it also runs on replicas.
+
+One difference from ``tf.function``: the traced step is one graph whose
+assignments run after everything they do not feed, so code after an
+``apply_gradients`` (a GAN's generator step) reads the weights from before
+this step's updates, where TensorFlow's automatic control dependencies would
+order it after them.
 """
 
 from __future__ import annotations
