@@ -157,7 +157,7 @@ class TracingMixin:
                                         (None,) + a.shape[1:]),
                 arrays)
             before = {id(l): l.__dict__.get("_activity_penalty")
-                      for l in self._flatten_layers()}
+                      for l in self._flatten_layers()} if taped else {}
             with collect_updates() as updates:
                 outputs = self(phs, *args, **kwargs)
             if taped:  # this call's add_loss terms and activity penalties too

@@ -16,10 +16,10 @@ from kerasflow import optimizers, tree
 from kerasflow.callbacks import CallbackList
 from kerasflow.distribute_lib import BatchRef, DefaultStrategy, get_strategy
 from kerasflow.layers.base import get_history
+from kerasflow.metrics import Mean
 from kerasflow.models import batches as batches_mod
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import data as data_mod
-from kerasflow.metrics import Mean
 from kerasflow.models import input_checks
 from kerasflow.models.custom_step import uses_custom_step
 from kerasflow.models.keras_steps import KerasStepsMixin
