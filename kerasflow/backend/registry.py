@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from kerasflow.backend import array as _array
-from kerasflow.backend import tape_array
+from kerasflow.backend import sequencing, tape_array
 from kerasflow.backend.graph import (
     Node, SymbolicTensor, TensorSpec, constant, in_tracing,
 )
@@ -164,7 +164,7 @@ def apply(op: str, *inputs, name: str | None = None, **attrs):
     hint = _dtype_hint(inputs)
     if symbolic:
         tensors = []
-        for x in inputs:
+        for x in sequencing.latest(inputs, opdef.stateful):
             if isinstance(x, SymbolicTensor):
                 tensors.append(x)
             elif isinstance(x, (bool, int, float)):

@@ -12,11 +12,10 @@ log reports the state after the batch, as in Keras. The step is graph data like
 when the override applied its gradients with ``optimizer.apply_gradients``, it
 is split as ``TrainStep`` is (``CustomTrainStep``), so it also runs on replicas.
 
-One difference from ``tf.function``: the traced step is one graph whose
-assignments run after everything they do not feed, so code after an
-``apply_gradients`` (a GAN's generator step) reads the weights from before
-this step's updates, where TensorFlow's automatic control dependencies would
-order it after them.
+As ``tf.function`` orders a step by its automatic control dependencies, code
+after an ``apply_gradients`` (a GAN's generator step reading the
+discriminator) reads the updated weights (``backend.sequencing``); a step
+whose gradients or logs depend on an update that way runs in process only.
 """
 
 from __future__ import annotations
@@ -27,7 +26,9 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow import tree
+from kerasflow.backend.registry import get_op
 from kerasflow.distribute_lib import StepResult
+from kerasflow.backend.sequencing import sequential_reads
 from kerasflow.layers.tracing import collect_updates
 from kerasflow.metrics import MetricVariable, PendingResult
 from kerasflow.models.keras_steps import KerasStepsMixin
@@ -225,8 +226,14 @@ class CustomTrainStep(_CustomLogs, TrainStep):
 
 def _splittable(applies, fetched) -> bool:
     variables = [id(v) for a in applies for _, v in a.pairs]
-    return bool(variables) and len(set(variables)) == len(variables) and all(
-        t.shape == () for _, t in fetched)
+    if not variables or len(set(variables)) != len(variables) or any(
+            t.shape != () for _, t in fetched):
+        return False
+    # Gradients or logs read after an update (sequential reads) would run
+    # that update in the compute half: not splittable.
+    roots = [g for a in applies for g, _ in a.pairs] + [t for _, t in fetched]
+    return not any(n.op not in ("Variable", "Placeholder", "Const")
+                   and get_op(n.op).stateful for n in K.walk(roots))
 
 
 def _scalar(v):
@@ -258,7 +265,8 @@ def build_custom_step(model, kind, x_phs, y_phs, sw, weighted):
         return PredictStep(x_phs, tree.flatten(outputs))
     y = None if not y_phs else (y_phs[0] if len(y_phs) == 1 else list(y_phs))
     data = x if y is None else ((x, y, sw) if weighted else (x, y))
-    with collect_updates() as updates, recording_applies() as applies:
+    with collect_updates() as updates, recording_applies() as applies, \
+            sequential_reads():
         step = model.train_step if kind == "train" else model.test_step
         logs = step(data)
     pairs = _flatten_logs(logs)

@@ -13,6 +13,8 @@ import contextlib
 import threading
 from typing import NamedTuple
 
+from kerasflow.backend.sequencing import rebind as sequential_reads_rebind
+
 __all__ = ["AppliedGradients", "log_apply", "recording_applies"]
 
 _log = threading.local()
@@ -41,8 +43,11 @@ def recording_applies():
 
 
 def log_apply(optimizer, pairs, updates) -> None:
-    """Notes one symbolic ``apply_gradients`` call (when recording)."""
+    """Notes one symbolic ``apply_gradients`` call (when recording); later
+    reads of its variables in the trace see the updates (``sequencing``)."""
+    pairs = [(g, v) for g, v in pairs if g is not None]
+    for (_, var), update in zip(pairs, updates):  # one update per variable first
+        sequential_reads_rebind(var, update)
     stack = getattr(_log, "stack", None)
     if stack:
-        stack[-1].append(AppliedGradients(
-            optimizer, [(g, v) for g, v in pairs if g is not None], list(updates)))
+        stack[-1].append(AppliedGradients(optimizer, pairs, list(updates)))

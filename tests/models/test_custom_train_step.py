@@ -310,3 +310,47 @@ def test_keras2_compiled_loss_and_metrics():
                         verbose=0).history
     assert list(hist) == ["mae"]  # compile_metrics' dict result, merged
     np.testing.assert_allclose(hist["mae"], ref["mae"], rtol=1e-5)
+
+
+# -- program order inside a traced step (tf.function's control dependencies) ---------
+class TwoPhase(kf.Model):
+    """A GAN's shape without randomness: phase 2 reads what phase 1 updated."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = layers.Dense(2, kernel_initializer=initializers.Constant(0.5))
+        self.b = layers.Dense(1, kernel_initializer=initializers.Constant(-0.3))
+        self.opt_a, self.opt_b = optimizers.SGD(0.1), optimizers.SGD(0.2)
+
+    def call(self, x):
+        return self.b(self.a(x))
+
+    def phase(self, x, y, tape_cls=kf.GradientTape):
+        with tape_cls() as tape:
+            loss_b = K.mean(K.square(self(x) - y))
+        grads = tape.gradient(loss_b, self.b.trainable_weights)
+        self.opt_b.apply_gradients(zip(grads, self.b.trainable_weights))
+        with tape_cls() as tape:
+            loss_a = K.mean(K.square(self(x) - y))  # reads the updated b
+        grads = tape.gradient(loss_a, self.a.trainable_weights)
+        self.opt_a.apply_gradients(zip(grads, self.a.trainable_weights))
+        return loss_b, loss_a
+
+    def train_step(self, data):
+        loss_b, loss_a = self.phase(*data)
+        return {"loss_b": loss_b, "loss_a": loss_a}
+
+
+def test_reads_after_apply_gradients_see_the_update():
+    x = np.linspace(-1, 1, 24, dtype="float32").reshape(12, 2)
+    y = (x @ np.array([[1.0], [-2.0]], "float32")) + 0.5
+    traced = TwoPhase()
+    traced.compile()
+    hist = traced.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    eager = TwoPhase()
+    eager(x[:1])  # build
+    logs = [eager.phase(x[s:s + 4], y[s:s + 4]) for s in range(0, 12, 4)]
+    for a, b in zip(traced.get_weights(), eager.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(hist.history["loss_a"], [float(logs[-1][1])],
+                               rtol=1e-5)
