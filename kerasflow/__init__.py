@@ -17,13 +17,14 @@ from kerasflow import data
 from kerasflow import models
 from kerasflow import datasets, summary, utils
 from kerasflow import distribute  # tf.distribute's names; Ray loads on first use
+from kerasflow.backend import GradientTape
 from kerasflow.layers import Input
 from kerasflow.models import Model, Sequential
 
 __version__ = "0.1.0"
 __all__ = ["backend", "ops", "activations", "constraints", "initializers", "regularizers",
            "losses", "metrics", "optimizers", "layers", "callbacks", "data", "models",
-           "datasets", "summary", "utils", "distribute", "Input",
+           "datasets", "summary", "utils", "distribute", "GradientTape", "Input",
            "Model", "Sequential", "__version__"]
 
 

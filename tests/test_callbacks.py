@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pytest
 
+import kerasflow as kf
 from kerasflow import summary
 from kerasflow.callbacks import (
     Callback,
@@ -234,7 +235,7 @@ def test_early_stopping_min_delta_mode_max_and_start_from_epoch():
     logs = [{"loss": 1.0, "accuracy": a} for a in (0.5, 0.52, 0.53, 0.9)]
     stop = EarlyStopping(monitor="accuracy", min_delta=0.05, patience=1)
     _, run = fake_fit([stop], logs)
-    assert run == 2 and stop.monitor_op.__name__ == "_greater"
+    assert run == 2 and stop.monitor_op is kf.ops.greater
     # Warm-up epochs are not monitored.
     stop = EarlyStopping(monitor="accuracy", min_delta=0.05, patience=1,
                          start_from_epoch=2)
@@ -691,3 +692,67 @@ def test_evaluate_with_progbar_prints_one_line(capsys):
     model.evaluate(x, y, batch_size=16, verbose=2, callbacks=[ProgbarLogger()])
     assert re.fullmatch(r"Evaluate - \d+\.\ds - loss: \d+\.\d{4}\n",
                         capsys.readouterr().out)
+
+
+# -- issue 19, silent results 3: Keras 3's monitor_op and a duck-typed model ----------
+def test_early_stopping_monitor_op_is_keras_ops():
+    """Keras 3 exposes ``ops.less`` / ``ops.greater`` as ``monitor_op``."""
+    import kerasflow as kf
+
+    stop = EarlyStopping(monitor="val_loss")
+    stop._set_monitor_op()
+    assert stop.monitor_op is kf.ops.less
+    assert stop._is_improvement(0.5, 0.6) and not stop._is_improvement(0.6, 0.5)
+    stop = EarlyStopping(monitor="val_accuracy", min_delta=0.1)
+    stop._set_monitor_op()
+    assert stop.monitor_op is kf.ops.greater
+    assert not stop._is_improvement(0.65, 0.6) and stop._is_improvement(0.75, 0.6)
+
+
+class _TokenModel:
+    """Keras' DummyModel (callbacks/early_stopping_test.py): weights are an int."""
+
+    def __init__(self):
+        self.stop_training, self.weights = False, -1
+
+    def get_weights(self):
+        return self.weights
+
+    def set_weights(self, weights):
+        self.weights = weights
+
+
+def test_early_stopping_restore_without_beating_baseline():
+    """Ported from Keras 3's test_early_stopping_final_weights_when_restoring_
+    model_weights: no epoch beats the baseline, the best one still comes back
+    (this crashed with "'int' object is not iterable")."""
+    stop = EarlyStopping(monitor="val_loss", patience=5, baseline=0.5,
+                         restore_best_weights=True)
+    stop.set_model(_TokenModel())
+    losses, trained = [0.9, 0.8, 0.7, 0.71, 0.72, 0.73], 0
+    stop.on_train_begin()
+    for epoch, loss in enumerate(losses):
+        trained += 1
+        stop.model.weights = epoch
+        stop.on_epoch_end(epoch, logs={"val_loss": loss})
+        if stop.model.stop_training:
+            break
+    stop.on_train_end()
+    assert trained == 5 and stop.model.get_weights() == 2
+
+
+def test_monitor_direction_found_inside_compile_metrics():
+    """Keras 3: a compiled metric sits in model.metrics' "compile_metrics"."""
+
+    class Score(kf.metrics.MeanMetricWrapper):
+        _direction = "up"
+
+        def __init__(self):
+            super().__init__(lambda y, p: kf.ops.mean(p, axis=-1), name="score")
+
+    model = kf.Sequential([kf.layers.Dense(1, input_shape=(2,))])
+    model.compile("sgd", "mse", metrics=[Score()])
+    model.fit(np.ones((4, 2), "float32"), np.ones((4, 1), "float32"), verbose=0)
+    stop = EarlyStopping(monitor="score")
+    stop.set_model(model)
+    assert stop._direction() == "max"

@@ -155,3 +155,35 @@ def test_builtin_metrics_return_their_ops_once():
     acc = metrics.SparseCategoricalAccuracy()
     t, p, _ = _placeholders()
     assert len(acc.update_state(t, p)) == 2
+
+
+# -- eager updates run a compiled trace, cached per signature (issue 19) -----------
+def test_eager_update_traced_once_per_signature_and_exact():
+    m = metrics.SparseCategoricalAccuracy()
+    y = np.array([0, 1, 2, 1])
+    p = np.eye(3, dtype=np.float32)[[0, 1, 1, 1]]
+    m.update_state(y, p)
+    m.update_state(y[:2], p[:2])  # same per-sample signature: same function
+    assert len(m._eager_updates) == 1
+    assert m.result() == pytest.approx(5 / 6)
+
+
+class NumpyOnlyMetric(metrics.Metric):
+    """Written for arrays only (numpy on the inputs): runs eagerly as written."""
+
+    def __init__(self, name="numpy_only", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.total = self.add_variable(shape=(), name="total")
+
+    def update_state(self, values):
+        self.total.assign_add(np.float32(np.asarray(values).sum()))
+
+    def result(self):
+        return self.total
+
+
+def test_eager_update_of_array_only_metric_still_runs():
+    m = NumpyOnlyMetric()
+    m.update_state(np.array([1.0, 2.0], np.float32))
+    m.update_state(np.array([3.0, 4.0], np.float32))
+    assert m.result() == 10.0

@@ -17,7 +17,7 @@ from kerasflow.backend.function import Function, Session, function
 from kerasflow.backend.fusion import fusion_enabled, set_fusion
 from kerasflow.backend.graph import (
     SymbolicTensor, TensorSpec, constant, in_tracing, is_symbolic, name_scope,
-    placeholder, reachable_variables, tracing, walk,
+    placeholder, reachable_variables, record_stateful, tracing, walk,
 )
 from kerasflow.backend.variables import Variable, assign_all
 from kerasflow.backend.ops import *  # noqa: F403
@@ -26,6 +26,10 @@ from kerasflow.backend.keras_ops import __all__ as _keras_all
 from kerasflow.backend.ops import __all__ as _ops_all
 from kerasflow.backend.ops.shape import shape_of
 from kerasflow.backend.registry import apply, get_op, register_gradient, register_op
+from kerasflow.backend.tape import GradientTape
+from kerasflow.backend.tape_array import TapeArray
+from kerasflow.backend.tape_array import recording as tape_recording
+from kerasflow.backend.tape_call import TapedCall, call_taped
 
 
 def shape(x):
@@ -41,7 +45,10 @@ __all__ = [
     "gpu_available", "to_device", "to_numpy", "gradients", "Function", "Session",
     "function", "SymbolicTensor", "TensorSpec", "Variable", "constant",
     "is_symbolic", "name_scope", "placeholder", "assign_all", "apply", "get_op",
-    "register_gradient", "register_op", "tracing", "in_tracing", "set_fusion",
-    "walk", "reachable_variables",
+    "register_gradient", "register_op", "tracing", "in_tracing",
+    "record_stateful", "set_fusion",
+    "walk", "reachable_variables", "GradientTape", "TapeArray", "TapedCall",
+    "call_taped",
+    "tape_recording",
     "fusion_enabled", *_ops_all, *_keras_all,
 ]

@@ -19,12 +19,13 @@ from typing import Callable
 import numpy as np
 
 from kerasflow.backend import array as _array
+from kerasflow.backend import sequencing, tape_array
 from kerasflow.backend.graph import (
-    Node, SymbolicTensor, TensorSpec, constant,
+    Node, SymbolicTensor, TensorSpec, constant, in_tracing,
 )
 
 __all__ = ["OpDef", "register_op", "register_gradient", "register_op_family",
-           "get_op", "apply"]
+           "get_op", "apply", "set_tape_hook"]
 
 
 @dataclass
@@ -43,6 +44,16 @@ class OpDef:
 
 _OPS: dict[str, OpDef] = {}
 _FAMILIES: dict[str, Callable] = {}
+# Records eager ops on a GradientTape (set by backend.tape): [record, read].
+_TAPE_HOOK: list = [None, None]
+
+
+def set_tape_hook(hook, read_variables=None) -> None:
+    """Sets ``hook(opdef, inputs, attrs, result) -> result``, called for each
+    eager op while a ``GradientTape`` records, and ``read_variables(inputs)``,
+    which turns the Variables among an op's inputs into recorded reads of
+    their values (``backend.tape`` sets both)."""
+    _TAPE_HOOK[0], _TAPE_HOOK[1] = hook, read_variables
 
 
 def register_op(name, infer, num_outputs=1, stateful=False, random=False,
@@ -144,11 +155,18 @@ def apply(op: str, *inputs, name: str | None = None, **attrs):
         ValueError / TypeError: from the op's shape/dtype inference, naming the op.
     """
     opdef = _OPS[op]
-    symbolic = any(isinstance(x, SymbolicTensor) for x in inputs)
+    if _TAPE_HOOK[1] is not None and tape_array.recording():
+        # On an eager tape, an op on Variables runs now on their values.
+        inputs = _TAPE_HOOK[1](inputs)
+    # While a step is traced, a random draw is a node even with a static shape:
+    # run now, it would be one fixed draw baked into every step (tf.function's
+    # semantics: the draw happens each time the step runs).
+    symbolic = any(isinstance(x, SymbolicTensor) for x in inputs) or (
+        opdef.random and in_tracing())
     hint = _dtype_hint(inputs)
     if symbolic:
         tensors = []
-        for x in inputs:
+        for x in sequencing.latest(inputs, opdef.stateful):
             if isinstance(x, SymbolicTensor):
                 tensors.append(x)
             elif isinstance(x, (bool, int, float)):
@@ -178,7 +196,10 @@ def apply(op: str, *inputs, name: str | None = None, **attrs):
         from kerasflow.backend.ops.random import eager_rng  # noqa: PLC0415
 
         return opdef.kernel(xp, *arrays, rng=eager_rng(attrs.get("seed")), **attrs)
-    return opdef.kernel(xp, *arrays, **attrs)
+    out = opdef.kernel(xp, *arrays, **attrs)
+    if _TAPE_HOOK[0] is not None and tape_array.recording():
+        return _TAPE_HOOK[0](opdef, inputs, attrs, out)
+    return out
 
 
 def _infer(opdef, specs, attrs, name):

@@ -113,6 +113,13 @@ class EarlyStopping(MonitorCallback):
             self.model.set_weights(self.best_weights)
 
 
-def _snapshot(model) -> list:
-    """Copies of the model's weights: in-place optimizer updates can't alter them."""
-    return [w.copy() if hasattr(w, "copy") else w for w in model.get_weights()]
+def _snapshot(model):
+    """Copies of the model's weights: in-place optimizer updates can't alter them.
+
+    Whatever ``get_weights()`` returns that is not a list (a duck-typed model's
+    own token, as in Keras' tests) is kept as it is.
+    """
+    weights = model.get_weights()
+    if not isinstance(weights, (list, tuple)):
+        return weights
+    return [w.copy() if hasattr(w, "copy") else w for w in weights]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+from kerasflow import ops
 from kerasflow.callbacks.callback import Callback
 from kerasflow.utils.arg_checks import check_real
 
@@ -34,7 +35,9 @@ class MonitorCallback(Callback):
             ignored).
 
     Attributes:
-        monitor_op: the resolved comparison, or ``None`` until first use.
+        monitor_op: the resolved comparison, ``kf.ops.less`` (minimising) or
+            ``kf.ops.greater`` (maximising) as in Keras 3, or ``None`` until
+            first use.
     """
 
     def __init__(
@@ -75,7 +78,11 @@ class MonitorCallback(Callback):
         name = self.monitor.removeprefix("val_")
         if name == "loss":
             return "min"
+        metrics = []
         for metric in getattr(self.model, "metrics", None) or []:
+            # Keras 3: the compiled metrics sit inside one "compile_metrics".
+            metrics += [metric] + list(getattr(metric, "metrics", None) or [])
+        for metric in metrics:
             if getattr(metric, "name", None) == name and hasattr(metric, "_direction"):
                 return "max" if metric._direction == "up" else "min"
         return "max" if any(word in name for word in _MAXIMIZED) else "min"
@@ -83,9 +90,9 @@ class MonitorCallback(Callback):
     def _set_monitor_op(self) -> None:
         """Resolves ``monitor_op`` from the mode (and the model, in auto)."""
         if self._direction() == "max":
-            self.monitor_op = _greater
+            self.monitor_op = ops.greater
         else:
-            self.monitor_op = _less
+            self.monitor_op = ops.less
 
     def _is_improvement(self, value: float, reference: float | None) -> bool:
         """True if ``value`` beats ``reference`` by ``min_delta`` (None: True)."""
@@ -93,14 +100,7 @@ class MonitorCallback(Callback):
             self._set_monitor_op()
         if reference is None:
             return True
-        return self.monitor_op(value, reference, self.min_delta)
-
-
-def _less(value: float, reference: float, delta: float) -> bool:
-    """Improvement when minimising."""
-    return value < reference - delta
-
-
-def _greater(value: float, reference: float, delta: float) -> bool:
-    """Improvement when maximising."""
-    return value > reference + delta
+        # Keras 3: value - delta compared with the reference, the delta's sign
+        # following the direction (a decrease must exceed min_delta to count).
+        delta = self.min_delta if self.monitor_op is ops.greater else -self.min_delta
+        return bool(self.monitor_op(float(value) - delta, float(reference)))

@@ -277,12 +277,17 @@ class Layer(TracingMixin):
 
     @property
     def losses(self):
-        """Regularization penalties and losses added with ``add_loss`` outside
-        a call (scalar tensors), of this layer and its sublayers."""
+        """Regularization penalties and ``add_loss`` terms (scalar tensors) of
+        this layer and its sublayers; on an eager ``GradientTape``, recorded
+        arrays, with the losses the last eager call added (as Keras)."""
         out = []
+        taped = K.tape_recording()  # an eager GradientTape: recorded values
         for layer in self._flatten_layers():
-            out.extend(reg(var) for reg, var in layer._regularizers)
-            if "_activity_penalty" in layer.__dict__:
+            # On a tape, r(v) runs on the values and records the reads.
+            out.extend(r(v) for r, v in layer._regularizers)
+            if taped:
+                out.extend(layer.__dict__.get("_eager_losses", ()))
+            elif "_activity_penalty" in layer.__dict__:
                 out.append(layer._activity_penalty)
             for loss in layer.__dict__.get("_added_losses", ()):
                 out.append(loss() if callable(loss) else loss)

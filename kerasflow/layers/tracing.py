@@ -17,7 +17,7 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow import tree
 
-__all__ = ["collect_updates", "TracingMixin"]
+__all__ = ["collect_updates", "trace_losses", "TracingMixin"]
 
 _ctx = threading.local()  # the training flag of the call being traced
 _update_ctx = threading.local()
@@ -54,6 +54,13 @@ def collect_updates():
     # run with the step too, each once.
     seen = {id(u) for u in found}
     found.extend(u for u in trace.stateful if id(u) not in seen)
+
+
+def trace_losses() -> list:
+    """Loss terms ``add_loss`` contributed so far to the innermost trace ([]
+    outside one): what a traced ``compute_loss`` adds to the compiled loss."""
+    stack = getattr(_update_ctx, "stack", None)
+    return list(stack[-1].losses) if stack else []
 
 
 def _after_updates(out, fn):
@@ -129,13 +136,18 @@ class TracingMixin:
         (and the same other arguments and training mode) traces the layer on
         placeholders and compiles a ``Function``; later calls only feed it, so
         repeated eager calls add no graph nodes, call records or memory (as
-        ``tf.function`` retraces only for a new input signature).
+        ``tf.function`` retraces only for a new input signature). While a
+        ``GradientTape`` records, the trace is a ``TapedCall`` instead (also
+        cached): its outputs are recorded for ``tape.gradient``.
         """
         # None stays None: an optional model input left out (Keras 3).
         arrays = tree.map_structure(
             lambda a: None if a is None else np.asarray(a), inputs)
         flat = [a for a in tree.flatten(arrays) if a is not None]
+        taped = K.tape_recording()
         key = _trace_key(inputs, flat, args, kwargs)
+        if key is not None and taped:
+            key = ("taped", key)
         cache = self.__dict__.get("_eager_traces")
         if cache is None:
             cache = {}
@@ -146,15 +158,30 @@ class TracingMixin:
                 lambda a: None if a is None else K.placeholder(
                     _placeholder_dtype(a.dtype), (None,) + a.shape[1:]),
                 arrays)
+            before = {id(l): l.__dict__.get("_activity_penalty")
+                      for l in self._flatten_layers()} if taped else {}
             with collect_updates() as updates:
                 outputs = self(phs, *args, **kwargs)
-            entry = K.Function([p for p in tree.flatten(phs) if p is not None],
-                               outputs, updates=updates,
-                               name=f"{self.name}_eager")
+            fed = [p for p in tree.flatten(phs) if p is not None]
+            if taped:  # this call's add_loss terms and activity penalties too
+                added = list(updates.losses) + [
+                    l.__dict__["_activity_penalty"] for l in self._flatten_layers()
+                    if l.__dict__.get("_activity_penalty") is not None
+                    and l.__dict__["_activity_penalty"] is not before.get(id(l))]
+                entry = K.TapedCall(fed, (outputs, added), updates,
+                                    name=f"{self.name}_taped")
+            else:
+                entry = K.Function(fed, outputs, updates=updates,
+                                   name=f"{self.name}_eager")
             if key is not None:
                 if len(cache) >= _MAX_EAGER_TRACES:  # drop the oldest signature
                     cache.pop(next(iter(cache)))
                 cache[key] = entry
+        if taped:
+            out, added = entry([a for a in tree.flatten(inputs) if a is not None])
+            # What ``model.losses`` holds after this call (Keras' eager losses).
+            object.__setattr__(self, "_eager_losses", list(added))
+            return out
         out = entry(*flat)
         # Eagerly, code runs in order: an output that is a Variable shows the
         # value after this call's assignments (Keras), not the one read before.

@@ -16,7 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from kerasflow.backend import floatx, name_scope, ops
+from kerasflow.backend import (
+    TapeArray,
+    call_taped,
+    floatx,
+    name_scope,
+    ops,
+    tape_recording,
+)
 from kerasflow.backend.graph import is_symbolic
 from kerasflow.utils.serialization import (
     deserialize_object,
@@ -224,6 +231,12 @@ class Loss:
             A scalar float tensor (array when eager), or per-sample values for
             reduction "none".
         """
+        args = (y_true, y_pred) if sample_weight is None else (
+            y_true, y_pred, sample_weight)
+        if tape_recording() and any(isinstance(a, TapeArray) for a in args):
+            # On an eager GradientTape: one traced, recorded call per signature.
+            return call_taped(self, lambda yt, yp, sw=None: self(yt, yp, sw), args,
+                              name=self.name)
         with name_scope(self.name):
             if self._dtype is not None:
                 y_pred = ops.cast(as_tensor(y_pred), self._dtype)

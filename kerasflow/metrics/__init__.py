@@ -45,9 +45,10 @@ from kerasflow.metrics.regression import (
     MeanSquaredError,
     RootMeanSquaredError,
 )
-from kerasflow.metrics.state import MetricVariable
+from kerasflow.metrics.state import MetricVariable, PendingResult
 
 __all__ = [
+    "PendingResult",
     "AUC", "Accuracy", "BinaryAccuracy", "CategoricalAccuracy", "F1Score",
     "FBetaScore", "Mean",
     "MeanAbsoluteError", "MeanMetricWrapper", "MeanSquaredError", "Metric", "Precision",

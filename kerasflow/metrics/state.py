@@ -16,10 +16,10 @@ import threading
 
 import numpy as np
 
-from kerasflow.backend import Function, Variable, to_numpy
-from kerasflow.backend.graph import is_symbolic
+from kerasflow.backend import Function, Variable, placeholder, to_numpy
+from kerasflow.backend.graph import in_tracing, is_symbolic, record_stateful, tracing
 
-__all__ = ["MetricVariable", "host_result", "recording_update"]
+__all__ = ["MetricVariable", "PendingResult", "host_result", "recording_update"]
 
 
 def _out(x):
@@ -102,14 +102,64 @@ def _any_symbolic(args, kwargs) -> bool:
     return False
 
 
+_UNTRACEABLE = object()
+
+
+def _signature(args, kwargs):
+    """Hashable signature of a call on arrays (and None), else None."""
+    sig = []
+    for x in list(args) + [kwargs[k] for k in sorted(kwargs)]:
+        if x is None:
+            sig.append(None)
+        elif isinstance(x, np.ndarray):
+            sig.append((x.shape[1:] if x.ndim else None, x.dtype.str))
+        else:
+            return None
+    return tuple(sig), tuple(sorted(kwargs))
+
+
+def _run_cached(metric, wrapped, args, kwargs) -> bool:
+    """Runs an eager ``update_state`` through a compiled trace of it, cached
+    per signature (as layers' eager calls are); False when it cannot be
+    traced (it then runs eagerly, as written)."""
+    sig = _signature(args, kwargs)
+    if sig is None:
+        return False
+    cache = metric.__dict__.setdefault("_eager_updates", {})
+    fn = cache.get(sig)
+    if fn is None:
+        def ph(x):
+            return None if x is None else placeholder(
+                x.dtype, (None,) + x.shape[1:] if x.ndim else ())
+        phs = [ph(x) for x in args]
+        kw = {k: ph(v) for k, v in kwargs.items()}
+        try:
+            with tracing():  # graph only, even inside a recording tape
+                ops = wrapped(metric, *phs, **kw)
+        except (TypeError, ValueError, NotImplementedError):
+            ops = None  # written for arrays only: keep running it eagerly
+        fed = [p for p in phs + list(kw.values()) if p is not None]
+        fn = cache[sig] = Function(fed, [], updates=ops,
+                                   name=f"{metric.name}_update") if ops \
+            else _UNTRACEABLE
+    if fn is _UNTRACEABLE:
+        return False
+    fn(*[x for x in list(args) + list(kwargs.values()) if x is not None])
+    return True
+
+
 def recording_update(update_state):
     """Wraps ``update_state``: on symbolic inputs, returns the ops it returned
-    plus every recorded assignment to a metric Variable, each once."""
+    plus every recorded assignment to a metric Variable, each once. On arrays
+    it runs a compiled trace of itself, cached per signature."""
 
     @functools.wraps(update_state)
     def wrapped(self, *args, **kwargs):
         symbolic = _any_symbolic(args, kwargs)
         stack = _collectors()
+        if (not symbolic and not stack and not in_tracing()
+                and _run_cached(self, wrapped, args, kwargs)):
+            return []
         stack.append(_Frame(symbolic))
         try:
             returned = update_state(self, *args, **kwargs)
@@ -128,18 +178,46 @@ def recording_update(update_state):
         ops_out += [op for op in recorded if id(op) not in seen]
         if stack:  # a caller's update_state: it sees these ops too
             stack[-1].ops.extend(ops_out)
+        elif in_tracing():
+            # A traced train_step that ignores the returned ops (Keras style):
+            # they join the step being traced.
+            for op in ops_out:
+                record_stateful(op)
         return ops_out
 
     wrapped._records_updates = True
     return wrapped
 
 
+class PendingResult:
+    """What ``metric.result()`` returns while a step is traced and the result
+    is computed on the host: the traced step reads ``metric.result()`` once
+    its updates have run (a custom ``train_step``'s logs)."""
+
+    __slots__ = ("metric",)
+
+    def __init__(self, metric):
+        self.metric = metric
+
+    def value(self):
+        """The metric's result now."""
+        return self.metric.result()
+
+    def __repr__(self):
+        return f"<PendingResult of metric '{self.metric.name}'>"
+
+
 def host_result(result):
     """Wraps ``result`` so a Variable, an expression of Variables, an array or a
-    number comes back as a float (or a numpy array for vector results)."""
+    number comes back as a float (or a numpy array for vector results); while
+    a step is traced (a custom ``train_step``), the tensor itself, so the step
+    reports the result after each batch's update."""
 
     @functools.wraps(result)
     def wrapped(self):
+        if in_tracing():
+            value = result(self)
+            return value if is_symbolic(value) else PendingResult(self)
         value = result(self)
         if isinstance(value, Variable):
             return _out(value.numpy())

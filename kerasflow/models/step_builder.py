@@ -16,6 +16,7 @@ from kerasflow import tree
 from kerasflow.layers.base import collect_updates
 from kerasflow.metrics import Mean
 from kerasflow.models import compile_utils as cu
+from kerasflow.models.custom_step import build_custom_step, uses_custom_step
 from kerasflow.models.train_step import EvalStep, PredictStep, TrainStep
 
 __all__ = ["StepBuilder"]
@@ -78,6 +79,13 @@ class StepBuilder:
         return x_phs, outs, state_updates
 
     def _build_step(self, kind, xs, ys, weighted=False):
+        if uses_custom_step(self, kind):  # the model's own train_step & co.
+            x_phs = self._input_placeholders(xs)
+            y_phs = [K.placeholder(np.int64 if a.dtype.kind in "iu" else K.floatx(),
+                                   (None,) + a.shape[1:], name=f"target_{i + 1}")
+                     for i, a in enumerate(ys)]
+            sw = K.placeholder(K.floatx(), (None,), name="sample_weight")
+            return build_custom_step(self, kind, x_phs, y_phs, sw, weighted)
         x_phs, outs, state_updates = self._trace(xs, kind == "train")
         if kind == "predict":
             return PredictStep(x_phs, outs, state_updates)

@@ -19,16 +19,19 @@ from kerasflow.callbacks import CallbackList
 from kerasflow.distribute_input import ReplicaInput
 from kerasflow.distribute_lib import BatchRef, DefaultStrategy, get_strategy
 from kerasflow.layers.base import get_history
+from kerasflow.metrics import Mean
 from kerasflow.models import batches as batches_mod
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import data as data_mod
 from kerasflow.models import input_checks
+from kerasflow.models.custom_step import uses_custom_step
+from kerasflow.models.keras_steps import KerasStepsMixin
 from kerasflow.models.step_builder import StepBuilder
 
 __all__ = ["Trainer"]
 
 
-class Trainer(StepBuilder):
+class Trainer(StepBuilder, KerasStepsMixin):
     """Mixin of ``Model`` holding the training API."""
 
     def __init__(self):
@@ -44,6 +47,7 @@ class Trainer(StepBuilder):
         self._loss_spec = self._metrics_spec = self._loss_weights = None
         self._compiled_strategy = None
         self._added_metrics: dict = {}  # add_metric name -> Mean
+        self._init_keras_steps()
 
     def _reset_steps(self):
         self._steps = {}
@@ -87,6 +91,7 @@ class Trainer(StepBuilder):
         self.compiled = True
         self._steps = {}
         self._metric_objs = None
+        self._loss_tracker = Mean(name="loss")  # Keras 3: model.metrics[0]
         # What trains is fixed here, as in Keras: `trainable` set after compile
         # (a GAN's frozen discriminator) takes effect at the next compile.
         self._trained_weights = list(self.trainable_weights) if self.built else None
@@ -152,8 +157,10 @@ class Trainer(StepBuilder):
             self._added_metrics.items())
 
     def reset_metrics(self):
-        """Zeroes every compiled (and add_metric) metric's state."""
+        """Zeroes every metric's state: compiled, add_metric and ``metrics``."""
         for _, m in self._all_metrics():
+            m.reset_state()
+        for m in self.metrics:  # Keras 3: what a custom train_step reports
             m.reset_state()
 
     def _metric_logs(self, logs):
@@ -161,6 +168,12 @@ class Trainer(StepBuilder):
             r = m.result()
             logs[name] = float(r) if np.ndim(r) == 0 else r
         return logs
+
+    def _step_logs(self, step, result, mean_loss):
+        """The logs after one step: a custom step's own, else loss + metrics."""
+        if hasattr(step, "custom_logs"):
+            return step.custom_logs(result)
+        return self._metric_logs({"loss": mean_loss})
 
     # -- fit -----------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto",
@@ -234,7 +247,8 @@ class Trainer(StepBuilder):
             steps, samples = batches.steps, None
         else:
             batch_size = 32 if batch_size is None else batch_size
-            if y is None and not self._compiled_losses.empty:
+            if (y is None and not self._compiled_losses.empty
+                    and not uses_custom_step(self, "train")):
                 raise ValueError("fit() needs targets y when x is an array "
                                  "(unless the loss comes from add_loss()).")
             data = self._standardize(x, y, sample_weight, class_weight, batch_size)
@@ -282,7 +296,7 @@ class Trainer(StepBuilder):
                         cbs.on_train_batch_begin(index)
                     total += r.loss * r.count
                     seen += r.count
-                    logs = self._metric_logs({"loss": total / seen})
+                    logs = self._step_logs(step, r, total / seen)
                     cbs.on_train_batch_end(index, {**logs, "size": r.count})
                     index += 1
                 if len(results) < len(chunk):  # the replicas' own input ran out
@@ -301,6 +315,9 @@ class Trainer(StepBuilder):
             logs = epoch_logs
             if self.stop_training:
                 break
+        if getattr(self.optimizer, "use_ema", False) and isinstance(
+                strategy, DefaultStrategy):  # Keras 3: weights take their EMA
+            self.optimizer.finalize_variable_values(self.trainable_weights)
         recoveries = list(strategy.recoveries)
         if recoveries and self.history is not None:  # lost steps, for the record
             self.history.history["recoveries"] = recoveries
@@ -311,7 +328,7 @@ class Trainer(StepBuilder):
     def _evaluate_batches(self, batches, callbacks=None):
         strategy = self._strategy()
         self.reset_metrics()
-        total, seen, index, per_out = 0.0, 0, 0, None
+        total, seen, index, per_out, custom = 0.0, 0, 0, None, None
         for chunk in batches_mod.chunks(batches, self._spe(strategy)):
             if callbacks is not None:
                 callbacks.on_test_batch_begin(index)
@@ -321,6 +338,8 @@ class Trainer(StepBuilder):
             for j, r in enumerate(strategy.run_steps(step, chunk)):
                 if j and callbacks is not None:
                     callbacks.on_test_batch_begin(index)
+                if hasattr(step, "custom_logs"):
+                    custom = self._step_logs(step, r, None)
                 total += r.loss * r.count
                 if r.output_losses:
                     per_out = [0.0] * len(r.output_losses) if per_out is None \
@@ -333,6 +352,8 @@ class Trainer(StepBuilder):
                 index += 1
         if seen == 0:
             raise ValueError("The evaluation data yielded no batches.")
+        if custom is not None:  # a test_step's own logs, after the last batch
+            return custom
         logs = {"loss": total / seen}
         if per_out is not None:
             for name, p in zip(self._output_names(len(per_out)), per_out):
@@ -425,27 +446,28 @@ class Trainer(StepBuilder):
         data = self._standardize(x, y, sample_weight, class_weight)
         self.reset_metrics()
         step = self._get_step(kind, data.xs, data.ys, data.weighted)
-        return self._strategy().run_step(step, BatchRef(data.arrays, None))
+        r = self._strategy().run_step(step, BatchRef(data.arrays, None))
+        return self._step_logs(step, r, r.loss)
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):
         """One optimizer step on one batch; returns loss (and metrics)."""
         self._require_compiled("train_on_batch")
-        r = self._on_batch("train", x, y, sample_weight, class_weight)
-        return self._batch_result(r.loss, return_dict)
+        logs = self._on_batch("train", x, y, sample_weight, class_weight)
+        return self._batch_result(logs, return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         """Loss (and metrics) on one batch, without updating weights."""
         self._require_compiled("test_on_batch")
-        r = self._on_batch("eval", x, y, sample_weight)
-        return self._batch_result(r.loss, return_dict)
+        logs = self._on_batch("eval", x, y, sample_weight)
+        return self._batch_result(logs, return_dict)
 
     def predict_on_batch(self, x):
         """Model outputs for one batch, as numpy."""
         return self.predict(x, batch_size=len(data_mod.to_list(x)[0]) or 1)
 
-    def _batch_result(self, loss, return_dict):
-        logs = self._metric_logs({"loss": loss})
+    @staticmethod
+    def _batch_result(logs, return_dict):
         if return_dict:
             return logs
         values = list(logs.values())

@@ -23,8 +23,8 @@ class Adadelta(Optimizer):
             the paper's rule, as the Keras 2 MNIST CNN example does).
         rho: float in [0, 1), the decay of both running averages.
         epsilon: float > 0, added inside the square roots.
-        weight_decay, clipnorm, clipvalue, global_clipnorm, name: see
-            ``Optimizer``.
+        weight_decay, clipnorm, clipvalue, global_clipnorm, name, use_ema,
+            ema_momentum, ema_overwrite_frequency: see ``Optimizer``.
 
     Raises:
         ValueError: rho outside [0, 1) or epsilon <= 0.
@@ -32,9 +32,9 @@ class Adadelta(Optimizer):
 
     def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-7,
                  weight_decay=None, clipnorm=None, clipvalue=None,
-                 global_clipnorm=None, name="adadelta"):
+                 global_clipnorm=None, name="adadelta", **kwargs):
         super().__init__(learning_rate, weight_decay, clipnorm, clipvalue,
-                         global_clipnorm, name)
+                         global_clipnorm, name, **kwargs)
         if not 0.0 <= rho < 1.0:
             raise ValueError(f"`rho` must be in [0, 1). Received: rho={rho!r}.")
         if not epsilon > 0:

@@ -21,8 +21,8 @@ class Adagrad(Optimizer):
         learning_rate: float or ``LearningRateSchedule``; default 0.001.
         initial_accumulator_value: float >= 0, the accumulator's start value.
         epsilon: float, added inside the square root.
-        weight_decay, clipnorm, clipvalue, global_clipnorm, name: see
-            ``Optimizer``.
+        weight_decay, clipnorm, clipvalue, global_clipnorm, name, use_ema,
+            ema_momentum, ema_overwrite_frequency: see ``Optimizer``.
 
     Example:
         >>> opt = Adagrad(learning_rate=0.1)
@@ -30,9 +30,9 @@ class Adagrad(Optimizer):
 
     def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1,
                  epsilon=1e-7, weight_decay=None, clipnorm=None, clipvalue=None,
-                 global_clipnorm=None, name="adagrad"):
+                 global_clipnorm=None, name="adagrad", **kwargs):
         super().__init__(learning_rate, weight_decay, clipnorm, clipvalue,
-                         global_clipnorm, name)
+                         global_clipnorm, name, **kwargs)
         if initial_accumulator_value < 0:
             raise ValueError(
                 f"`initial_accumulator_value` must be >= 0. Received: "

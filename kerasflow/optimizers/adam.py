@@ -29,8 +29,8 @@ class Adam(Optimizer):
         beta_2: float, decay of the second-moment estimate.
         epsilon: float, added to ``sqrt(v)``.
         amsgrad: bool.
-        weight_decay, clipnorm, clipvalue, global_clipnorm, name: see
-            ``Optimizer``.
+        weight_decay, clipnorm, clipvalue, global_clipnorm, name, use_ema,
+            ema_momentum, ema_overwrite_frequency: see ``Optimizer``.
 
     Example:
         >>> opt = Adam(learning_rate=1e-3)
@@ -39,9 +39,9 @@ class Adam(Optimizer):
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999,
                  epsilon=1e-7, amsgrad=False, weight_decay=None, clipnorm=None,
-                 clipvalue=None, global_clipnorm=None, name="adam"):
+                 clipvalue=None, global_clipnorm=None, name="adam", **kwargs):
         super().__init__(learning_rate, weight_decay, clipnorm, clipvalue,
-                         global_clipnorm, name)
+                         global_clipnorm, name, **kwargs)
         owner = f"Optimizer '{self.name}'"
         self.beta_1 = check_real(owner, "beta_1", beta_1, 0.0, 1.0, high_open=True)
         self.beta_2 = check_real(owner, "beta_2", beta_2, 0.0, 1.0, high_open=True)

@@ -20,7 +20,8 @@ class AdamW(Adam):
         learning_rate: float or ``LearningRateSchedule``; default 0.001.
         weight_decay: float, default 0.004.
         beta_1, beta_2, epsilon, amsgrad: see ``Adam``.
-        clipnorm, clipvalue, global_clipnorm, name: see ``Optimizer``.
+        clipnorm, clipvalue, global_clipnorm, name, use_ema, ema_momentum,
+            ema_overwrite_frequency: see ``Optimizer``.
 
     Raises:
         ValueError: weight_decay is None or negative.
@@ -32,9 +33,10 @@ class AdamW(Adam):
 
     def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9,
                  beta_2=0.999, epsilon=1e-7, amsgrad=False, clipnorm=None,
-                 clipvalue=None, global_clipnorm=None, name="adamw"):
+                 clipvalue=None, global_clipnorm=None, name="adamw", **kwargs):
         if weight_decay is None:
             raise ValueError("Argument `weight_decay` must be a float. "
                              "Received: weight_decay=None.")
         super().__init__(learning_rate, beta_1, beta_2, epsilon, amsgrad,
-                         weight_decay, clipnorm, clipvalue, global_clipnorm, name)
+                         weight_decay, clipnorm, clipvalue, global_clipnorm, name,
+                         **kwargs)

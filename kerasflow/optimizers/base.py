@@ -10,19 +10,24 @@ learning rate or advancing a schedule never rebuilds a compiled function.
 
 from __future__ import annotations
 
-import math
 import numbers
 import re
-import warnings
 
 import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.optimizers import clipping
+from kerasflow.optimizers.apply_log import log_apply
+from kerasflow.optimizers.checks import (
+    check_learning_rate, check_positive, checked_pairs,
+)
+from kerasflow.optimizers.eager import EagerApply
+from kerasflow.optimizers.ema import MovingAverageMixin, check_ema_args, ema_updates
 from kerasflow.optimizers.sparse import sparse_update
 from kerasflow.optimizers.schedules import LearningRateSchedule
 from kerasflow.optimizers.schedules import deserialize as _deserialize_schedule
 from kerasflow.optimizers.schedules import serialize as _serialize_schedule
+from kerasflow.optimizers.tf1_api import TF1OptimizerMixin
 from kerasflow.optimizers.train_op import (  # noqa: F401  (re-exported)
     LearningRateValue, TrainOp, train_op_info, trainable_variables_of,
 )
@@ -30,25 +35,7 @@ from kerasflow.optimizers.train_op import (  # noqa: F401  (re-exported)
 __all__ = ["Optimizer", "TrainOp", "train_op_info", "trainable_variables_of"]
 
 
-def _check_positive(name, value, allow_zero=False):
-    if value is None:
-        return None
-    if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-            or not math.isfinite(value) or value < 0
-            or (value == 0 and not allow_zero)):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"Argument `{name}` must be a float {bound} or None. "
-                         f"Received: {name}={value!r}.")
-    return float(value)
-
-
-def _check_learning_rate(owner, value):
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"Optimizer '{owner}' expects `learning_rate` as a finite "
-                         f"float >= 0. Received: learning_rate={value}.")
-
-
-class Optimizer:
+class Optimizer(TF1OptimizerMixin, MovingAverageMixin):
     """Base class of optimizers: the Keras 3 interface on TF1-style graph updates.
 
     Subclasses define ``_create_slots(var)`` (calling ``add_slot``), optionally
@@ -69,13 +56,22 @@ class Optimizer:
         global_clipnorm: float or None; all gradients are rescaled together so
             their joint L2 norm is at most ``global_clipnorm``.
         name: prefix of the optimizer's variable names.
+        use_ema: keep an exponential moving average of the trained weights
+            (Keras 3): at the first step it is the updated value, then
+            ``average = ema_momentum * average + (1 - ema_momentum) * value``.
+        ema_momentum: float in [0, 1], used with ``use_ema``.
+        ema_overwrite_frequency: int >= 1 or None; with ``use_ema``, every that
+            many steps the weights are overwritten by their averages.
+            ``finalize_variable_values`` (called at the end of ``fit``) does it
+            once at the end.
 
     Attributes:
         iterations: int64 scalar ``Variable``, steps applied so far.
 
     Raises:
         ValueError: more than one of clipnorm, clipvalue, global_clipnorm, or a
-            non-positive one.
+            non-positive one; an ema_momentum outside [0, 1] or a bad
+            ema_overwrite_frequency.
         TypeError: a learning rate that is neither a number nor a schedule.
         ValueError: a NaN, infinite or negative learning rate (here, when set,
             or, from a schedule, at the step that produces it).
@@ -89,7 +85,8 @@ class Optimizer:
     """
 
     def __init__(self, learning_rate=0.001, weight_decay=None, clipnorm=None,
-                 clipvalue=None, global_clipnorm=None, name=None):
+                 clipvalue=None, global_clipnorm=None, name=None, use_ema=False,
+                 ema_momentum=0.99, ema_overwrite_frequency=None):
         if sum(a is not None for a in (clipnorm, clipvalue, global_clipnorm)) > 1:
             raise ValueError(
                 f"Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be "
@@ -97,10 +94,14 @@ class Optimizer:
                 f"global_clipnorm={global_clipnorm}."
             )
         self.name = name or type(self).__name__.lower()
-        self.weight_decay = _check_positive("weight_decay", weight_decay, True)
-        self.clipnorm = _check_positive("clipnorm", clipnorm)
-        self.clipvalue = _check_positive("clipvalue", clipvalue)
-        self.global_clipnorm = _check_positive("global_clipnorm", global_clipnorm)
+        self.weight_decay = check_positive("weight_decay", weight_decay, True)
+        self.clipnorm = check_positive("clipnorm", clipnorm)
+        self.clipvalue = check_positive("clipvalue", clipvalue)
+        self.global_clipnorm = check_positive("global_clipnorm", global_clipnorm)
+        self.use_ema, self.ema_momentum, self.ema_overwrite_frequency = \
+            check_ema_args(self.name, use_ema, ema_momentum,
+                           ema_overwrite_frequency)
+        self._eager_apply = EagerApply()
         with K.name_scope(self.name):
             self.iterations = K.Variable(0, trainable=False, name="iteration",
                                          dtype="int64")
@@ -115,7 +116,7 @@ class Optimizer:
             return learning_rate
         if isinstance(learning_rate, numbers.Real) and not isinstance(
                 learning_rate, bool):
-            _check_learning_rate(self.name, learning_rate)
+            check_learning_rate(self.name, learning_rate)
             return K.Variable(float(learning_rate), trainable=False,
                               name="learning_rate", dtype=K.floatx())
         raise TypeError(
@@ -162,7 +163,7 @@ class Optimizer:
             )
         if not isinstance(value, numbers.Real) or isinstance(value, bool):
             raise TypeError(f"learning_rate must be a float. Received: {value!r}.")
-        _check_learning_rate(self.name, value)
+        check_learning_rate(self.name, value)
         self._learning_rate.assign(float(value))
 
     def _lr_tensor(self):
@@ -216,6 +217,8 @@ class Optimizer:
             if var not in self._slots:
                 self._slots[var] = {}
                 self._create_slots(var)
+                if self.use_ema:
+                    self.add_slot(var, "average")
 
     def _create_slots(self, var):
         """Adds the slots ``var`` needs (none by default)."""
@@ -284,51 +287,87 @@ class Optimizer:
             return [clipping.clip_by_value(g, self.clipvalue) for g in grads]
         return grads
 
-    def apply_gradients(self, grads_and_vars) -> list:
-        """Update nodes applying symbolic gradients, plus ``iterations += 1``.
+    def apply_gradients(self, grads_and_vars):
+        """Applies gradients: graph updates for symbolic ones, at once for arrays.
+
+        Symbolic gradients (``gradients(loss, vars)``, a ``GradientTape`` in a
+        traced ``train_step``) give update nodes; inside a trace they also join
+        the step being traced, so a ``train_step`` that ignores the return value
+        (Keras style) still updates. Arrays (a loop written from scratch, Keras
+        3's eager use) update the variables now, through an update graph
+        compiled once per signature.
 
         Args:
             grads_and_vars: iterable of ``(gradient, Variable)``; gradients are
-                symbolic tensors of the variable's shape, or None (skipped with
-                a warning: the variable is not connected to the loss).
+                symbolic tensors or arrays of the variable's shape, or None
+                (skipped with a warning: the variable is not connected to the
+                loss).
 
         Returns:
-            List of stateful tensors: one update per variable, then the
-            iteration increment. Run them as a ``Function``'s ``updates`` or
-            fetch ``group(*updates)`` in a ``Session``.
+            Symbolic gradients: list of stateful tensors, one update per
+            variable (then EMA updates with ``use_ema``), then the iteration
+            increment; run them as a ``Function``'s ``updates`` or fetch
+            ``group(*updates)`` in a ``Session``. Arrays: ``iterations``
+            (Keras 3's return value), already advanced.
 
         Raises:
-            ValueError: every gradient is None, or a variable appears twice.
-            TypeError: a non-Variable, or a gradient that is not symbolic.
+            ValueError: every gradient is None, a variable appears twice, or an
+                array gradient of another shape than its variable.
+            TypeError: a non-Variable, or symbolic and array gradients mixed.
         """
-        pairs = list(grads_and_vars)
-        for g, v in pairs:
-            if not isinstance(v, K.Variable):
-                raise TypeError(f"apply_gradients takes (gradient, Variable) pairs. "
-                                f"Received variable: {v!r}.")
-            if g is not None and not K.is_symbolic(g):
-                raise TypeError(
-                    f"apply_gradients builds graph updates from symbolic "
-                    f"gradients (e.g. gradients(loss, vars)). Received for "
-                    f"'{v.name}': {type(g).__name__}."
-                )
-        if len({id(v) for _, v in pairs}) != len(pairs):
-            raise ValueError(f"A variable appears twice in grads_and_vars: "
-                             f"{[v.name for _, v in pairs]}.")
-        if not pairs:
+        pairs = checked_pairs(self.name, grads_and_vars)
+        given = [g for g, _ in pairs if g is not None]
+        symbolic = [K.is_symbolic(g) for g in given]
+        if all(symbolic):
+            updates = self.build_updates(pairs)
+            if K.in_tracing():  # a traced train_step: the step runs them
+                for u in updates:
+                    K.record_stateful(u)
+                log_apply(self, pairs, updates)
+            return updates
+        if any(symbolic):
+            raise TypeError(
+                f"apply_gradients takes all-symbolic or all-array gradients. "
+                f"Received: {[type(g).__name__ for g in given]}.")
+        self._eager_apply(self, [(g, v) for g, v in pairs if g is not None])
+        return self.iterations
+
+    def apply(self, grads, trainable_variables=None):
+        """Keras 3's ``apply``: ``apply_gradients(zip(grads, variables))``.
+
+        Args:
+            grads: list of gradients (arrays or symbolic tensors, or None).
+            trainable_variables: the Variables, in the order of ``grads``;
+                default: those the optimizer was built with.
+
+        Returns:
+            What ``apply_gradients`` returns.
+
+        Raises:
+            ValueError: no variables given and the optimizer is not built, or
+                a count mismatch.
+        """
+        grads = list(grads)
+        if trainable_variables is None:
+            trainable_variables = list(self._slots)
+            if not trainable_variables:
+                raise ValueError(
+                    "When passing `grads` without `variables`, the optimizer "
+                    "must already be built on a list of variables. Call "
+                    "`optimizer.build(trainable_variables)` first. Received: "
+                    "trainable_variables=None.")
+        trainable_variables = list(trainable_variables)
+        if len(grads) != len(trainable_variables):
             raise ValueError(
-                f"Optimizer '{self.name}' expects at least one (gradient, "
-                f"variable) pair to apply. Received: none; the model has no "
-                f"trainable weights (all layers frozen, or none with weights)."
-            )
-        missing = [v.name for g, v in pairs if g is None]
-        pairs = [(g, v) for g, v in pairs if g is not None]
-        if not pairs:
-            raise ValueError(f"No gradients provided for any variable: {missing}.")
-        if missing:
-            warnings.warn(f"Gradients do not exist for variables {missing} when "
-                          f"minimizing the loss; they are not updated.",
-                          stacklevel=2)
+                f"Expected one gradient per variable: {len(trainable_variables)}"
+                f" variables. Received: {len(grads)} gradients.")
+        return self.apply_gradients(zip(grads, trainable_variables))
+
+    def build_updates(self, grads_and_vars) -> list:
+        """Update nodes of one step for symbolic ``(gradient, Variable)`` pairs
+        (None gradients skipped): clipping, weight decay, the update, EMA and
+        ``iterations += 1``. ``apply_gradients`` without the checks."""
+        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
         var_list = [v for _, v in pairs]
         grads = [self._cast(g, v.dtype) for g, v in pairs]
         self.build(var_list)
@@ -348,76 +387,10 @@ class Optimizer:
                 decay = c.get("decay") if self._use_weight_decay(v) else None
                 # An embedding's sparse gradient updates only its rows (lazy).
                 updates.append(sparse_update(self._apply_dense(g, v, c, decay), g))
+            if self.use_ema:
+                updates += ema_updates(self, var_list, updates)
             updates.append(K.assign_add(self.iterations, 1))
         return updates
-
-    def get_updates(self, loss, params) -> list:
-        """Update nodes minimizing ``loss`` over ``params`` (Keras 2's name).
-
-        Gradients come from ``kerasflow.backend.gradients``; see
-        ``apply_gradients`` for the returned list and the errors.
-        """
-        params = list(params)
-        return self.apply_gradients(zip(K.gradients(loss, params), params))
-
-    def compute_gradients(self, loss, var_list=None) -> list:
-        """``(gradient, variable)`` pairs of ``loss`` (TF1's ``compute_gradients``).
-
-        Args:
-            loss: scalar tensor.
-            var_list: Variables; default: every trainable Variable ``loss``
-                depends on, in creation order.
-
-        Returns:
-            List of ``(symbolic gradient or None, Variable)``; feed it (possibly
-            transformed) to ``apply_gradients``.
-
-        Raises:
-            ValueError: no trainable variable to differentiate against.
-        """
-        var_list = trainable_variables_of(loss) if var_list is None else list(
-            var_list)
-        if not var_list:
-            raise ValueError(f"Found no trainable Variable to differentiate "
-                             f"against. Received: loss={loss!r}, var_list=[].")
-        return list(zip(K.gradients(loss, var_list), var_list))
-
-    def minimize(self, loss, global_step=None, var_list=None):
-        """One train op that takes a step on ``loss`` (TF1's ``minimize``).
-
-        Args:
-            loss: scalar tensor (a non-scalar one is summed).
-            global_step: optional int Variable incremented by each step
-                (``kerasflow.train.get_or_create_global_step()``).
-            var_list: Variables to train; default: every trainable Variable the
-                loss depends on.
-
-        Returns:
-            A ``TrainOp``: ``sess.run(train_op, feed_dict)`` applies one step and
-            returns None; ``train_op.loss/var_list/optimizer`` say what it trains.
-
-        Raises:
-            ValueError: no trainable variable to train.
-
-        Example:
-            >>> train_op = GradientDescentOptimizer(0.01).minimize(cost)
-            >>> with Session() as sess:
-            ...     sess.run(train_op, feed_dict={X: x, Y: y})
-        """
-        if isinstance(global_step, (list, tuple)) and var_list is None:
-            global_step, var_list = None, global_step  # minimize(loss, var_list)
-        pairs = self.compute_gradients(loss, var_list)
-        updates = self.apply_gradients(pairs)
-        if global_step is not None:
-            updates.append(K.assign_add(global_step, 1))
-        group = K.group(*updates, name=f"{self.name}/minimize")
-        node = group.node
-        op = TrainOp.__new__(TrainOp)
-        K.SymbolicTensor.__init__(op, node, 0, (), "bool")
-        node.outputs = (op,)
-        op.loss, op.var_list, op.optimizer = loss, [v for _, v in pairs], self
-        op.global_step = global_step
-        return op
 
     # -- config -----------------------------------------------------------------
     def get_config(self) -> dict:
@@ -433,6 +406,9 @@ class Optimizer:
             "clipnorm": self.clipnorm,
             "global_clipnorm": self.global_clipnorm,
             "clipvalue": self.clipvalue,
+            "use_ema": self.use_ema,
+            "ema_momentum": self.ema_momentum,
+            "ema_overwrite_frequency": self.ema_overwrite_frequency,
         }
 
     @classmethod

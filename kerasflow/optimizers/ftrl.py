@@ -36,9 +36,9 @@ class Ftrl(Optimizer):
     def __init__(self, learning_rate=0.001, learning_rate_power=-0.5,
                  initial_accumulator_value=0.1, l1_regularization_strength=0.0,
                  l2_regularization_strength=0.0, weight_decay=None, clipnorm=None,
-                 clipvalue=None, global_clipnorm=None, name="ftrl"):
+                 clipvalue=None, global_clipnorm=None, name="ftrl", **kwargs):
         super().__init__(learning_rate, weight_decay, clipnorm, clipvalue,
-                         global_clipnorm, name)
+                         global_clipnorm, name, **kwargs)
         for arg, v in (("learning_rate_power", -learning_rate_power),
                        ("initial_accumulator_value", initial_accumulator_value),
                        ("l1_regularization_strength", l1_regularization_strength),

@@ -35,9 +35,9 @@ class ProximalGradientDescent(Optimizer):
 
     def __init__(self, learning_rate=0.001, l1_regularization_strength=0.0,
                  l2_regularization_strength=0.0, clipnorm=None, clipvalue=None,
-                 global_clipnorm=None, name="proximal_gradient_descent"):
+                 global_clipnorm=None, name="proximal_gradient_descent", **kwargs):
         super().__init__(learning_rate, None, clipnorm, clipvalue, global_clipnorm,
-                         name)
+                         name, **kwargs)
         self.l1 = _check("l1_regularization_strength", l1_regularization_strength)
         self.l2 = _check("l2_regularization_strength", l2_regularization_strength)
 
@@ -64,10 +64,10 @@ class ProximalAdagrad(ProximalGradientDescent):
     def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1,
                  l1_regularization_strength=0.0, l2_regularization_strength=0.0,
                  clipnorm=None, clipvalue=None, global_clipnorm=None,
-                 name="proximal_adagrad"):
+                 name="proximal_adagrad", **kwargs):
         super().__init__(learning_rate, l1_regularization_strength,
                          l2_regularization_strength, clipnorm, clipvalue,
-                         global_clipnorm, name)
+                         global_clipnorm, name, **kwargs)
         if initial_accumulator_value <= 0:
             raise ValueError(f"initial_accumulator_value must be > 0. Received: "
                              f"{initial_accumulator_value}.")

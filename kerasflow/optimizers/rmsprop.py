@@ -26,8 +26,8 @@ class RMSprop(Optimizer):
         momentum: float >= 0; 0 keeps no momentum slot.
         epsilon: float, added inside the square root.
         centered: bool, normalize by the estimated variance.
-        weight_decay, clipnorm, clipvalue, global_clipnorm, name: see
-            ``Optimizer``.
+        weight_decay, clipnorm, clipvalue, global_clipnorm, name, use_ema,
+            ema_momentum, ema_overwrite_frequency: see ``Optimizer``.
 
     Example:
         >>> opt = RMSprop(learning_rate=1e-3, rho=0.9)
@@ -35,9 +35,9 @@ class RMSprop(Optimizer):
 
     def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7,
                  centered=False, weight_decay=None, clipnorm=None, clipvalue=None,
-                 global_clipnorm=None, name="rmsprop"):
+                 global_clipnorm=None, name="rmsprop", **kwargs):
         super().__init__(learning_rate, weight_decay, clipnorm, clipvalue,
-                         global_clipnorm, name)
+                         global_clipnorm, name, **kwargs)
         if momentum < 0:
             raise ValueError(f"`momentum` must be >= 0. Received: "
                              f"momentum={momentum!r}.")

@@ -22,8 +22,8 @@ class SGD(Optimizer):
         learning_rate: float or ``LearningRateSchedule``; default 0.01.
         momentum: float in [0, 1]; 0 keeps no velocity slot.
         nesterov: bool, Nesterov momentum.
-        weight_decay, clipnorm, clipvalue, global_clipnorm, name: see
-            ``Optimizer``.
+        weight_decay, clipnorm, clipvalue, global_clipnorm, name, use_ema,
+            ema_momentum, ema_overwrite_frequency: see ``Optimizer``.
 
     Raises:
         ValueError: momentum outside [0, 1].
@@ -35,9 +35,9 @@ class SGD(Optimizer):
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False,
                  weight_decay=None, clipnorm=None, clipvalue=None,
-                 global_clipnorm=None, name="SGD"):
+                 global_clipnorm=None, name="SGD", **kwargs):
         super().__init__(learning_rate, weight_decay, clipnorm, clipvalue,
-                         global_clipnorm, name)
+                         global_clipnorm, name, **kwargs)
         if isinstance(momentum, bool) or not 0 <= momentum <= 1:
             raise ValueError(f"`momentum` must be a float between [0, 1]. "
                              f"Received: momentum={momentum!r}.")

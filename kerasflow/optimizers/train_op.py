@@ -7,6 +7,8 @@ strategy or Estimator can split it into compute -> reduce -> apply) and
 
 from __future__ import annotations
 
+import numpy as np
+
 from kerasflow import backend as K
 
 __all__ = ["LearningRateValue", "TrainOp", "train_op_info",
@@ -52,9 +54,22 @@ class LearningRateValue(float):
         return obj
 
     @property
-    def value(self) -> float:
-        """The current learning rate, as a float."""
-        return float(self._variable.numpy())
+    def value(self):
+        """The current learning rate as a numpy scalar of the variable's dtype
+        (float32 by default), as Keras 3's ``variable.value``: it compares equal
+        to the Python float it was set from (``value == 0.005``)."""
+        return self._variable.numpy()[()]
+
+    def __eq__(self, other):
+        # Compared in the variable's dtype, as a Keras 3 variable compares.
+        return bool(self.value == other) if isinstance(
+            other, (int, float, np.number)) else NotImplemented
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = float.__hash__
 
     def numpy(self):
         """The current learning rate as a numpy scalar array."""

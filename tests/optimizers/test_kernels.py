@@ -104,5 +104,9 @@ def test_shape_mismatch_names_the_variable_shape():
     g = K.placeholder("float32", (3,))
     with pytest.raises(ValueError, match=r"variable's shape \(2, 2\)"):
         O.SGD().apply_gradients([(g, w)])
-    with pytest.raises(TypeError, match="symbolic gradients"):
-        O.SGD().apply_gradients([(np.zeros((2, 2), "float32"), w)])
+    # Arrays apply at once (Keras 3); a wrong shape names the variable's.
+    with pytest.raises(ValueError, match=r"variable's shape \(2, 2\)"):
+        O.SGD().apply_gradients([(np.zeros((3,), "float32"), w)])
+    with pytest.raises(TypeError, match="all-symbolic or all-array"):
+        O.SGD().apply_gradients([(g, w), (np.zeros((2,), "float32"),
+                                          K.Variable(np.zeros(2, "float32")))])

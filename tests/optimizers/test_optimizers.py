@@ -354,3 +354,14 @@ def test_weights_restore_continues_identically(float64):
     assert int(opt2.iterations.numpy()) == 3
     slot = opt1.get_slot(w1, "velocity_hat")
     assert any(v is slot for v in opt1.variables)  # `in` would compare elementwise
+
+
+def test_learning_rate_value_is_float32_scalar():
+    """Issue 19: ``learning_rate.value`` is a float32 scalar equal to 0.005, as
+    a Keras 3 variable's value (it was the float64 0.004999999888)."""
+    opt = O.Adam(learning_rate=0.005)
+    value = opt.learning_rate.value
+    assert isinstance(value, np.float32) and value == 0.005
+    assert opt.learning_rate == 0.005 and not opt.learning_rate != 0.005
+    opt.learning_rate = 0.25
+    assert opt.learning_rate.value == 0.25 and opt.learning_rate.numpy() == 0.25
