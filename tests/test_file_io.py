@@ -120,7 +120,7 @@ def test_unknown_reference_in_functional_config():
         "input_layers": ["x", 0, 0], "output_layers": ["d", 0, 0]}}
     with pytest.raises(ValueError, match=r"'f': config\.config\.nodes\[0\] \(model "
                                          r"'m'\) expects layer 'd' to take outputs "
-                                         r"of known layers\. Received: a reference "
+                                         r"of known layers or ops\. Received: a reference "
                                          r"to unknown layer 'ghost'"):
         config_checks.check_model_config(config, "f")
 
