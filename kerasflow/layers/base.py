@@ -8,8 +8,6 @@ Called on numpy arrays it runs at once through a compiled ``Function``.
 
 from __future__ import annotations
 
-import inspect
-import os
 import re
 import weakref
 from collections import defaultdict
@@ -19,6 +17,13 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow import initializers, regularizers, tree
 from kerasflow.layers.input_spec import InputSpec, assert_input_compatibility
+from kerasflow.layers.layer_helpers import (
+    activity_penalty,
+    call_params,
+    check_weight_size,
+    dedupe,
+    is_shape,
+)
 from kerasflow.layers.tracing import (  # noqa: F401  (re-exported)
     TracingMixin,
     _ctx,
@@ -219,7 +224,7 @@ class Layer(TracingMixin):
             while f"{self.name}/{name}" in taken:
                 name, k = f"weight_{k}", k + 1
         init = initializers.get(initializer)
-        _check_weight_size(self.name, name, shape, dtype)
+        check_weight_size(self.name, name, shape, dtype)
         value = np.asarray(init(tuple(shape), dtype=dtype), dtype=dtype)
         var = K.Variable(value, trainable=trainable, name=f"{self.name}/{name}",
                          dtype=dtype, constraint=constraint)
@@ -252,7 +257,7 @@ class Layer(TracingMixin):
         out = []
         for layer in self._trainable_layers():
             out.extend(layer._trainable_weights)
-        return _dedupe(out)
+        return dedupe(out)
 
     @property
     def non_trainable_weights(self):
@@ -262,7 +267,7 @@ class Layer(TracingMixin):
         for layer in self._flatten_layers():
             out.extend(layer._non_trainable_weights)
             out.extend(v for v in layer._trainable_weights if id(v) not in live)
-        return _dedupe(out)
+        return dedupe(out)
 
     @property
     def weights(self):
@@ -270,7 +275,7 @@ class Layer(TracingMixin):
         out = []
         for layer in self._flatten_layers():
             out.extend(layer._trainable_weights + layer._non_trainable_weights)
-        return _dedupe(out)
+        return dedupe(out)
 
     trainable_variables = trainable_weights
     variables = weights
@@ -328,7 +333,7 @@ class Layer(TracingMixin):
                 self.build(shapes)
             self.built = True
         assert_input_compatibility(self.input_spec, inputs, self.name)
-        if "training" in _call_params(type(self)) and kwargs.get("training") is None:
+        if "training" in call_params(type(self)) and kwargs.get("training") is None:
             kwargs["training"] = getattr(_ctx, "training", None)
         _update_ctx.calls = getattr(_update_ctx, "calls", 0) + 1
         try:
@@ -353,7 +358,7 @@ class Layer(TracingMixin):
             if K.is_symbolic(t):
                 _HISTORY[t] = (self, record, i)
                 if getattr(self, "activity_regularizer", None) is not None:
-                    penalties.append(_activity_penalty(self.activity_regularizer,
+                    penalties.append(activity_penalty(self.activity_regularizer,
                                                        t))
         if penalties:  # Keras applies it here, once, for every layer family
             self._activity_penalty = K.add_n(penalties)
@@ -366,7 +371,7 @@ class Layer(TracingMixin):
     def compute_output_shape(self, input_shape):
         """Output shape for ``input_shape``, found by tracing on placeholders."""
         ph = tree.map_structure(lambda s: K.placeholder(self.dtype, s), input_shape,
-                        ) if not _is_shape(input_shape) else K.placeholder(
+                        ) if not is_shape(input_shape) else K.placeholder(
             self.dtype, input_shape)
         out = self(ph)
         return tree.map_structure(lambda t: t.shape, out)
@@ -424,52 +429,3 @@ class Layer(TracingMixin):
 
 
 registry("layer")["Layer"] = Layer
-def _is_shape(s):
-    return isinstance(s, (list, tuple)) and all(
-        d is None or isinstance(d, (int, np.integer)) for d in s)
-
-
-def _activity_penalty(regularizer, output):
-    """``regularizer(output)`` over the batch size (Keras 3), so that its
-    strength does not depend on the batch."""
-    loss = regularizer(output)
-    if output.shape is None or len(output.shape) > 0:
-        batch = K.cast(K.shape_of(output)[0], loss.dtype)
-        loss = K.divide(loss, K.maximum(batch, 1.0))
-    return loss
-
-
-def _dedupe(variables):
-    seen, out = set(), []
-    for v in variables:
-        if id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-    return out
-
-
-_params_cache: dict = {}
-
-
-def _call_params(cls):
-    p = _params_cache.get(cls)
-    if p is None:
-        p = _params_cache[cls] = set(inspect.signature(cls.call).parameters)
-    return p
-
-
-def _check_weight_size(layer, name, shape, dtype):
-    """Refuses a weight larger than this machine's memory, naming the layer."""
-    nbytes = int(np.prod([int(d) for d in shape], dtype=object)) * np.dtype(
-        dtype).itemsize
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):  # not POSIX: numpy will tell
-        return
-    if nbytes > memory:
-        raise ValueError(
-            f"Layer '{layer}' expects weight '{name}' to fit in memory "
-            f"({memory / 2**30:.1f} GiB). Received: shape {tuple(shape)} of "
-            f"{dtype}, {nbytes / 2**30:.4g} GiB; check the layer's arguments "
-            f"(units, filters, input size)."
-        )

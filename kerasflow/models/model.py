@@ -18,6 +18,7 @@ from kerasflow import tree
 from kerasflow.layers import base as layer_base
 from kerasflow.layers.base import Layer, training_context
 from kerasflow.layers.core import InputLayer
+from kerasflow.layers.layer_helpers import call_params
 from kerasflow.models import functional_config, functional_graph, saving
 from kerasflow.models.layer_table import summary_text
 from kerasflow.models.training import Trainer
@@ -221,7 +222,7 @@ class Model(Trainer, Layer):
     def __call__(self, inputs, *args, training=None, **kwargs):
         if training is None:  # a nested model inherits its caller's mode
             training = getattr(layer_base._ctx, "training", None)
-        if "training" in layer_base._call_params(type(self)):
+        if "training" in call_params(type(self)):
             kwargs["training"] = training
         with training_context(training):
             return Layer.__call__(self, inputs, *args, **kwargs)

@@ -17,7 +17,7 @@ from kerasflow import backend as K
 from kerasflow import optimizers, tree
 from kerasflow.callbacks import CallbackList
 from kerasflow.distribute_input import ReplicaInput
-from kerasflow.distribute_lib import BatchRef, DefaultStrategy, get_strategy
+from kerasflow.distribute_lib import DefaultStrategy, get_strategy
 from kerasflow.layers.base import get_history
 from kerasflow.metrics import Mean
 from kerasflow.models import batches as batches_mod
@@ -26,12 +26,13 @@ from kerasflow.models import data as data_mod
 from kerasflow.models import input_checks
 from kerasflow.models.custom_step import uses_custom_step
 from kerasflow.models.keras_steps import KerasStepsMixin
+from kerasflow.models.on_batch import OnBatchMixin
 from kerasflow.models.step_builder import StepBuilder
 
 __all__ = ["Trainer"]
 
 
-class Trainer(StepBuilder, KerasStepsMixin):
+class Trainer(StepBuilder, KerasStepsMixin, OnBatchMixin):
     """Mixin of ``Model`` holding the training API."""
 
     def __init__(self):
@@ -441,34 +442,3 @@ class Trainer(StepBuilder, KerasStepsMixin):
         if isinstance(self._inputs_struct, dict):  # in tree.flatten's order
             return tree.flatten({k: k for k in self._inputs_struct})
         return [get_history(t)[0].name for t in self.inputs]
-
-    def _on_batch(self, kind, x, y, sample_weight, class_weight=None):
-        data = self._standardize(x, y, sample_weight, class_weight)
-        self.reset_metrics()
-        step = self._get_step(kind, data.xs, data.ys, data.weighted)
-        r = self._strategy().run_step(step, BatchRef(data.arrays, None))
-        return self._step_logs(step, r, r.loss)
-
-    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
-                       return_dict=False):
-        """One optimizer step on one batch; returns loss (and metrics)."""
-        self._require_compiled("train_on_batch")
-        logs = self._on_batch("train", x, y, sample_weight, class_weight)
-        return self._batch_result(logs, return_dict)
-
-    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
-        """Loss (and metrics) on one batch, without updating weights."""
-        self._require_compiled("test_on_batch")
-        logs = self._on_batch("eval", x, y, sample_weight)
-        return self._batch_result(logs, return_dict)
-
-    def predict_on_batch(self, x):
-        """Model outputs for one batch, as numpy."""
-        return self.predict(x, batch_size=len(data_mod.to_list(x)[0]) or 1)
-
-    @staticmethod
-    def _batch_result(logs, return_dict):
-        if return_dict:
-            return logs
-        values = list(logs.values())
-        return values[0] if len(values) == 1 else values
