@@ -109,7 +109,7 @@ def _percent(present: int, missing: int) -> str:
 
 def summary_lines(report: dict) -> list[str]:
     """One line per namespace and a total: present / excluded / missing."""
-    lines = [f"{"namespace":<26}{'present':>8}{'excluded':>9}{'missing':>8}"
+    lines = [f"{'namespace':<26}{'present':>8}{'excluded':>9}{'missing':>8}"
              f"{'in scope':>10}"]
     for namespace, row in report.items():
         p, e, m = (len(row[k]) for k in ("present", "excluded", "missing"))
