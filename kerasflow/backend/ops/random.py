@@ -21,7 +21,9 @@ from kerasflow.backend.ops.shape import concatenate, reshape
 from kerasflow.backend.registry import apply, register_op
 
 __all__ = ["random_uniform", "random_normal", "truncated_normal", "set_random_seed",
-           "random_uniform_like", "random_normal_like"]
+           "random_uniform_like", "random_normal_like", "random_integers",
+           "random_gamma", "random_beta", "random_binomial", "random_categorical",
+           "random_shuffle"]
 
 _seeds = itertools.count()
 _GLOBAL_SEED = [0]
@@ -56,6 +58,15 @@ def _draw(rng, kind, shape, dtype, a, b):
         return rng.uniform(a, b, size=shape).astype(dtype, copy=False)
     if kind == "normal":
         return (rng.standard_normal(size=shape) * b + a).astype(dtype, copy=False)
+    if kind == "randint":
+        draw = rng.integers if hasattr(rng, "integers") else rng.randint
+        return draw(int(a), int(b), size=shape).astype(dtype, copy=False)
+    if kind == "gamma":
+        return rng.gamma(a, 1.0, size=shape).astype(dtype, copy=False)
+    if kind == "beta":
+        return rng.beta(a, b, size=shape).astype(dtype, copy=False)
+    if kind == "binomial":
+        return rng.binomial(int(a), b, size=shape).astype(dtype, copy=False)
     # Truncated normal: values beyond two standard deviations are redrawn, as in
     # TF's truncated_normal.
     out = rng.standard_normal(size=shape)
@@ -161,3 +172,79 @@ def random_normal_like(x, mean=0.0, stddev=1.0, dtype=None, seed=None):
     dtype = np.dtype(dtype or _array.floatx()).name
     return apply("RandomLike", x, dtype=dtype, kind="normal", a=float(mean),
                  b=float(stddev), seed=_next_seed(seed))
+
+
+def random_integers(shape, minval, maxval, dtype="int32", seed=None):
+    """Integers uniform in [minval, maxval) of ``shape`` (``shape`` as in
+    ``random_uniform``).
+
+    Raises:
+        ValueError: ``maxval <= minval``.
+    """
+    if int(maxval) <= int(minval):
+        raise ValueError(f"random_integers expects maxval > minval. Received: "
+                         f"minval={minval}, maxval={maxval}.")
+    return _apply("randint", shape, int(minval), int(maxval), dtype, seed)
+
+
+def random_gamma(shape, alpha, dtype=None, seed=None):
+    """Gamma(alpha, scale 1) values of ``shape``; ``alpha`` a positive float."""
+    return _apply("gamma", shape, alpha, 1.0, dtype, seed)
+
+
+def random_beta(shape, alpha, beta, dtype=None, seed=None):
+    """Beta(alpha, beta) values of ``shape``; both positive floats."""
+    return _apply("beta", shape, alpha, beta, dtype, seed)
+
+
+def random_binomial(shape, counts, probabilities, dtype=None, seed=None):
+    """Binomial(counts, probabilities) values of ``shape`` (whole ``counts``)."""
+    return _apply("binomial", shape, counts, probabilities, dtype, seed)
+
+
+def _categorical_infer(logits, num_samples, dtype, seed):
+    if logits.shape is not None and len(logits.shape) != 2:
+        raise ValueError(f"`logits` should be a 2-D tensor of shape (batch_size, "
+                         f"num_classes). Received: logits.shape={logits.shape}")
+    batch = None if logits.shape is None else logits.shape[0]
+    return (batch, int(num_samples)), np.dtype(dtype)
+
+
+@register_op("RandomCategorical", _categorical_infer, random=True,
+             differentiable=False)
+def _categorical(xp, logits, num_samples, dtype, seed, rng):
+    # Inverse-CDF sampling of softmax(logits), row by row, in float64.
+    z = logits.astype("float64")
+    p = xp.exp(z - z.max(axis=-1, keepdims=True))
+    cdf = xp.cumsum(p / p.sum(axis=-1, keepdims=True), axis=-1)
+    u = rng.uniform(0.0, 1.0, size=(logits.shape[0], int(num_samples)))
+    idx = (u[:, :, None] > cdf[:, None, :]).sum(axis=-1)
+    return xp.minimum(idx, logits.shape[1] - 1).astype(dtype)
+
+
+def random_categorical(logits, num_samples, dtype="int32", seed=None):
+    """Class indices drawn from ``softmax(logits)``.
+
+    Args:
+        logits: ``(batch_size, num_classes)`` float tensor or array.
+        num_samples: draws per row.
+
+    Returns:
+        ``(batch_size, num_samples)`` of ``dtype``.
+    """
+    return apply("RandomCategorical", logits, num_samples=int(num_samples),
+                 dtype=np.dtype(dtype).name, seed=_next_seed(seed))
+
+
+def _shuffle_infer(x, axis, seed):
+    return x.shape, x.dtype
+
+
+@register_op("RandomShuffle", _shuffle_infer, random=True, differentiable=False)
+def _shuffle(xp, x, axis, seed, rng):
+    return xp.take(x, xp.asarray(rng.permutation(x.shape[axis])), axis=axis)
+
+
+def random_shuffle(x, axis=0, seed=None):
+    """``x`` with its slices along ``axis`` in a random order."""
+    return apply("RandomShuffle", x, axis=int(axis), seed=_next_seed(seed))
