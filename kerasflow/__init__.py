@@ -16,16 +16,25 @@ from kerasflow import callbacks
 from kerasflow import data
 from kerasflow import models
 from kerasflow import datasets, summary, utils
+from kerasflow import random, saving, tree
 from kerasflow import distribute  # tf.distribute's names; Ray loads on first use
-from kerasflow.backend import GradientTape
-from kerasflow.layers import Input
+from kerasflow.backend import GradientTape, name_scope
+from kerasflow.backend import SymbolicTensor as KerasTensor
+from kerasflow.layers import Input, InputSpec, Layer
+from kerasflow.losses import Loss
+from kerasflow.metrics import Metric
 from kerasflow.models import Model, Sequential
+from kerasflow.optimizers import Optimizer
+from kerasflow.utils.keras_surface import missing_attribute as _missing_attribute
+from kerasflow.variable import Variable
 
 __version__ = "0.1.0"
 __all__ = ["backend", "ops", "activations", "constraints", "initializers", "regularizers",
            "losses", "metrics", "optimizers", "layers", "callbacks", "data", "models",
-           "datasets", "summary", "utils", "distribute", "GradientTape", "Input",
-           "Model", "Sequential", "__version__"]
+           "datasets", "summary", "utils", "distribute", "random", "saving", "tree",
+           "GradientTape", "Input", "InputSpec", "KerasTensor", "Layer", "Loss",
+           "Metric", "Model", "Optimizer", "Sequential", "Variable", "name_scope",
+           "__version__"]
 
 
 _LAZY = {"estimators": "kerasflow.estimators", "estimator": "kerasflow.estimators",
@@ -37,4 +46,4 @@ def __getattr__(name):  # estimators, feature columns, train load on first use
         import importlib  # noqa: PLC0415
 
         return importlib.import_module(_LAZY[name])
-    raise AttributeError(f"module 'kerasflow' has no attribute '{name}'")
+    raise _missing_attribute("", name)  # a Keras name: NotImplementedError

@@ -165,11 +165,17 @@ def functional_config(model):
 
 
 # -- reading ---------------------------------------------------------------------------
-def functional_from_config(cls, config, custom_objects=None):
+def functional_from_config(cls, config, custom_objects=None, make_layer=None,
+                           input_tensors=None):
     """Rebuilds a functional model of class ``cls`` from ``functional_config``
     output: the layers are deserialized, then called and the ops applied in
     the recorded order. Keras' layout (per-layer ``inbound_nodes``) is read
     too (``keras_config``).
+
+    ``make_layer(spec)``, when given, makes each non-input layer from its
+    serialized spec (``clone_model`` passes its ``clone_function``);
+    ``input_tensors``, when given, replace the input layers' tensors, in
+    ``input_layers`` order.
 
     Raises:
         ValueError: a malformed config (a missing key, a reference to an
@@ -179,12 +185,24 @@ def functional_from_config(cls, config, custom_objects=None):
         config = keras_config.to_nodes(config)
     config_checks.check_model_config({"class_name": "Model", "config": config},
                                      f"{cls.__name__}.from_config input")
-    by_name = {spec["name"]: layers_mod.deserialize(spec, custom_objects)
-               for spec in config["layers"]}
+    def build(spec):
+        if make_layer is None or spec.get("class_name") == "InputLayer":
+            return layers_mod.deserialize(spec, custom_objects)
+        return make_layer(spec)
+
+    by_name = {spec["name"]: build(spec) for spec in config["layers"]}
     outputs_of: dict = {}  # producer name -> list of output structures per call
     for name, layer in by_name.items():
         if isinstance(layer, InputLayer):
             outputs_of[name] = [layer.output]
+    if input_tensors is not None:
+        refs = [r for r in tree.flatten(config["input_layers"])
+                if isinstance(r, str)]
+        if len(refs) != len(input_tensors):
+            raise ValueError(f"The model has {len(refs)} inputs. Received: "
+                             f"{len(input_tensors)} input_tensors.")
+        for name, tensor in zip(refs, input_tensors):
+            outputs_of[name] = [tensor]
 
     def deref(v):
         if config_checks.is_ref(v):

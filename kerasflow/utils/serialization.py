@@ -24,11 +24,17 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["deserialize", "deserialize_object", "get", "get_object",
-           "register_serializable", "registry", "serialize", "serialize_object",
-           "to_snake_case"]
+__all__ = ["CustomObjectScope", "GLOBAL_CUSTOM_OBJECTS", "custom_object_scope",
+           "deserialize", "deserialize_object", "get", "get_custom_objects",
+           "get_object", "get_registered_name", "get_registered_object",
+           "register_keras_serializable", "register_serializable", "registry",
+           "serialize", "serialize_object", "to_snake_case"]
 
 _REGISTRIES: dict[str, dict[str, Any]] = {}
+# Keras 3's global custom objects ("package>name" -> object), searched by every
+# deserialization, and the reverse map naming a registered object.
+GLOBAL_CUSTOM_OBJECTS: dict[str, Any] = {}
+_REGISTERED_NAMES: dict[Any, str] = {}
 
 
 def registry(kind: str) -> dict[str, Any]:
@@ -57,6 +63,99 @@ def register_serializable(kind: str = "layer", name: str | None = None):
     return wrap
 
 
+def register_keras_serializable(package: str = "Custom", name: str | None = None):
+    """Decorator registering a class or function under ``"package>name"`` in
+    the global custom objects, so saved configs naming it load without
+    ``custom_objects`` (Keras 3's ``keras.saving.register_keras_serializable``).
+
+    Args:
+        package: the namespace part of the registered name.
+        name: the name part; the object's ``__name__`` by default.
+
+    Raises:
+        ValueError: a class without ``get_config``.
+
+    Example::
+
+        >>> @register_keras_serializable(package="my_pkg")
+        ... class Scale(kerasflow.layers.Layer): ...
+        >>> get_registered_name(Scale)
+        'my_pkg>Scale'
+    """
+
+    def wrap(obj):
+        key = f"{package}>{name or obj.__name__}"
+        if inspect.isclass(obj) and not hasattr(obj, "get_config"):
+            raise ValueError("Cannot register a class that does not have a "
+                             "get_config() method.")
+        GLOBAL_CUSTOM_OBJECTS[key] = obj
+        _REGISTERED_NAMES[obj] = key
+        return obj
+
+    return wrap
+
+
+def get_registered_name(obj) -> str:
+    """``"package>name"`` for a registered object, else its ``__name__``."""
+    return _REGISTERED_NAMES.get(obj, getattr(obj, "__name__", None))
+
+
+def get_custom_objects() -> dict[str, Any]:
+    """The global custom objects dict (mutable, as Keras'): entries added to it
+    are found by every deserialization."""
+    return GLOBAL_CUSTOM_OBJECTS
+
+
+def get_registered_object(name: str, custom_objects: Mapping | None = None,
+                          module_objects: Mapping | None = None) -> Any:
+    """The object registered as ``name``: in an active ``custom_object_scope``,
+    the global custom objects, ``custom_objects`` or ``module_objects``; None
+    when absent."""
+    for table in (getattr(_active, "objects", {}), GLOBAL_CUSTOM_OBJECTS,
+                  custom_objects or {}, module_objects or {}):
+        if name in table:
+            return table[name]
+    return None
+
+
+class CustomObjectScope:
+    """Context manager making objects findable by name during deserialization
+    (Keras 3's ``keras.saving.CustomObjectScope``).
+
+    Args:
+        *objects: dicts of name -> class or function.
+
+    Raises:
+        TypeError: an argument that is not a dict.
+
+    Example::
+
+        >>> with custom_object_scope({"Scale": Scale}):
+        ...     model = load_model("m.kf")
+    """
+
+    def __init__(self, *objects: Mapping[str, Any]):
+        for obj in objects:
+            if not isinstance(obj, Mapping):
+                raise TypeError(f"Arguments to custom_object_scope should be "
+                                f"dicts. Received: {obj!r}")
+        self.custom_objects = {k: v for obj in objects for k, v in obj.items()}
+        self._saved: list = []
+
+    def __enter__(self):
+        saved = getattr(_active, "objects", {})
+        self._saved.append(saved)
+        _active.objects = {**saved, **self.custom_objects}
+        return self
+
+    def __exit__(self, *exc):
+        _active.objects = self._saved.pop()
+        return False
+
+
+custom_object_scope = CustomObjectScope
+
+
 def _is_builtin(obj) -> bool:
     return getattr(obj, "__module__", "").startswith("kerasflow.")
 
@@ -83,7 +182,10 @@ def serialize_object(obj: Any) -> str | dict | None:
     if obj is None:
         return None
     if hasattr(obj, "get_config") and not inspect.isclass(obj):
-        return {"class_name": type(obj).__name__, "config": obj.get_config()}
+        out = {"class_name": type(obj).__name__, "config": obj.get_config()}
+        if type(obj) in _REGISTERED_NAMES:
+            out["registered_name"] = _REGISTERED_NAMES[type(obj)]
+        return out
     if inspect.isfunction(obj) or inspect.isbuiltin(obj):
         return obj.__name__
     raise TypeError(
@@ -167,13 +269,16 @@ def deserialize_object(
         TypeError: ``config`` is neither a str nor such a dict.
     """
     table = _REGISTRIES.get(registry, {}) if isinstance(registry, str) else registry
-    custom_objects = {**getattr(_active, "objects", {}), **(custom_objects or {})}
+    custom_objects = {**GLOBAL_CUSTOM_OBJECTS, **getattr(_active, "objects", {}),
+                      **(custom_objects or {})}
     if isinstance(config, str):
         obj = _lookup(config, table, kind, custom_objects,
                       case_insensitive=case_insensitive)
         return obj() if inspect.isclass(obj) else obj
     if isinstance(config, dict) and "class_name" in config:
         name, inner = config["class_name"], config.get("config") or {}
+        if config.get("registered_name") in custom_objects:
+            name = config["registered_name"]
         if name == "function":  # Keras 3's form for a serialized function.
             return _lookup(inner, table, kind, custom_objects)
         cls = _lookup(name, table, kind, custom_objects, True, case_insensitive)
