@@ -1,4 +1,4 @@
-"""Utilities (Keras ``keras.utils`` API)."""
+"""Utilities (Keras 3's ``keras.utils`` names)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,44 @@ from kerasflow.utils.io_utils import (
     enable_interactive_logging,
     is_interactive_logging_enabled,
 )
+from kerasflow.utils.keras_surface import missing_attribute
 from kerasflow.utils.np_utils import normalize, to_categorical
+from kerasflow.utils.progbar import Progbar
 from kerasflow.utils.py_dataset import PyDataset
 from kerasflow.utils.random_seed import set_random_seed
+from kerasflow.utils.sequence_utils import pad_sequences
+from kerasflow.utils.serialization import (
+    CustomObjectScope,
+    custom_object_scope,
+    get_custom_objects,
+    get_registered_name,
+    get_registered_object,
+    register_keras_serializable,
+)
 
-__all__ = ["PyDataset", "checkpoint", "disable_interactive_logging",
-           "enable_interactive_logging", "io_utils", "is_interactive_logging_enabled",
-           "model_to_dot", "normalize", "plot_model", "set_random_seed",
+__all__ = ["CustomObjectScope", "Progbar", "PyDataset", "checkpoint",
+           "custom_object_scope", "deserialize_keras_object",
+           "disable_interactive_logging", "enable_interactive_logging",
+           "get_custom_objects", "get_registered_name", "get_registered_object",
+           "io_utils", "is_interactive_logging_enabled", "model_to_dot",
+           "normalize", "pad_sequences", "plot_model",
+           "register_keras_serializable", "serialize_keras_object",
+           "set_random_seed", "split_dataset", "timeseries_dataset_from_array",
            "to_categorical"]
+
+# Keras exposes these here; they live in packages above utils (models, data,
+# saving), so they load on first use.
+_ABOVE = {"plot_model": "kerasflow.models.plotting",
+          "model_to_dot": "kerasflow.models.plotting",
+          "timeseries_dataset_from_array": "kerasflow.data.timeseries",
+          "split_dataset": "kerasflow.data.timeseries",
+          "serialize_keras_object": "kerasflow.saving.api",
+          "deserialize_keras_object": "kerasflow.saving.api"}
 
 
 def __getattr__(name):
-    # Keras exposes these here; they read models, which sit above utils.
-    if name in ("plot_model", "model_to_dot"):
-        import importlib
+    if name in _ABOVE:
+        import importlib  # noqa: PLC0415
 
-        return getattr(importlib.import_module("kerasflow.models.plotting"), name)
-    raise AttributeError(f"module 'kerasflow.utils' has no attribute {name!r}")
+        return getattr(importlib.import_module(_ABOVE[name]), name)
+    raise missing_attribute("utils", name)  # a Keras name: NotImplementedError

@@ -61,15 +61,14 @@ def kerasflow_namespace(namespace: str):
         pass
     module = importlib.import_module("kerasflow")
     for part in path.split(".")[1:]:
-        module = getattr(module, part, None) if isinstance(
-            module, types.ModuleType) else None
+        module = getattr(module, part) if has_name(module, part) else None
     return module if isinstance(module, types.ModuleType) else None
 
 
 def has_name(module, name: str) -> bool:
     """Whether ``module.name`` resolves (a missing Keras name raises
     NotImplementedError in kerasflow; that counts as absent)."""
-    if module is None:
+    if not isinstance(module, types.ModuleType):
         return False
     try:
         getattr(module, name)
