@@ -1,0 +1,192 @@
+"""keras.utils names: pad_sequences and Progbar against Keras 3, the windowed
+and split datasets, and the top-level Keras classes."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import numpy as np
+import pytest
+
+import kerasflow as kf
+from tests.keras_oracle import keras_numpy
+
+SEQS = [[1, 2, 3], [4, 5], [], [6, 7, 8, 9, 10], [11]]
+
+
+@pytest.mark.parametrize("maxlen, padding, truncating, value, dtype", [
+    (m, p, t, v, d) for m, p, t, v, d in itertools.product(
+        [None, 2, 4, 7], ["pre", "post"], ["pre", "post"], [0.0, -1.5],
+        ["int32", "float32"])])
+def test_pad_sequences_matches_keras(maxlen, padding, truncating, value, dtype):
+    keras = keras_numpy()
+    kwargs = dict(maxlen=maxlen, dtype=dtype, padding=padding,
+                  truncating=truncating, value=value)
+    ours = kf.utils.pad_sequences(SEQS, **kwargs)
+    theirs = keras.utils.pad_sequences(SEQS, **kwargs)
+    assert ours.dtype == theirs.dtype
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_pad_sequences_items_with_shape_and_strings():
+    keras = keras_numpy()
+    seqs = [np.ones((2, 3)), np.arange(9.0).reshape(3, 3)]
+    np.testing.assert_array_equal(
+        kf.utils.pad_sequences(seqs, dtype="float32", padding="post"),
+        keras.utils.pad_sequences(seqs, dtype="float32", padding="post"))
+    words = [["a", "bb"], ["c"]]
+    np.testing.assert_array_equal(
+        kf.utils.pad_sequences(words, dtype=object, value="<pad>"),
+        keras.utils.pad_sequences(words, dtype=object, value="<pad>"))
+
+
+def test_pad_sequences_errors():
+    with pytest.raises(ValueError, match="must be iterable"):
+        kf.utils.pad_sequences(iter([[1]]))
+    with pytest.raises(ValueError, match='Padding type "mid"'):
+        kf.utils.pad_sequences([[1]], padding="mid")
+    with pytest.raises(ValueError, match='Truncating type "x"'):
+        kf.utils.pad_sequences([[1]], truncating="x")
+    with pytest.raises(ValueError, match="dtype=object"):
+        kf.utils.pad_sequences([["a"]], value="x")
+    with pytest.raises(ValueError, match="position 1 is different"):
+        kf.utils.pad_sequences([np.ones((1, 2)), np.ones((1, 3))])
+
+
+def _metrics(text):
+    return re.findall(r" - (\w+): ([-\d.e+]+)", text)
+
+
+def test_progbar_averages_match_keras(capsys):
+    keras = keras_numpy()
+    steps = [(2, [("loss", 1.0), ("acc", 0.5)]), (5, [("loss", 0.25)]),
+             (6, [("loss", 4.0), ("acc", 1.0)]), (10, [("acc", 0.0)])]
+    for bar in (kf.utils.Progbar(10, verbose=2, stateful_metrics=["acc"]),
+                keras.utils.Progbar(10, verbose=2, stateful_metrics=["acc"])):
+        for current, values in steps:
+            bar.update(current, values=values)
+    ours, theirs = capsys.readouterr().out.strip().splitlines()
+    # loss: (1*2 + 0.25*3 + 4*1) / 6; acc: stateful, the last value.
+    assert _metrics(ours) == _metrics(theirs) == [("loss", "1.1250"),
+                                                  ("acc", "0.0000e+00")]
+    assert ours.startswith("10/10")
+
+
+def test_progbar_add_and_bar(capsys):
+    bar = kf.utils.Progbar(4, width=8, verbose=1)
+    bar.add(2, values=[("x", 2.0)])
+    bar.add(2, values=[("x", 4.0)])
+    out = capsys.readouterr().out
+    assert "4/4 [========]" in out and " - x: 3.0000" in out
+    assert bar.average("x") == 3.0 and bar.average("y") is None
+    kf.utils.Progbar(3, verbose=0).update(3)
+    assert capsys.readouterr().out == ""
+
+
+# -- datasets --------------------------------------------------------------------------
+def test_timeseries_windows_as_documented_by_keras():
+    # keras.utils.timeseries_dataset_from_array's docstring examples (Keras
+    # needs TensorFlow for this function, so the expected values are written out).
+    ds = kf.utils.timeseries_dataset_from_array(
+        np.arange(99), None, sequence_length=10, sequence_stride=3,
+        sampling_rate=2, batch_size=None)
+    assert isinstance(ds, kf.data.Dataset)
+    windows = [np.asarray(w) for w in ds]
+    assert len(windows) == 27
+    np.testing.assert_array_equal(windows[0], np.arange(0, 20, 2))
+    np.testing.assert_array_equal(windows[1], np.arange(3, 23, 2))
+    np.testing.assert_array_equal(windows[-1], np.arange(78, 98, 2))
+    data = np.arange(100)
+    batches = list(kf.utils.timeseries_dataset_from_array(
+        data, data[10:], sequence_length=10, batch_size=16))
+    assert [len(x) for x, _ in batches] == [16] * 5 + [10]
+    x, y = batches[0]
+    np.testing.assert_array_equal(x[3], np.arange(3, 13))
+    assert y[3] == 13 and x.shape == (16, 10)
+
+
+def test_timeseries_start_end_and_shuffle():
+    data = np.arange(50, dtype="float32").reshape(25, 2)
+    ds = kf.utils.timeseries_dataset_from_array(
+        data, np.arange(25), 3, sampling_rate=2, start_index=4, end_index=20,
+        batch_size=4)
+    x, y = next(iter(ds))
+    np.testing.assert_array_equal(x[0], data[[4, 6, 8]])
+    np.testing.assert_array_equal(y, [4, 5, 6, 7])
+    assert sum(len(b[0]) for b in ds) == 20 - 4 - 4
+    def shuffled():
+        return kf.utils.timeseries_dataset_from_array(
+            data, np.arange(25), 3, batch_size=5, shuffle=True, seed=3)
+
+    firsts = [list(map(int, y)) for _, y in shuffled()]
+    assert firsts == [list(map(int, y)) for _, y in shuffled()]  # seeded
+    assert sorted(sum(firsts, [])) == list(range(23)) and firsts[0] != [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="Received: start_index=30"):
+        kf.utils.timeseries_dataset_from_array(data, None, 3, start_index=30)
+    with pytest.raises(ValueError, match="Received: sampling_rate=0"):
+        kf.utils.timeseries_dataset_from_array(data, None, 3, sampling_rate=0)
+
+
+def test_split_dataset_sizes_and_order():
+    x, y = np.arange(10), np.arange(10) * 2
+    left, right = kf.utils.split_dataset((x, y), left_size=0.3)
+    assert [int(a) for a, _ in left] == [0, 1, 2]
+    assert [int(b) for _, b in right] == [6, 8, 10, 12, 14, 16, 18]
+    left, right = kf.utils.split_dataset(x, left_size=2, right_size=3)
+    assert [int(v) for v in right] == [7, 8, 9]  # the right part is the tail
+    ds = kf.data.Dataset.from_tensor_slices({"a": x})
+    left, right = kf.utils.split_dataset(ds, right_size=0.25, shuffle=True, seed=1)
+    values = sorted(int(e["a"]) for e in list(left) + list(right))
+    assert values == list(range(10)) and len(list(right)) == 2  # round(2.5)
+    again, _ = kf.utils.split_dataset(ds, right_size=0.25, shuffle=True, seed=1)
+    assert [int(e["a"]) for e in again] == [int(e["a"]) for e in left]
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({}, ValueError, "At least one of"),
+    ({"left_size": 1.5}, ValueError, "Received: left_size=1.5"),
+    ({"left_size": 10}, ValueError, "smaller than 10"),
+    ({"left_size": 0.6, "right_size": 0.6}, ValueError, "greater than 1"),
+    ({"left_size": 6, "right_size": 6}, ValueError, "should be smaller"),
+    ({"left_size": "3"}, TypeError, "Invalid `left_size` Type"),
+    ({"left_size": 0.01}, ValueError, "left side dataset split will be empty"),
+])
+def test_split_dataset_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        kf.utils.split_dataset(np.arange(10), **kwargs)
+
+
+# -- top level ------------------------------------------------------------------------
+def test_top_level_classes():
+    assert kf.Layer is kf.layers.Layer and kf.InputSpec is kf.layers.InputSpec
+    assert kf.Loss is kf.losses.Loss and kf.Metric is kf.metrics.Metric
+    assert kf.Optimizer is kf.optimizers.Optimizer
+    assert isinstance(kf.Input((3,)), kf.KerasTensor)
+    assert issubclass(kf.Variable, kf.backend.Variable)
+    with kf.name_scope("block"):
+        node = kf.backend.placeholder("float32", shape=(2,)) * 2.0
+    assert node.name.startswith("block/")
+
+
+@pytest.mark.parametrize("args", [
+    dict(initializer=np.arange(3)),
+    dict(initializer=np.ones((2, 2), "float64")),
+    dict(initializer=[1.5, 2.5], trainable=False),
+    dict(initializer="ones", shape=(2, 3)),
+    dict(initializer="zeros", shape=(4,), dtype="int32"),
+])
+def test_variable_matches_keras(args):
+    keras = keras_numpy()
+    ours, theirs = kf.Variable(**args, name="v"), keras.Variable(**args, name="v")
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    assert str(ours.dtype) == str(theirs.dtype)
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert ours.trainable == theirs.trainable and ours.name.startswith("v")
+
+
+def test_variable_errors():
+    with pytest.raises(ValueError, match="`shape` argument should be specified"):
+        kf.Variable("ones")
+    with pytest.raises(TypeError, match="Unrecognized keyword"):
+        kf.Variable(1.0, colocate=True)
