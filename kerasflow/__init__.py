@@ -20,20 +20,30 @@ from kerasflow import random, saving, tree
 from kerasflow import distribute  # tf.distribute's names; Ray loads on first use
 from kerasflow.backend import GradientTape, name_scope
 from kerasflow.backend import SymbolicTensor as KerasTensor
+from kerasflow.initializers import Initializer
 from kerasflow.layers import Input, InputSpec, Layer
 from kerasflow.losses import Loss
 from kerasflow.metrics import Metric
 from kerasflow.models import Model, Sequential
 from kerasflow.optimizers import Optimizer
+from kerasflow.regularizers import Regularizer
 from kerasflow.utils.keras_surface import missing_attribute as _missing_attribute
 from kerasflow.variable import Variable
 
 __version__ = "0.1.0"
-__all__ = ["backend", "ops", "activations", "constraints", "initializers", "regularizers",
-           "losses", "metrics", "optimizers", "layers", "callbacks", "data", "models",
-           "datasets", "summary", "utils", "distribute", "random", "saving", "tree",
-           "GradientTape", "Input", "InputSpec", "KerasTensor", "Layer", "Loss",
-           "Metric", "Model", "Optimizer", "Sequential", "Variable", "name_scope",
+
+
+def version() -> str:
+    """kerasflow's version string (Keras 3's ``keras.version()``)."""
+    return __version__
+
+
+__all__ = ["backend", "ops", "activations", "constraints", "initializers",
+           "regularizers", "losses", "metrics", "optimizers", "layers", "callbacks",
+           "data", "models", "datasets", "summary", "utils", "distribute", "random",
+           "saving", "tree", "GradientTape", "Initializer", "Input", "InputSpec",
+           "KerasTensor", "Layer", "Loss", "Metric", "Model", "Optimizer",
+           "Regularizer", "Sequential", "Variable", "name_scope", "version",
            "__version__"]
 
 

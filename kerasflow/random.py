@@ -234,12 +234,11 @@ def dropout(inputs, rate, noise_shape=None, seed=None):
         raise ValueError(f"Invalid value received for argument `rate`. Expected a "
                          f"float value between 0 and 1 (excluded). "
                          f"Received: rate={rate}")
-    if not K.is_symbolic(inputs):
-        inputs = np.asarray(inputs, dtype=np.result_type(np.asarray(inputs).dtype,
-                                                         np.float32)
-                            if np.asarray(inputs).dtype.kind != "f" else None)
-    dtype = inputs.dtype.name if hasattr(inputs.dtype, "name") else str(
-        inputs.dtype)
+    if not K.is_symbolic(inputs) and not isinstance(inputs, K.get_xp().ndarray):
+        inputs = np.asarray(inputs)
+    if np.dtype(inputs.dtype).kind != "f":
+        inputs = K.cast(inputs, K.floatx())
+    dtype = np.dtype(inputs.dtype).name
     keep = 1.0 - float(rate)
     shape = _noise_shape(inputs, noise_shape)
     op_seed = draw_seed(seed)

@@ -164,6 +164,9 @@ def test_top_level_classes():
     assert kf.Optimizer is kf.optimizers.Optimizer
     assert isinstance(kf.Input((3,)), kf.KerasTensor)
     assert issubclass(kf.Variable, kf.backend.Variable)
+    assert kf.Initializer is kf.initializers.Initializer
+    assert kf.Regularizer is kf.regularizers.Regularizer
+    assert kf.version() == kf.__version__
     with kf.name_scope("block"):
         node = kf.backend.placeholder("float32", shape=(2,)) * 2.0
     assert node.name.startswith("block/")
