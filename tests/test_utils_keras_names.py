@@ -193,3 +193,41 @@ def test_variable_errors():
         kf.Variable("ones")
     with pytest.raises(TypeError, match="Unrecognized keyword"):
         kf.Variable(1.0, colocate=True)
+
+
+# -- small helpers ----------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [None, "int", "float32", "int8", "bool", float, int,
+                                   bool, np.float16, np.dtype("int32"), "uint8",
+                                   "bfloat16", "string", str, "float64",
+                                   "complex64"])
+def test_standardize_dtype_matches_keras(dtype):
+    keras = keras_numpy()
+    assert kf.utils.standardize_dtype(dtype) == keras.utils.standardize_dtype(dtype)
+
+
+def test_standardize_dtype_rejects_like_keras():
+    keras = keras_numpy()
+    for bad in ("float", "int128"):
+        with pytest.raises(ValueError, match=f"Invalid dtype: {bad}"):
+            keras.utils.standardize_dtype(bad)
+        with pytest.raises(ValueError, match=f"Invalid dtype: {bad}"):
+            kf.utils.standardize_dtype(bad)
+
+
+@pytest.mark.parametrize("data", [1, (1,), [1, 2], (1, 2, 3), ([1, 2],)])
+def test_unpack_and_pack_match_keras(data):
+    keras = keras_numpy()
+    assert kf.utils.unpack_x_y_sample_weight(data) == \
+        keras.utils.unpack_x_y_sample_weight(data)
+    x, y, w = kf.utils.unpack_x_y_sample_weight(data)
+    assert kf.utils.pack_x_y_sample_weight(x, y, w) == \
+        keras.utils.pack_x_y_sample_weight(x, y, w)
+    with pytest.raises(ValueError, match="found: \\(1, 2, 3, 4\\)"):
+        kf.utils.unpack_x_y_sample_weight((1, 2, 3, 4))
+
+
+def test_is_keras_tensor_and_sequence():
+    assert kf.utils.is_keras_tensor(kf.Input((2,)))
+    assert not kf.utils.is_keras_tensor(kf.Variable(1.0))
+    assert not kf.utils.is_keras_tensor(np.ones(2))
+    assert kf.utils.Sequence is kf.utils.PyDataset

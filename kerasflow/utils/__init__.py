@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from kerasflow.utils import checkpoint, io_utils
+from kerasflow.utils.data_utils import (
+    is_keras_tensor,
+    pack_x_y_sample_weight,
+    standardize_dtype,
+    unpack_x_y_sample_weight,
+)
 from kerasflow.utils.io_utils import (
     disable_interactive_logging,
     enable_interactive_logging,
@@ -12,6 +18,7 @@ from kerasflow.utils.keras_surface import missing_attribute
 from kerasflow.utils.np_utils import normalize, to_categorical
 from kerasflow.utils.progbar import Progbar
 from kerasflow.utils.py_dataset import PyDataset
+from kerasflow.utils.py_dataset import PyDataset as Sequence  # Keras 3's alias
 from kerasflow.utils.random_seed import set_random_seed
 from kerasflow.utils.sequence_utils import pad_sequences
 from kerasflow.utils.serialization import (
@@ -27,11 +34,12 @@ __all__ = ["CustomObjectScope", "Progbar", "PyDataset", "checkpoint",
            "custom_object_scope", "deserialize_keras_object",
            "disable_interactive_logging", "enable_interactive_logging",
            "get_custom_objects", "get_registered_name", "get_registered_object",
-           "io_utils", "is_interactive_logging_enabled", "model_to_dot",
-           "normalize", "pad_sequences", "plot_model",
-           "register_keras_serializable", "serialize_keras_object",
-           "set_random_seed", "split_dataset", "timeseries_dataset_from_array",
-           "to_categorical"]
+           "io_utils", "is_interactive_logging_enabled", "is_keras_tensor",
+           "model_to_dot", "normalize", "pack_x_y_sample_weight",
+           "pad_sequences", "plot_model", "register_keras_serializable",
+           "Sequence", "serialize_keras_object", "set_random_seed",
+           "split_dataset", "standardize_dtype", "timeseries_dataset_from_array",
+           "to_categorical", "unpack_x_y_sample_weight"]
 
 # Keras exposes these here; they live in packages above utils (models, data,
 # saving), so they load on first use.

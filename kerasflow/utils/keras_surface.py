@@ -64,7 +64,6 @@ ALTERNATIVES: dict[str, str] = {
                     "kerasflow.backend.epsilon/set_epsilon",
     "keras.utils.get_file": "the kerasflow.datasets loaders, which read "
                             "$KERASFLOW_DATA_DIR",
-    "keras.utils.Sequence": "kerasflow.utils.PyDataset",
     "keras.saving.load_weights": "model.load_weights(filepath)",
     "keras.saving.save_weights": "model.save_weights(filepath)",
     "keras.utils.clear_session": "a new kerasflow.backend.Session per graph",
