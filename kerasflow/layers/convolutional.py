@@ -1,5 +1,6 @@
-"""Convolution layers: Conv1D, Conv2D, Conv2DTranspose, DepthwiseConv2D,
-SeparableConv2D (Keras 3's names, arguments and defaults; channels_last).
+"""Convolution layers: Conv1D, Conv2D, Conv3D, Conv2DTranspose,
+DepthwiseConv2D, SeparableConv2D (Keras 3's names, arguments and defaults;
+channels_last or channels_first).
 """
 
 from __future__ import annotations
@@ -9,16 +10,18 @@ import numpy as np
 from kerasflow import activations
 from kerasflow import backend as K
 from kerasflow.layers._utils import (
-    ChannelsLastLayer, WeightArgs, normalize_padding, normalize_tuple,
+    SpatialLayer, WeightArgs, normalize_padding, normalize_tuple,
 )
 from kerasflow.layers.base import InputSpec
 
-__all__ = ["BaseConv", "Conv1D", "Conv2D", "Conv2DTranspose", "DepthwiseConv2D",
-           "SeparableConv2D"]
+__all__ = ["BaseConv", "Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose",
+           "DepthwiseConv2D", "SeparableConv2D", "Convolution1D", "Convolution2D",
+           "Convolution3D"]
 
 
 def _check_output(layer, shape, kernel, strides, dilation, padding):
-    """Raises naming the layer when a 'valid' output would be empty."""
+    """Raises naming the layer when a 'valid' output would be empty; ``shape``
+    is channels_last."""
     if padding != "valid":
         return
     spatial = shape[1:1 + len(kernel)]
@@ -41,10 +44,11 @@ def _positive_int(value, name):
     return int(value)
 
 
-class BaseConv(ChannelsLastLayer):
+class BaseConv(SpatialLayer):
     """What every convolution shares (Keras' ``BaseConv``): argument checks,
     ``build`` (kernels from ``_build_kernels``, then the bias), ``call``
-    (``_convolve``, bias, activation) and the common config.
+    (``_convolve`` on channels_last data, bias, back to ``data_format``,
+    activation) and the common config.
 
     Subclasses set ``rank``, ``weight_args`` (the weights whose initializer,
     regularizer and constraint arguments they take), ``transposed`` (no
@@ -56,7 +60,9 @@ class BaseConv(ChannelsLastLayer):
             channels follow from the input (depthwise).
         kernel_size, strides, dilation_rate: int or ``rank`` ints.
         padding: 'valid' or 'same' ('causal' too for rank 1).
-        data_format: 'channels_last' only.
+        data_format: 'channels_last' (batch, *spatial, channels) or
+            'channels_first' (batch, channels, *spatial); None means
+            ``image_data_format()``. Weights have the same layout either way.
         activation, use_bias, activity_regularizer: as ``Dense``.
 
     Raises:
@@ -86,23 +92,26 @@ class BaseConv(ChannelsLastLayer):
 
     def build(self, input_shape):
         self._check_rank(input_shape)
-        cin = input_shape[-1]
+        cin = input_shape[self.channel_axis]
         if cin is None:
             raise ValueError(f"Layer '{self.name}' needs a known channel dimension. "
                              f"Received: input_shape={tuple(input_shape)}.")
         cout = self._build_kernels(cin)
         self.bias = (self._w.add(self, "bias", (cout,)) if self.use_bias else None)
-        self.input_spec = InputSpec(ndim=self.rank + 2, axes={-1: cin})
+        self.input_spec = InputSpec(ndim=self.rank + 2,
+                                    axes={self.channel_axis: cin})
         self.built = True
 
     def call(self, inputs):
+        x = self.to_channels_last(inputs)
         if not self.transposed:  # a transposed convolution grows its input
-            _check_output(self, inputs.shape, self.kernel_size, self.strides,
+            _check_output(self, x.shape, self.kernel_size, self.strides,
                           self.dilation_rate, self.padding)
-        y = self._convolve(inputs)
+        y = self._convolve(x)
         if self.bias is not None:
             y = y + self.bias
-        return self.activation(y)
+        # The activation sees the layer's own layout (a softmax's last axis).
+        return self.activation(self.from_channels_last(y))
 
     def get_config(self):
         config = super().get_config()
@@ -118,7 +127,7 @@ class BaseConv(ChannelsLastLayer):
 
 
 class _Conv(BaseConv):
-    """Convolution of rank 1 or 2 with channel groups."""
+    """Convolution of rank 1, 2 or 3 with channel groups."""
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid",
                  data_format=None, dilation_rate=1, groups=1, activation=None,
@@ -145,7 +154,8 @@ class _Conv(BaseConv):
         if self.rank == 1:
             pad = "valid" if self.padding == "causal" else self.padding
             return K.conv1d(x, kernel, self.strides[0], pad, self.dilation_rate[0])
-        return K.conv2d(x, kernel, self.strides, self.padding, self.dilation_rate)
+        conv = K.conv2d if self.rank == 2 else K.conv3d
+        return conv(x, kernel, self.strides, self.padding, self.dilation_rate)
 
     def _convolve(self, x):
         if self.padding == "causal":
@@ -168,11 +178,14 @@ class Conv1D(_Conv):
         filters: output channels. kernel_size, strides, dilation_rate: int.
         padding: 'valid', 'same' or 'causal' (left zero padding: output t sees
             inputs <= t, as in WaveNet, van den Oord et al. 2016).
+        data_format: 'channels_last' or 'channels_first' (batch, channels,
+            steps); None means ``image_data_format()``.
         groups: channel groups (filters and channels divisible by it).
         activation, use_bias, kernel_/bias_ initializer, regularizer,
         constraint, activity_regularizer: as Dense.
 
-    Input: (batch, steps, channels). Output: (batch, new_steps, filters).
+    Input: (batch, steps, channels). Output: (batch, new_steps, filters)
+    (channels_first: (batch, channels, steps) -> (batch, filters, new_steps)).
 
     Raises:
         ValueError: bad arguments; an input that is not rank 3, whose channels
@@ -193,13 +206,16 @@ class Conv2D(_Conv):
         filters: output channels (positive int).
         kernel_size, strides, dilation_rate: int or pair.
         padding: 'valid' or 'same' (TF's rule).
-        data_format: 'channels_last' only.
+        data_format: 'channels_last' or 'channels_first' (batch, channels,
+            height, width), computed by transposing around the NHWC kernel;
+            None means ``image_data_format()``.
         groups: grouped convolution (Krizhevsky et al. 2012).
         activation, use_bias, kernel_/bias_ initializer, regularizer,
         constraint, activity_regularizer: as Dense.
 
     Input: (batch, height, width, channels).
-    Output: (batch, new_height, new_width, filters).
+    Output: (batch, new_height, new_width, filters); channels_first: channels
+    right after the batch axis in both.
 
     Raises:
         ValueError: bad arguments; an input that is not rank 4 (naming the
@@ -208,6 +224,42 @@ class Conv2D(_Conv):
     """
 
     rank = 2
+
+
+class Conv3D(_Conv):
+    """3-D convolution over volumes (Keras' ``Conv3D``): video frames, or
+    medical scans.
+
+    ``y = activation(conv3d(x, kernel) + bias)`` with a kernel
+    (kd, kh, kw, channels // groups, filters), computed as im2col + BLAS
+    (``kerasflow.backend.conv3d``).
+
+    Args:
+        filters: output channels (positive int).
+        kernel_size, strides, dilation_rate: int or triple.
+        padding: 'valid' or 'same' (TF's rule).
+        data_format: 'channels_last' (batch, depth, height, width, channels) or
+            'channels_first' (batch, channels, depth, height, width); None
+            means ``image_data_format()``.
+        groups: channel groups (filters and channels divisible by it).
+        activation, use_bias, kernel_/bias_ initializer, regularizer,
+        constraint, activity_regularizer: as Dense.
+
+    Input: (batch, depth, height, width, channels).
+    Output: (batch, new_depth, new_height, new_width, filters).
+
+    Raises:
+        ValueError: bad arguments; an input that is not rank 5, whose channels
+            differ from the built kernel, or smaller than the dilated kernel
+            ('valid').
+
+    Example:
+        >>> layer = Conv3D(4, 3, padding="same")
+        >>> layer(np.zeros((2, 8, 8, 8, 1), "float32")).shape
+        (2, 8, 8, 8, 4)
+    """
+
+    rank = 3
 
 
 class Conv2DTranspose(BaseConv):
@@ -324,3 +376,6 @@ class SeparableConv2D(BaseConv):
 
     def get_config(self):
         return {**super().get_config(), "depth_multiplier": self.depth_multiplier}
+
+
+Convolution1D, Convolution2D, Convolution3D = Conv1D, Conv2D, Conv3D
