@@ -19,12 +19,11 @@ __all__ = ["BaseConv", "Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose",
            "Convolution3D"]
 
 
-def _check_output(layer, shape, kernel, strides, dilation, padding):
-    """Raises naming the layer when a 'valid' output would be empty; ``shape``
-    is channels_last."""
+def _check_output(layer, spatial, shape, kernel, strides, dilation, padding):
+    """Raises naming the layer (and the input ``shape``) when a 'valid' output
+    along the ``spatial`` sizes would be empty."""
     if padding != "valid":
         return
-    spatial = shape[1:1 + len(kernel)]
     for size, k, s, d in zip(spatial, kernel, strides, dilation):
         if size is not None and K.window_geometry(size, k, s, d, "VALID")[0] < 1:
             raise ValueError(
@@ -105,8 +104,8 @@ class BaseConv(SpatialLayer):
     def call(self, inputs):
         x = self.to_channels_last(inputs)
         if not self.transposed:  # a transposed convolution grows its input
-            _check_output(self, x.shape, self.kernel_size, self.strides,
-                          self.dilation_rate, self.padding)
+            _check_output(self, x.shape[1:-1], inputs.shape, self.kernel_size,
+                          self.strides, self.dilation_rate, self.padding)
         y = self._convolve(x)
         if self.bias is not None:
             y = y + self.bias
@@ -270,6 +269,8 @@ class Conv2DTranspose(BaseConv):
     for 'valid' (``output_padding`` is not supported).
 
     Input: (batch, height, width, channels). Output: (batch, H', W', filters).
+    With ``data_format='channels_first'``: (batch, channels, height, width) ->
+    (batch, filters, H', W'); the kernel layout is the same.
 
     Raises:
         ValueError: bad arguments, a non rank-4 input, channel mismatch, unknown
@@ -317,7 +318,8 @@ class DepthwiseConv2D(BaseConv):
     Xception).
 
     Input: (batch, height, width, channels).
-    Output: (batch, H', W', channels * depth_multiplier).
+    Output: (batch, H', W', channels * depth_multiplier); channels_first puts
+    the channels right after the batch axis in both (``data_format``).
     """
 
     weight_args = ("depthwise", "bias")
@@ -347,7 +349,8 @@ class SeparableConv2D(BaseConv):
     """Depthwise then 1x1 pointwise convolution (Keras' ``SeparableConv2D``).
 
     Weights: depthwise (kh, kw, channels, depth_multiplier), pointwise
-    (1, 1, channels * depth_multiplier, filters), bias (filters,).
+    (1, 1, channels * depth_multiplier, filters), bias (filters,), in either
+    ``data_format`` ('channels_first': (batch, channels, height, width)).
     """
 
     weight_args = ("depthwise", "pointwise", "bias")

@@ -119,7 +119,7 @@ def _spatial_infer(what, x, window, strides, dilation, padding):
     return (x.shape[0], *out)
 
 
-# -- conv2d / conv3d --------------------------------------------------------------------
+# -- conv2d / conv3d ------------------------------------------------------------------
 def _conv_infer(rank):
     what = f"conv{rank}d"
 
@@ -255,6 +255,7 @@ for _rank in (2, 3):
                 lambda x, kernel, g, **_: (kernel.shape, g.dtype))(
                     _conv_backprop_filter)
     register_gradient(_name + "BackpropFilter")(_conv_backprop_filter_grad)
+del _rank, _name
 
 
 # -- public wrappers ------------------------------------------------------------------
