@@ -115,6 +115,7 @@ def test_image_data_format_is_the_default(channels_first_default):
     assert conv.data_format == pool.data_format == flat.data_format == \
         "channels_first"
     assert conv(sample((1, 3, 6, 6))).shape == (1, 2, 4, 4)
+    assert L.SpatialDropout2D(0.5).data_format == "channels_first"
     # Layers that Keras keeps channels_last do not follow the setting.
     assert L.Cropping1D(1)(sample((1, 5, 2))).shape == (1, 3, 2)
     assert L.UpSampling1D(2)(sample((1, 5, 2))).shape == (1, 10, 2)
@@ -161,6 +162,21 @@ def test_channels_first_layer_contract(make, in_shape, out_shape, tmp_path):
     layer = make()
     assert layer.get_config()["data_format"] == "channels_first"
     check_contract(make, in_shape, out_shape, tmp_path)
+
+
+@pytest.mark.parametrize("cls, shape", [(L.SpatialDropout2D, (6, 3, 4, 5)),
+                                        (L.SpatialDropout3D, (6, 3, 2, 4, 3))])
+def test_spatial_dropout_channels_first_drops_whole_feature_maps(cls, shape):
+    x = np.ones(shape, "float32")
+    y = np.asarray(cls(0.5, data_format="channels_first", seed=3)(x, training=True))
+    maps = y.reshape(shape[0], shape[1], -1)  # one row per (sample, channel)
+    np.testing.assert_array_equal(maps.min(axis=-1), maps.max(axis=-1))
+    assert set(np.unique(maps)) == {0.0, 2.0}
+    # channels_last reads the last axis as channels: those rows are not constant.
+    last = np.asarray(cls(0.5, seed=3)(x, training=True)).reshape(maps.shape)
+    assert not np.all(last.min(axis=-1) == last.max(axis=-1))
+    assert cls(0.5, data_format="channels_first").get_config()["data_format"] == \
+        "channels_first"
 
 
 def test_keras_weights_load_into_channels_first_layers():
