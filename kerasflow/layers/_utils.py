@@ -149,4 +149,3 @@ class SpatialLayer(Layer):
     def build(self, input_shape):
         self._check_rank(input_shape)
         self.built = True
-
