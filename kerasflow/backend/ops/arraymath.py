@@ -301,7 +301,7 @@ def _einsum_infer(*specs, equation):
 
 @register_op("Einsum", _einsum_infer)
 def _einsum(xp, *operands, equation):
-    return xp.einsum(equation, *operands)
+    return xp.einsum(equation, *operands, optimize=True)
 
 
 @register_gradient("Einsum")
