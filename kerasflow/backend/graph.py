@@ -167,7 +167,51 @@ class Node:
         return f"<Node {self.name} op={self.op}>"
 
 
-class SymbolicTensor:
+class ArithmeticOps:
+    """Python's arithmetic operators as backend ops (``a + b`` is ``ops.add``),
+    shared by symbolic tensors and the eager tape's arrays; resolved lazily to
+    avoid an import cycle with ``ops``."""
+
+    __slots__ = ()
+
+    def __add__(self, o):
+        return _ops().add(self, o)
+
+    def __radd__(self, o):
+        return _ops().add(o, self)
+
+    def __sub__(self, o):
+        return _ops().subtract(self, o)
+
+    def __rsub__(self, o):
+        return _ops().subtract(o, self)
+
+    def __mul__(self, o):
+        return _ops().multiply(self, o)
+
+    def __rmul__(self, o):
+        return _ops().multiply(o, self)
+
+    def __truediv__(self, o):
+        return _ops().divide(self, o)
+
+    def __rtruediv__(self, o):
+        return _ops().divide(o, self)
+
+    def __pow__(self, o):
+        return _ops().power(self, o)
+
+    def __matmul__(self, o):
+        return _ops().matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return _ops().matmul(o, self)
+
+    def __neg__(self):
+        return _ops().negative(self)
+
+
+class SymbolicTensor(ArithmeticOps):
     """A value in a graph: one output of a ``Node``, with static shape and dtype.
 
     Python operators build ops: ``+ - * / // % ** @``, unary ``-``, ``abs``,
@@ -255,29 +299,13 @@ class SymbolicTensor:
         raise TypeError(f"A symbolic tensor is not iterable. Received: {self!r}.")
 
     # -- operators: resolved lazily to avoid an import cycle with ops -----------
-    def __add__(self, o):
-        return _ops().add(self, o)
 
-    def __radd__(self, o):
-        return _ops().add(o, self)
 
-    def __sub__(self, o):
-        return _ops().subtract(self, o)
 
-    def __rsub__(self, o):
-        return _ops().subtract(o, self)
 
-    def __mul__(self, o):
-        return _ops().multiply(self, o)
 
-    def __rmul__(self, o):
-        return _ops().multiply(o, self)
 
-    def __truediv__(self, o):
-        return _ops().divide(self, o)
 
-    def __rtruediv__(self, o):
-        return _ops().divide(o, self)
 
     def __floordiv__(self, o):
         return _ops().floor_divide(self, o)
@@ -288,20 +316,12 @@ class SymbolicTensor:
     def __mod__(self, o):
         return _ops().mod(self, o)
 
-    def __pow__(self, o):
-        return _ops().power(self, o)
 
     def __rpow__(self, o):
         return _ops().power(o, self)
 
-    def __matmul__(self, o):
-        return _ops().matmul(self, o)
 
-    def __rmatmul__(self, o):
-        return _ops().matmul(o, self)
 
-    def __neg__(self):
-        return _ops().negative(self)
 
     def __pos__(self):
         return self

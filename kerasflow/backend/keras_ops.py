@@ -21,6 +21,7 @@ __all__ = ["zeros", "ones", "full", "arange", "array", "convert_to_numpy",
            "convert_to_tensor",
            "shape", "int_shape", "one_hot", "l2_normalize", "epsilon",
            "set_epsilon", "image_data_format", "set_image_data_format",
+           "standardize_data_format",
            "get_value", "set_value"]
 
 _EPSILON = [1e-7]
@@ -158,19 +159,40 @@ def set_epsilon(value: float) -> None:
 
 
 def image_data_format() -> str:
-    """'channels_last' (NHWC), the only layout kerasflow's conv ops use."""
+    """The layout image layers use when given ``data_format=None`` (Keras 3's
+    ``image_data_format``): 'channels_last' (NHWC, the default) or
+    'channels_first' (NCHW)."""
     return _DATA_FORMAT[0]
 
 
 def set_image_data_format(data_format: str) -> None:
-    """Only 'channels_last' is supported.
+    """Sets ``image_data_format()`` (Keras 3's ``set_image_data_format``).
+
+    Layers read it when they are created, so it applies to layers made after
+    the call.
 
     Raises:
-        ValueError: any other value.
+        ValueError: a value other than 'channels_first' or 'channels_last'.
     """
-    if data_format != "channels_last":
-        raise ValueError(f"kerasflow supports data_format='channels_last' only. "
-                         f"Received: {data_format!r}.")
+    # str(): None is no layout here, and raises as any other bad value.
+    _DATA_FORMAT[0] = standardize_data_format(str(data_format))
+
+
+def standardize_data_format(data_format: str | None) -> str:
+    """Keras 3's rule for a layer's ``data_format``: None means
+    ``image_data_format()``; else 'channels_first' or 'channels_last' (any case).
+
+    Raises:
+        ValueError: any other value, naming it.
+    """
+    if data_format is None:
+        return image_data_format()
+    fmt = str(data_format).lower()
+    if fmt not in ("channels_first", "channels_last"):
+        raise ValueError(
+            f"The `data_format` argument must be one of {{'channels_first', "
+            f"'channels_last'}}. Received: data_format={data_format!r}.")
+    return fmt
 
 
 def get_value(x):

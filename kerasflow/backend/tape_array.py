@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-from kerasflow.backend.graph import in_tracing
+from kerasflow.backend.graph import ArithmeticOps, in_tracing
 
 __all__ = ["TapeArray", "TapeRecord", "active_tapes", "recording", "tape_state"]
 
@@ -58,7 +58,7 @@ class TapeRecord:
         self.seq = next(_seq)
 
 
-class TapeArray(np.ndarray):
+class TapeArray(ArithmeticOps, np.ndarray):
     """A numpy array produced on a recording ``GradientTape`` (see module)."""
 
     def __array_finalize__(self, obj):
@@ -80,48 +80,12 @@ class TapeArray(np.ndarray):
     def __reduce__(self):  # pickles as the plain array
         return self.view(np.ndarray).__reduce__()
 
-    # -- operators through the backend ops, so they are recorded ---------------------
-    def __add__(self, o):
-        return _ops().add(self, o)
-
-    def __radd__(self, o):
-        return _ops().add(o, self)
-
-    def __sub__(self, o):
-        return _ops().subtract(self, o)
-
-    def __rsub__(self, o):
-        return _ops().subtract(o, self)
-
-    def __mul__(self, o):
-        return _ops().multiply(self, o)
-
-    def __rmul__(self, o):
-        return _ops().multiply(o, self)
-
-    def __truediv__(self, o):
-        return _ops().divide(self, o)
-
-    def __rtruediv__(self, o):
-        return _ops().divide(o, self)
-
-    def __pow__(self, o):
-        return _ops().power(self, o)
-
-    def __matmul__(self, o):
-        return _ops().matmul(self, o)
-
-    def __rmatmul__(self, o):
-        return _ops().matmul(o, self)
-
-    def __neg__(self):
-        return _ops().negative(self)
-
+    # Operators through the backend ops (ArithmeticOps), so they are recorded.
     # ``loss += penalty`` must stay on the tape: never in place.
-    __iadd__ = __add__
-    __isub__ = __sub__
-    __imul__ = __mul__
-    __itruediv__ = __truediv__
+    __iadd__ = ArithmeticOps.__add__
+    __isub__ = ArithmeticOps.__sub__
+    __imul__ = ArithmeticOps.__mul__
+    __itruediv__ = ArithmeticOps.__truediv__
 
 
 def wrap(value, record, index):
@@ -130,8 +94,3 @@ def wrap(value, record, index):
     out._tape_rec, out._tape_idx = record, index
     return out
 
-
-def _ops():
-    from kerasflow.backend import ops  # noqa: PLC0415  (cycle: ops use the registry)
-
-    return ops

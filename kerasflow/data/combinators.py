@@ -69,8 +69,10 @@ class Combinators:
                    num_parallel_calls=None, deterministic=None, name=None):
         """Elements of the datasets ``map_func`` returns for each input element,
         ``cycle_length`` of them open at once, ``block_length`` elements from
-        each in turn (tf.data semantics). ``num_parallel_calls`` is accepted and
-        the datasets are read in this thread, in the deterministic order.
+        each in turn (tf.data semantics). With ``num_parallel_calls`` each open
+        dataset is read ahead by its own background thread (``block_length``
+        elements at a time), so slow sources such as files are read side by
+        side; the order stays the deterministic one.
 
         Args:
             cycle_length: datasets open at once (None/AUTOTUNE: the CPU count).
@@ -79,7 +81,7 @@ class Combinators:
         Raises:
             TypeError: (while iterating) ``map_func`` returns no Dataset.
         """
-        cd.parallelism(num_parallel_calls, "num_parallel_calls")
+        parallel = cd.parallelism(num_parallel_calls, "num_parallel_calls")
         cycle = cd.parallelism(cd.AUTOTUNE if cycle_length is None else cycle_length,
                                "cycle_length")
         block = 1 if block_length is None else cd.check_count(
@@ -90,7 +92,7 @@ class Combinators:
             if not isinstance(ds, Combinators):
                 raise TypeError(f"interleave's and flat_map's map_func must "
                                 f"return a Dataset. Received: {type(ds).__name__}.")
-            return ds
+            return ds if parallel is None else ds.prefetch(block)
 
         out = self._derive(lambda: tr.interleave(self, open_dataset, cycle, block),
                            cd.UNKNOWN_CARDINALITY, lambda: out._first_spec())

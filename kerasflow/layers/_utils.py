@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from kerasflow import backend as K
 from kerasflow import initializers, regularizers
 from kerasflow.layers.base import InputSpec, Layer
 from kerasflow.layers.core import _get_constraint, _serialize_constraint
 
 __all__ = ["normalize_tuple", "normalize_padding", "WeightArgs", "check_rank",
-           "ChannelsLastLayer",
-           "check_data_format"]
+           "SpatialLayer"]
 
 
 def normalize_tuple(value, n, name, allow_zero=False):
@@ -41,15 +41,6 @@ def normalize_padding(value, allowed=("valid", "same")):
         raise ValueError(f"The `padding` argument must be one of {list(allowed)}. "
                          f"Received: padding={value!r}.")
     return mode
-
-
-def check_data_format(layer_name, data_format):
-    """Only 'channels_last' (NHWC, Keras' default) is implemented."""
-    if data_format not in (None, "channels_last"):
-        raise ValueError(
-            f"Layer '{layer_name}' supports data_format='channels_last' only. "
-            f"Received: data_format={data_format!r}.")
-    return "channels_last"
 
 
 def check_rank(layer, input_shape, rank, what):
@@ -104,26 +95,56 @@ class WeightArgs:
         return out
 
 
-class ChannelsLastLayer(Layer):
-    """A layer over (batch, *spatial, channels) inputs with ``rank`` spatial
-    axes (1: steps; 2: height, width): checks ``data_format`` and the rank.
+_AXES = {1: "steps", 2: "height, width", 3: "depth, height, width"}
+
+
+class SpatialLayer(Layer):
+    """A layer over images, sequences or volumes with ``rank`` spatial axes
+    (1: steps; 2: height, width; 3: depth, height, width), in either layout:
+    (batch, *spatial, channels) for 'channels_last', (batch, channels,
+    *spatial) for 'channels_first'.
+
+    Layers compute in channels_last: ``to_channels_last`` and
+    ``from_channels_last`` transpose around the kernels for 'channels_first'
+    (what Keras' TensorFlow backend does on CPU); weights keep Keras' layout.
 
     Raises:
-        ValueError: a data_format other than 'channels_last'; an input whose
-            rank is not ``rank + 2``, naming the layer and the shape.
+        ValueError: a bad ``data_format``; an input whose rank is not
+            ``rank + 2``, naming the layer and the shape.
     """
 
     rank = 2
 
     def __init__(self, data_format=None, **kwargs):
         super().__init__(**kwargs)
-        self.data_format = check_data_format(self.name, data_format)
+        self.data_format = K.standardize_data_format(data_format)
         self.input_spec = InputSpec(ndim=self.rank + 2)
 
+    @property
+    def channels_first(self) -> bool:
+        return self.data_format == "channels_first"
+
+    @property
+    def channel_axis(self) -> int:
+        return 1 if self.channels_first else -1
+
+    def to_channels_last(self, x):
+        """(N, C, *S) -> (N, *S, C) for 'channels_first'; x itself otherwise."""
+        if not self.channels_first:
+            return x
+        return K.transpose(x, (0, *range(2, self.rank + 2), 1))
+
+    def from_channels_last(self, y):
+        """(N, *S, C) -> (N, C, *S) for 'channels_first'; y itself otherwise."""
+        if not self.channels_first:
+            return y
+        return K.transpose(y, (0, self.rank + 1, *range(1, self.rank + 1)))
+
     def _check_rank(self, input_shape):
+        axes = _AXES[self.rank]
         check_rank(self, input_shape, self.rank + 2,
-                   "(batch, " + ("steps" if self.rank == 1 else "height, width")
-                   + ", channels)")
+                   f"(batch, channels, {axes})" if self.channels_first
+                   else f"(batch, {axes}, channels)")
 
     def build(self, input_shape):
         self._check_rank(input_shape)

@@ -1,5 +1,6 @@
-"""Convolution layers: Conv1D, Conv2D, Conv2DTranspose, DepthwiseConv2D,
-SeparableConv2D (Keras 3's names, arguments and defaults; channels_last).
+"""Convolution layers: Conv1D, Conv2D, Conv3D, Conv2DTranspose,
+DepthwiseConv2D, SeparableConv2D (Keras 3's names, arguments and defaults;
+channels_last or channels_first).
 """
 
 from __future__ import annotations
@@ -9,19 +10,20 @@ import numpy as np
 from kerasflow import activations
 from kerasflow import backend as K
 from kerasflow.layers._utils import (
-    ChannelsLastLayer, WeightArgs, normalize_padding, normalize_tuple,
+    SpatialLayer, WeightArgs, normalize_padding, normalize_tuple,
 )
 from kerasflow.layers.base import InputSpec
 
-__all__ = ["BaseConv", "Conv1D", "Conv2D", "Conv2DTranspose", "DepthwiseConv2D",
-           "SeparableConv2D"]
+__all__ = ["BaseConv", "Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose",
+           "DepthwiseConv2D", "SeparableConv2D", "Convolution1D", "Convolution2D",
+           "Convolution3D"]
 
 
-def _check_output(layer, shape, kernel, strides, dilation, padding):
-    """Raises naming the layer when a 'valid' output would be empty."""
+def _check_output(layer, spatial, shape, kernel, strides, dilation, padding):
+    """Raises naming the layer (and the input ``shape``) when a 'valid' output
+    along the ``spatial`` sizes would be empty."""
     if padding != "valid":
         return
-    spatial = shape[1:1 + len(kernel)]
     for size, k, s, d in zip(spatial, kernel, strides, dilation):
         if size is not None and K.window_geometry(size, k, s, d, "VALID")[0] < 1:
             raise ValueError(
@@ -41,10 +43,11 @@ def _positive_int(value, name):
     return int(value)
 
 
-class BaseConv(ChannelsLastLayer):
+class BaseConv(SpatialLayer):
     """What every convolution shares (Keras' ``BaseConv``): argument checks,
     ``build`` (kernels from ``_build_kernels``, then the bias), ``call``
-    (``_convolve``, bias, activation) and the common config.
+    (``_convolve`` on channels_last data, bias, back to ``data_format``,
+    activation) and the common config.
 
     Subclasses set ``rank``, ``weight_args`` (the weights whose initializer,
     regularizer and constraint arguments they take), ``transposed`` (no
@@ -56,7 +59,9 @@ class BaseConv(ChannelsLastLayer):
             channels follow from the input (depthwise).
         kernel_size, strides, dilation_rate: int or ``rank`` ints.
         padding: 'valid' or 'same' ('causal' too for rank 1).
-        data_format: 'channels_last' only.
+        data_format: 'channels_last' (batch, *spatial, channels) or
+            'channels_first' (batch, channels, *spatial); None means
+            ``image_data_format()``. Weights have the same layout either way.
         activation, use_bias, activity_regularizer: as ``Dense``.
 
     Raises:
@@ -86,23 +91,26 @@ class BaseConv(ChannelsLastLayer):
 
     def build(self, input_shape):
         self._check_rank(input_shape)
-        cin = input_shape[-1]
+        cin = input_shape[self.channel_axis]
         if cin is None:
             raise ValueError(f"Layer '{self.name}' needs a known channel dimension. "
                              f"Received: input_shape={tuple(input_shape)}.")
         cout = self._build_kernels(cin)
         self.bias = (self._w.add(self, "bias", (cout,)) if self.use_bias else None)
-        self.input_spec = InputSpec(ndim=self.rank + 2, axes={-1: cin})
+        self.input_spec = InputSpec(ndim=self.rank + 2,
+                                    axes={self.channel_axis: cin})
         self.built = True
 
     def call(self, inputs):
+        x = self.to_channels_last(inputs)
         if not self.transposed:  # a transposed convolution grows its input
-            _check_output(self, inputs.shape, self.kernel_size, self.strides,
-                          self.dilation_rate, self.padding)
-        y = self._convolve(inputs)
+            _check_output(self, x.shape[1:-1], inputs.shape, self.kernel_size,
+                          self.strides, self.dilation_rate, self.padding)
+        y = self._convolve(x)
         if self.bias is not None:
             y = y + self.bias
-        return self.activation(y)
+        # The activation sees the layer's own layout (a softmax's last axis).
+        return self.activation(self.from_channels_last(y))
 
     def get_config(self):
         config = super().get_config()
@@ -118,7 +126,7 @@ class BaseConv(ChannelsLastLayer):
 
 
 class _Conv(BaseConv):
-    """Convolution of rank 1 or 2 with channel groups."""
+    """Convolution of rank 1, 2 or 3 with channel groups."""
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid",
                  data_format=None, dilation_rate=1, groups=1, activation=None,
@@ -145,7 +153,8 @@ class _Conv(BaseConv):
         if self.rank == 1:
             pad = "valid" if self.padding == "causal" else self.padding
             return K.conv1d(x, kernel, self.strides[0], pad, self.dilation_rate[0])
-        return K.conv2d(x, kernel, self.strides, self.padding, self.dilation_rate)
+        conv = K.conv2d if self.rank == 2 else K.conv3d
+        return conv(x, kernel, self.strides, self.padding, self.dilation_rate)
 
     def _convolve(self, x):
         if self.padding == "causal":
@@ -168,11 +177,14 @@ class Conv1D(_Conv):
         filters: output channels. kernel_size, strides, dilation_rate: int.
         padding: 'valid', 'same' or 'causal' (left zero padding: output t sees
             inputs <= t, as in WaveNet, van den Oord et al. 2016).
+        data_format: 'channels_last' or 'channels_first' (batch, channels,
+            steps); None means ``image_data_format()``.
         groups: channel groups (filters and channels divisible by it).
         activation, use_bias, kernel_/bias_ initializer, regularizer,
         constraint, activity_regularizer: as Dense.
 
-    Input: (batch, steps, channels). Output: (batch, new_steps, filters).
+    Input: (batch, steps, channels). Output: (batch, new_steps, filters)
+    (channels_first: (batch, channels, steps) -> (batch, filters, new_steps)).
 
     Raises:
         ValueError: bad arguments; an input that is not rank 3, whose channels
@@ -193,13 +205,16 @@ class Conv2D(_Conv):
         filters: output channels (positive int).
         kernel_size, strides, dilation_rate: int or pair.
         padding: 'valid' or 'same' (TF's rule).
-        data_format: 'channels_last' only.
+        data_format: 'channels_last' or 'channels_first' (batch, channels,
+            height, width), computed by transposing around the NHWC kernel;
+            None means ``image_data_format()``.
         groups: grouped convolution (Krizhevsky et al. 2012).
         activation, use_bias, kernel_/bias_ initializer, regularizer,
         constraint, activity_regularizer: as Dense.
 
     Input: (batch, height, width, channels).
-    Output: (batch, new_height, new_width, filters).
+    Output: (batch, new_height, new_width, filters); channels_first: channels
+    right after the batch axis in both.
 
     Raises:
         ValueError: bad arguments; an input that is not rank 4 (naming the
@@ -210,6 +225,42 @@ class Conv2D(_Conv):
     rank = 2
 
 
+class Conv3D(_Conv):
+    """3-D convolution over volumes (Keras' ``Conv3D``): video frames, or
+    medical scans.
+
+    ``y = activation(conv3d(x, kernel) + bias)`` with a kernel
+    (kd, kh, kw, channels // groups, filters), computed as im2col + BLAS
+    (``kerasflow.backend.conv3d``).
+
+    Args:
+        filters: output channels (positive int).
+        kernel_size, strides, dilation_rate: int or triple.
+        padding: 'valid' or 'same' (TF's rule).
+        data_format: 'channels_last' (batch, depth, height, width, channels) or
+            'channels_first' (batch, channels, depth, height, width); None
+            means ``image_data_format()``.
+        groups: channel groups (filters and channels divisible by it).
+        activation, use_bias, kernel_/bias_ initializer, regularizer,
+        constraint, activity_regularizer: as Dense.
+
+    Input: (batch, depth, height, width, channels).
+    Output: (batch, new_depth, new_height, new_width, filters).
+
+    Raises:
+        ValueError: bad arguments; an input that is not rank 5, whose channels
+            differ from the built kernel, or smaller than the dilated kernel
+            ('valid').
+
+    Example:
+        >>> layer = Conv3D(4, 3, padding="same")
+        >>> layer(np.zeros((2, 8, 8, 8, 1), "float32")).shape
+        (2, 8, 8, 8, 4)
+    """
+
+    rank = 3
+
+
 class Conv2DTranspose(BaseConv):
     """Transposed 2-D convolution (Keras' ``Conv2DTranspose``, "deconvolution").
 
@@ -218,6 +269,8 @@ class Conv2DTranspose(BaseConv):
     for 'valid' (``output_padding`` is not supported).
 
     Input: (batch, height, width, channels). Output: (batch, H', W', filters).
+    With ``data_format='channels_first'``: (batch, channels, height, width) ->
+    (batch, filters, H', W'); the kernel layout is the same.
 
     Raises:
         ValueError: bad arguments, a non rank-4 input, channel mismatch, unknown
@@ -265,7 +318,8 @@ class DepthwiseConv2D(BaseConv):
     Xception).
 
     Input: (batch, height, width, channels).
-    Output: (batch, H', W', channels * depth_multiplier).
+    Output: (batch, H', W', channels * depth_multiplier); channels_first puts
+    the channels right after the batch axis in both (``data_format``).
     """
 
     weight_args = ("depthwise", "bias")
@@ -295,7 +349,8 @@ class SeparableConv2D(BaseConv):
     """Depthwise then 1x1 pointwise convolution (Keras' ``SeparableConv2D``).
 
     Weights: depthwise (kh, kw, channels, depth_multiplier), pointwise
-    (1, 1, channels * depth_multiplier, filters), bias (filters,).
+    (1, 1, channels * depth_multiplier, filters), bias (filters,), in either
+    ``data_format`` ('channels_first': (batch, channels, height, width)).
     """
 
     weight_args = ("depthwise", "pointwise", "bias")
@@ -324,3 +379,6 @@ class SeparableConv2D(BaseConv):
 
     def get_config(self):
         return {**super().get_config(), "depth_multiplier": self.depth_multiplier}
+
+
+Convolution1D, Convolution2D, Convolution3D = Conv1D, Conv2D, Conv3D

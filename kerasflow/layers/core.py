@@ -235,13 +235,34 @@ class Dropout(Layer):
 
 
 class Flatten(Layer):
-    """Flattens all axes but the batch axis: (batch, d1, d2, ...) -> (batch, d)."""
+    """Flattens all axes but the batch axis: (batch, d1, d2, ...) -> (batch, d)
+    (Keras' ``Flatten``).
+
+    Args:
+        data_format: 'channels_last', or 'channels_first', whose inputs
+            (batch, channels, *spatial) are flattened in channels_last order,
+            so a Dense layer after it sees the same features in either layout
+            (as Keras); None means ``image_data_format()``.
+
+    Raises:
+        ValueError: a bad ``data_format``.
+    """
+
+    def __init__(self, data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        self.data_format = K.standardize_data_format(data_format)
 
     def call(self, inputs):
+        rank = None if inputs.shape is None else len(inputs.shape)
+        if self.data_format == "channels_first" and rank is not None and rank > 2:
+            inputs = K.transpose(inputs, (0, *range(2, rank), 1))
         shape = inputs.shape
         if shape is not None and None not in shape[1:]:
             return K.reshape(inputs, (-1, int(np.prod(shape[1:]))))
         return K.flatten(inputs)
+
+    def get_config(self):
+        return {**super().get_config(), "data_format": self.data_format}
 
 
 class Reshape(Layer):

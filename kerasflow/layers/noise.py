@@ -1,4 +1,4 @@
-"""Noise and regularization layers: SpatialDropout1D/2D, GaussianNoise,
+"""Noise and regularization layers: SpatialDropout1D/2D/3D, GaussianNoise,
 ActivityRegularization (Keras 3's names and arguments)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from kerasflow import backend as K
 from kerasflow import regularizers
 from kerasflow.layers.base import InputSpec, Layer
 
-__all__ = ["SpatialDropout1D", "SpatialDropout2D", "GaussianNoise",
-           "ActivityRegularization"]
+__all__ = ["SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D",
+           "GaussianNoise", "ActivityRegularization"]
 
 
 def _check_rate(rate):
@@ -21,9 +21,10 @@ def _check_rate(rate):
 class _SpatialDropout(Layer):
     rank = 1
 
-    def __init__(self, rate, seed=None, **kwargs):
+    def __init__(self, rate, seed=None, data_format="channels_last", **kwargs):
         super().__init__(**kwargs)
         self.rate, self.seed = _check_rate(rate), seed
+        self.data_format = K.standardize_data_format(data_format)
         self.input_spec = InputSpec(ndim=self.rank + 2)
 
     def call(self, inputs, training=None):
@@ -31,12 +32,18 @@ class _SpatialDropout(Layer):
             return inputs
         # One draw per (sample, channel), shared along the spatial axes
         # (Tompson et al. 2015): correlated neighbours are dropped together.
-        one = inputs[:, :1] if self.rank == 1 else inputs[:, :1, :1]
+        first = self.data_format == "channels_first"
+        spatial = (slice(0, 1),) * self.rank
+        one = inputs[(slice(None),) + ((slice(None),) + spatial if first
+                                       else spatial)]
         keep = K.dropout(K.ones_like(one), self.rate, seed=self.seed)
         return inputs * keep
 
     def get_config(self):
-        return {**super().get_config(), "rate": self.rate, "seed": self.seed}
+        config = {**super().get_config(), "rate": self.rate, "seed": self.seed}
+        if self.rank > 1:
+            config["data_format"] = self.data_format
+        return config
 
 
 class SpatialDropout1D(_SpatialDropout):
@@ -45,12 +52,35 @@ class SpatialDropout1D(_SpatialDropout):
 
     rank = 1
 
+    def __init__(self, rate, seed=None, **kwargs):
+        super().__init__(rate, seed, "channels_last", **kwargs)
+
 
 class SpatialDropout2D(_SpatialDropout):
     """Drops whole feature maps of (batch, h, w, channels) in training, scaling
-    the rest by 1 / (1 - rate); identity at inference."""
+    the rest by 1 / (1 - rate); identity at inference.
+
+    Args:
+        rate: the fraction of feature maps dropped, in [0, 1).
+        data_format: 'channels_last', or 'channels_first' for (batch,
+            channels, h, w); None means ``image_data_format()``.
+        seed: int seed of the draws.
+
+    Raises:
+        ValueError: a rate outside [0, 1), or a bad data_format.
+    """
 
     rank = 2
+
+    def __init__(self, rate, data_format=None, seed=None, **kwargs):
+        super().__init__(rate, seed, data_format, **kwargs)
+
+
+class SpatialDropout3D(SpatialDropout2D):
+    """Drops whole feature volumes of (batch, d, h, w, channels) in training
+    (Keras' ``SpatialDropout3D``); arguments as ``SpatialDropout2D``."""
+
+    rank = 3
 
 
 class GaussianNoise(Layer):

@@ -1,5 +1,6 @@
-"""Pooling layers: MaxPooling1D/2D, AveragePooling1D/2D and the global poolings
-(Keras 3's names, arguments and defaults; channels_last).
+"""Pooling layers: MaxPooling1D/2D/3D, AveragePooling1D/2D/3D and the global
+poolings (Keras 3's names, arguments and defaults; channels_last or
+channels_first).
 """
 
 from __future__ import annotations
@@ -7,17 +8,38 @@ from __future__ import annotations
 from kerasflow import backend as K
 from kerasflow.layers._masks import get_mask
 from kerasflow.layers._utils import (
-    ChannelsLastLayer, normalize_padding, normalize_tuple,
+    SpatialLayer, normalize_padding, normalize_tuple,
 )
 
-__all__ = ["MaxPooling1D", "MaxPooling2D", "AveragePooling1D", "AveragePooling2D",
-           "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalAveragePooling1D",
-           "GlobalAveragePooling2D", "MaxPool1D", "MaxPool2D", "AvgPool1D",
-           "AvgPool2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalAvgPool1D",
-           "GlobalAvgPool2D"]
+__all__ = ["MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D",
+           "AveragePooling2D", "AveragePooling3D", "GlobalMaxPooling1D",
+           "GlobalMaxPooling2D", "GlobalMaxPooling3D", "GlobalAveragePooling1D",
+           "GlobalAveragePooling2D", "GlobalAveragePooling3D", "MaxPool1D",
+           "MaxPool2D", "MaxPool3D", "AvgPool1D", "AvgPool2D", "AvgPool3D",
+           "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPool3D",
+           "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalAvgPool3D"]
+
+_POOL_FNS = {("max", 2): K.max_pool2d, ("avg", 2): K.avg_pool2d,
+             ("max", 3): K.max_pool3d, ("avg", 3): K.avg_pool3d}
 
 
-class _Pooling(ChannelsLastLayer):
+class _Pooling(SpatialLayer):
+    """Windowed max or mean over ``rank`` spatial axes; 1-D runs on the 2-D op.
+
+    Args:
+        pool_size: int or ``rank`` ints (default 2 along each axis).
+        strides: int or ``rank`` ints; None means ``pool_size``.
+        padding: 'valid' or 'same' (TF's rule; 'same' padding never wins a max
+            and is left out of a mean).
+        data_format: 'channels_last' (batch, *spatial, channels) or
+            'channels_first' (batch, channels, *spatial); None means
+            ``image_data_format()``.
+
+    Raises:
+        ValueError: bad arguments, naming them; an input of another rank, or
+            smaller than the window with padding='valid'.
+    """
+
     kind = "max"
 
     def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None,
@@ -30,8 +52,9 @@ class _Pooling(ChannelsLastLayer):
         self.padding = normalize_padding(padding)
 
     def call(self, inputs):
-        if self.padding == "valid" and inputs.shape is not None:
-            for size, p, s in zip(inputs.shape[1:], self.pool_size, self.strides):
+        x = self.to_channels_last(inputs)
+        if self.padding == "valid" and x.shape is not None:
+            for size, p, s in zip(x.shape[1:-1], self.pool_size, self.strides):
                 if size is not None and K.window_geometry(size, p, s, 1,
                                                           "VALID")[0] < 1:
                     raise ValueError(
@@ -40,9 +63,11 @@ class _Pooling(ChannelsLastLayer):
                         f"padding='valid'. Received: input shape {inputs.shape}.")
         if self.rank == 1:
             fn = K.max_pool1d if self.kind == "max" else K.avg_pool1d
-            return fn(inputs, self.pool_size[0], self.strides[0], self.padding)
-        fn = K.max_pool2d if self.kind == "max" else K.avg_pool2d
-        return fn(inputs, self.pool_size, self.strides, self.padding)
+            y = fn(x, self.pool_size[0], self.strides[0], self.padding)
+        else:
+            y = _POOL_FNS[self.kind, self.rank](x, self.pool_size, self.strides,
+                                                self.padding)
+        return self.from_channels_last(y)
 
     def get_config(self):
         config = super().get_config()
@@ -52,14 +77,8 @@ class _Pooling(ChannelsLastLayer):
 
 
 class MaxPooling1D(_Pooling):
-    """Max over windows of (batch, steps, channels) (Keras' ``MaxPooling1D``).
-
-    Args:
-        pool_size: int window; strides: int, None means pool_size;
-        padding: 'valid' or 'same'.
-
-    Raises:
-        ValueError: a non rank-3 input, or one shorter than the window ('valid').
+    """Max over windows of (batch, steps, channels) (Keras' ``MaxPooling1D``);
+    arguments and errors as ``_Pooling`` with int ``pool_size`` and ``strides``.
     """
 
     rank, kind = 1, "max"
@@ -68,16 +87,22 @@ class MaxPooling1D(_Pooling):
 class MaxPooling2D(_Pooling):
     """Max over windows of (batch, height, width, channels) (Keras'
     ``MaxPooling2D``); the gradient goes to the first maximum of each window.
-
-    Args:
-        pool_size: int or pair (default 2); strides: None means pool_size;
-        padding: 'valid' or 'same'.
-
-    Raises:
-        ValueError: a non rank-4 input, or one smaller than the window ('valid').
-    """
+    Arguments and errors as ``_Pooling`` (int or pair sizes)."""
 
     rank, kind = 2, "max"
+
+
+class MaxPooling3D(_Pooling):
+    """Max over windows of (batch, depth, height, width, channels) (Keras'
+    ``MaxPooling3D``); the gradient goes to the first maximum of each window.
+    Arguments and errors as ``_Pooling`` (int or triple sizes).
+
+    Example:
+        >>> MaxPooling3D(2)(np.zeros((1, 4, 4, 4, 3), "float32")).shape
+        (1, 2, 2, 2, 3)
+    """
+
+    rank, kind = 3, "max"
 
 
 class AveragePooling1D(_Pooling):
@@ -94,7 +119,18 @@ class AveragePooling2D(_Pooling):
     rank, kind = 2, "avg"
 
 
-class _GlobalPooling(ChannelsLastLayer):
+class AveragePooling3D(_Pooling):
+    """Mean over windows of (batch, depth, height, width, channels) (Keras'
+    ``AveragePooling3D``); 'same' padding is left out of each mean."""
+
+    rank, kind = 3, "avg"
+
+
+class _GlobalPooling(SpatialLayer):
+    """Max or mean over every spatial axis: (batch, *spatial, channels) ->
+    (batch, channels), or (batch, 1, ..., 1, channels) with ``keepdims``;
+    channels_first keeps the channels right after the batch axis."""
+
     kind = "max"
 
     def __init__(self, data_format=None, keepdims=False, **kwargs):
@@ -104,13 +140,15 @@ class _GlobalPooling(ChannelsLastLayer):
     def call(self, inputs, mask=None):
         if mask is None:
             mask = get_mask(inputs)
-        axes = tuple(range(1, self.rank + 1))
+        first = 2 if self.channels_first else 1
+        axes = tuple(range(first, first + self.rank))
         if self.kind == "max":
             return K.max(inputs, axis=axes, keepdims=self.keepdims)
         if mask is not None and self.rank == 1:
-            w = K.expand_dims(K.cast(mask, inputs.dtype), -1)
-            total = K.sum(inputs * w, axis=1, keepdims=self.keepdims)
-            count = K.sum(w, axis=1, keepdims=self.keepdims)
+            # The mask is (batch, steps): broadcast it over the channel axis.
+            w = K.expand_dims(K.cast(mask, inputs.dtype), 1 if first == 2 else -1)
+            total = K.sum(inputs * w, axis=first, keepdims=self.keepdims)
+            count = K.sum(w, axis=first, keepdims=self.keepdims)
             return total / K.maximum(count, 1.0)
         return K.mean(inputs, axis=axes, keepdims=self.keepdims)
 
@@ -132,6 +170,13 @@ class GlobalMaxPooling2D(_GlobalPooling):
     rank, kind = 2, "max"
 
 
+class GlobalMaxPooling3D(_GlobalPooling):
+    """Max over depth, height and width: (batch, d, h, w, channels) ->
+    (batch, channels) (Keras' ``GlobalMaxPooling3D``)."""
+
+    rank, kind = 3, "max"
+
+
 class GlobalAveragePooling1D(_GlobalPooling):
     """Mean over the steps axis: (batch, steps, channels) -> (batch, channels);
     with a mask (``Embedding(mask_zero=True)``), over the unmasked steps only."""
@@ -145,7 +190,16 @@ class GlobalAveragePooling2D(_GlobalPooling):
     rank, kind = 2, "avg"
 
 
-MaxPool1D, MaxPool2D = MaxPooling1D, MaxPooling2D
-AvgPool1D, AvgPool2D = AveragePooling1D, AveragePooling2D
-GlobalMaxPool1D, GlobalMaxPool2D = GlobalMaxPooling1D, GlobalMaxPooling2D
-GlobalAvgPool1D, GlobalAvgPool2D = GlobalAveragePooling1D, GlobalAveragePooling2D
+class GlobalAveragePooling3D(_GlobalPooling):
+    """Mean over depth, height and width: (batch, d, h, w, channels) ->
+    (batch, channels) (Keras' ``GlobalAveragePooling3D``)."""
+
+    rank, kind = 3, "avg"
+
+
+MaxPool1D, MaxPool2D, MaxPool3D = MaxPooling1D, MaxPooling2D, MaxPooling3D
+AvgPool1D, AvgPool2D, AvgPool3D = AveragePooling1D, AveragePooling2D, AveragePooling3D
+GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPool3D = (
+    GlobalMaxPooling1D, GlobalMaxPooling2D, GlobalMaxPooling3D)
+GlobalAvgPool1D, GlobalAvgPool2D, GlobalAvgPool3D = (
+    GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalAveragePooling3D)

@@ -1,5 +1,6 @@
-"""Shape layers: Permute, RepeatVector, ZeroPadding1D/2D, Cropping1D/2D,
-UpSampling1D/2D (Keras 3's names, arguments and defaults; channels_last)."""
+"""Shape layers: Permute, RepeatVector, ZeroPadding1D/2D/3D, Cropping1D/2D/3D,
+UpSampling1D/2D/3D (Keras 3's names, arguments and defaults; the 2-D and 3-D
+ones and ZeroPadding1D also take data_format='channels_first')."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.layers._masks import get_mask, set_mask
-from kerasflow.layers._utils import ChannelsLastLayer, normalize_tuple
+from kerasflow.layers._utils import SpatialLayer, normalize_tuple
 from kerasflow.layers.base import InputSpec, Layer
 
 __all__ = ["Permute", "RepeatVector", "ZeroPadding1D", "ZeroPadding2D",
-           "Cropping1D", "Cropping2D", "UpSampling1D", "UpSampling2D"]
+           "ZeroPadding3D", "Cropping1D", "Cropping2D", "Cropping3D",
+           "UpSampling1D", "UpSampling2D", "UpSampling3D"]
 
 
 def _pairs(value, n, name):
@@ -67,77 +69,69 @@ class RepeatVector(Layer):
         return {**super().get_config(), "n": self.n}
 
 
-class _Spatial(ChannelsLastLayer):
+class _Spatial(SpatialLayer):
+    """Per-spatial-axis reshaping in either layout: ``_spatial`` places one
+    entry per spatial axis around the batch and channel entries."""
+
+    def _spatial(self, per_axis, fill):
+        per_axis = tuple(per_axis)
+        if self.channels_first:
+            return (fill, fill) + per_axis
+        return (fill,) + per_axis + (fill,)
+
+    def _sizes(self, shape):
+        return shape[2:] if self.channels_first else shape[1:-1]
 
     def get_config(self):
-        config = super().get_config()
-        if self.rank == 2:
-            config["data_format"] = self.data_format
-        return config
+        return {**super().get_config(), "data_format": self.data_format}
 
 
-class ZeroPadding1D(_Spatial):
-    """Pads the steps axis of (batch, steps, channels) with zeros; ``padding``
-    is an int or a (before, after) pair."""
+class _ZeroPadding(_Spatial):
+    """Pads each spatial axis with zeros: ``padding`` an int, one int per
+    axis, or one (before, after) pair per axis."""
 
-    rank = 1
-
-    def __init__(self, padding=1, **kwargs):
-        super().__init__(**kwargs)
-        pad = padding if isinstance(padding, (int, np.integer)) else (tuple(padding),)
-        self.padding = _pairs(pad, 1, "padding")
+    def __init__(self, padding=1, data_format=None, **kwargs):
+        super().__init__(data_format, **kwargs)
+        self.padding = _pairs(padding, self.rank, "padding")
 
     def call(self, inputs):
-        out = K.pad(inputs, ((0, 0),) + self.padding + ((0, 0),))
-        return out
-
-    def get_config(self):
-        config = super().get_config()
-        config["padding"] = list(self.padding[0])
-        return config
-
-
-class ZeroPadding2D(_Spatial):
-    """Pads height and width of (batch, h, w, channels) with zeros; ``padding``
-    is an int, (ph, pw) or ((top, bottom), (left, right))."""
-
-    def __init__(self, padding=(1, 1), **kwargs):
-        super().__init__(**kwargs)
-        self.padding = _pairs(padding, 2, "padding")
-
-    def call(self, inputs):
-        return K.pad(inputs, ((0, 0),) + self.padding + ((0, 0),))
+        return K.pad(inputs, self._spatial(self.padding, (0, 0)))
 
     def get_config(self):
         return {**super().get_config(), "padding": [list(p) for p in self.padding]}
 
 
-class Cropping1D(_Spatial):
-    """Crops the steps axis: ``cropping`` an int or a (start, end) pair.
-
-    Raises:
-        ValueError: a cropping that leaves no step.
-    """
+class ZeroPadding1D(_ZeroPadding):
+    """Pads the steps axis of (batch, steps, channels) with zeros; ``padding``
+    is an int or a (before, after) pair (Keras' ``ZeroPadding1D``)."""
 
     rank = 1
 
-    def __init__(self, cropping=(1, 1), **kwargs):
-        super().__init__(**kwargs)
-        crop = cropping if isinstance(cropping, (int, np.integer)) else (
-            tuple(cropping),)
-        self.cropping = _pairs(crop, 1, "cropping")
-
-    def call(self, inputs):
-        (a, b), = self.cropping
-        _check_crop(self, inputs.shape[1:2], self.cropping)
-        out = inputs[:, a:(-b if b else None)]
-        mask = get_mask(inputs)
-        if mask is not None:
-            set_mask(out, mask[:, a:(-b if b else None)])
-        return out
+    def __init__(self, padding=1, data_format=None, **kwargs):
+        pad = padding if isinstance(padding, (int, np.integer)) else (tuple(padding),)
+        super().__init__(pad, data_format, **kwargs)
 
     def get_config(self):
-        return {**super().get_config(), "cropping": list(self.cropping[0])}
+        return {**super().get_config(), "padding": list(self.padding[0])}
+
+
+class ZeroPadding2D(_ZeroPadding):
+    """Pads height and width of (batch, h, w, channels) with zeros; ``padding``
+    is an int, (ph, pw) or ((top, bottom), (left, right))."""
+
+    def __init__(self, padding=(1, 1), data_format=None, **kwargs):
+        super().__init__(padding, data_format, **kwargs)
+
+
+class ZeroPadding3D(_ZeroPadding):
+    """Pads depth, height and width of (batch, d, h, w, channels) with zeros
+    (Keras' ``ZeroPadding3D``); ``padding`` an int, 3 ints or 3 pairs."""
+
+    rank = 3
+
+    def __init__(self, padding=((1, 1), (1, 1), (1, 1)), data_format=None,
+                 **kwargs):
+        super().__init__(padding, data_format, **kwargs)
 
 
 def _check_crop(layer, sizes, crops):
@@ -149,42 +143,114 @@ def _check_crop(layer, sizes, crops):
                 f"dims {tuple(sizes)}.")
 
 
-class Cropping2D(_Spatial):
-    """Crops height and width: ``cropping`` an int, (ch, cw) or
-    ((top, bottom), (left, right))."""
+class _Cropping(_Spatial):
+    """Crops each spatial axis: ``cropping`` an int, one int per axis, or one
+    (start, end) pair per axis.
 
-    def __init__(self, cropping=((0, 0), (0, 0)), **kwargs):
-        super().__init__(**kwargs)
-        self.cropping = _pairs(cropping, 2, "cropping")
+    Raises:
+        ValueError: a cropping that leaves nothing of an axis.
+    """
+
+    def __init__(self, cropping, data_format=None, **kwargs):
+        super().__init__(data_format, **kwargs)
+        self.cropping = _pairs(cropping, self.rank, "cropping")
 
     def call(self, inputs):
-        (t, b), (lft, r) = self.cropping
-        _check_crop(self, inputs.shape[1:3], self.cropping)
-        return inputs[:, t:(-b if b else None), lft:(-r if r else None)]
+        _check_crop(self, self._sizes(inputs.shape), self.cropping)
+        return inputs[self._spatial((slice(a, -b if b else None)
+                                     for a, b in self.cropping), slice(None))]
 
     def get_config(self):
         return {**super().get_config(), "cropping": [list(p) for p in self.cropping]}
 
 
-class UpSampling1D(_Spatial):
-    """Repeats each step ``size`` times (nearest neighbour)."""
+class Cropping1D(_Cropping):
+    """Crops the steps axis of (batch, steps, channels): ``cropping`` an int or a
+    (start, end) pair; keeps the mask in step. channels_last only (as Keras)."""
+
+    rank = 1
+
+    def __init__(self, cropping=(1, 1), **kwargs):
+        crop = cropping if isinstance(cropping, (int, np.integer)) else (
+            tuple(cropping),)
+        super().__init__(crop, "channels_last", **kwargs)
+
+    def call(self, inputs):
+        out = super().call(inputs)
+        (a, b), = self.cropping
+        mask = get_mask(inputs)
+        if mask is not None:
+            set_mask(out, mask[:, a:(-b if b else None)])
+        return out
+
+    def get_config(self):
+        config = super().get_config()
+        del config["data_format"]
+        return {**config, "cropping": list(self.cropping[0])}
+
+
+class Cropping2D(_Cropping):
+    """Crops height and width: ``cropping`` an int, (ch, cw) or
+    ((top, bottom), (left, right))."""
+
+    def __init__(self, cropping=((0, 0), (0, 0)), data_format=None, **kwargs):
+        super().__init__(cropping, data_format, **kwargs)
+
+
+class Cropping3D(_Cropping):
+    """Crops depth, height and width (Keras' ``Cropping3D``): ``cropping`` an
+    int, 3 ints or 3 (start, end) pairs."""
+
+    rank = 3
+
+    def __init__(self, cropping=((1, 1), (1, 1), (1, 1)), data_format=None,
+                 **kwargs):
+        super().__init__(cropping, data_format, **kwargs)
+
+
+class _UpSampling(_Spatial):
+    """Repeats each spatial position ``size`` times per axis (nearest
+    neighbour), in channels_last around a transpose for channels_first.
+
+    Raises:
+        ValueError: unknown spatial or channel sizes.
+    """
+
+    def __init__(self, size=2, data_format=None, **kwargs):
+        super().__init__(data_format, **kwargs)
+        self.size = normalize_tuple(size, self.rank, "size")
+
+    def call(self, inputs):
+        x = self.to_channels_last(inputs)
+        n, *spatial, c = x.shape
+        if None in (*spatial, c):
+            raise ValueError(f"Layer '{self.name}' needs known spatial sizes. "
+                             f"Received: input shape {inputs.shape}.")
+        x = K.reshape(x, (-1, *(v for s in spatial for v in (s, 1)), c))
+        x = K.tile(x, (1, *(v for f in self.size for v in (1, f)), 1))
+        x = K.reshape(x, (-1, *(s * f for s, f in zip(spatial, self.size)), c))
+        return self.from_channels_last(x)
+
+    def get_config(self):
+        return {**super().get_config(), "size": list(self.size)}
+
+
+class UpSampling1D(_UpSampling):
+    """Repeats each step ``size`` times (Keras' ``UpSampling1D``; channels_last
+    only, as Keras)."""
 
     rank = 1
 
     def __init__(self, size=2, **kwargs):
-        super().__init__(**kwargs)
-        self.size = normalize_tuple(size, 1, "size")[0]
-
-    def call(self, inputs):
-        _, steps, c = inputs.shape
-        x = K.tile(K.expand_dims(inputs, 2), (1, 1, self.size, 1))
-        return K.reshape(x, (-1, steps * self.size, c))
+        super().__init__(size, "channels_last", **kwargs)
 
     def get_config(self):
-        return {**super().get_config(), "size": self.size}
+        config = super().get_config()
+        del config["data_format"]
+        return {**config, "size": self.size[0]}
 
 
-class UpSampling2D(_Spatial):
+class UpSampling2D(_UpSampling):
     """Repeats rows and columns (``size`` = (sh, sw)); interpolation 'nearest'
     only (Keras' default).
 
@@ -192,24 +258,23 @@ class UpSampling2D(_Spatial):
         ValueError: another interpolation; unknown spatial sizes.
     """
 
-    def __init__(self, size=(2, 2), interpolation="nearest", **kwargs):
-        super().__init__(**kwargs)
-        self.size = normalize_tuple(size, 2, "size")
+    def __init__(self, size=(2, 2), data_format=None, interpolation="nearest",
+                 **kwargs):
+        super().__init__(size, data_format, **kwargs)
         if interpolation != "nearest":
             raise ValueError(f"UpSampling2D supports interpolation='nearest' only. "
                              f"Received: interpolation={interpolation!r}.")
         self.interpolation = interpolation
 
-    def call(self, inputs):
-        _, h, w, c = inputs.shape
-        if None in (h, w, c):
-            raise ValueError(f"Layer '{self.name}' needs known spatial sizes. "
-                             f"Received: input shape {inputs.shape}.")
-        sh, sw = self.size
-        x = K.reshape(inputs, (-1, h, 1, w, 1, c))
-        x = K.tile(x, (1, 1, sh, 1, sw, 1))
-        return K.reshape(x, (-1, h * sh, w * sw, c))
-
     def get_config(self):
-        return {**super().get_config(), "size": list(self.size),
-                "interpolation": self.interpolation}
+        return {**super().get_config(), "interpolation": self.interpolation}
+
+
+class UpSampling3D(_UpSampling):
+    """Repeats each voxel ``size`` = (sd, sh, sw) times (Keras'
+    ``UpSampling3D``)."""
+
+    rank = 3
+
+    def __init__(self, size=(2, 2, 2), data_format=None, **kwargs):
+        super().__init__(size, data_format, **kwargs)

@@ -135,4 +135,4 @@ class StepBuilder:
         if kind == "train":
             return TrainStep(inputs, total, self.optimizer, self.weights_to_train(),
                              out_losses, metric_updates, state_updates)
-        return EvalStep(inputs, total, out_losses, metric_updates)
+        return EvalStep(inputs, total, out_losses, metric_updates, state_updates)

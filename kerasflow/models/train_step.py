@@ -258,19 +258,24 @@ class EvalStep(_Step):
 
     Args:
         inputs, loss, output_losses, metric_updates: as for ``TrainStep``.
+        state_updates: layer state updates that run with each batch in
+            process (a stateful RNN's kept states, as Keras' ``evaluate``).
     """
 
     kind = "eval"
-    _GRAPH = ("inputs", "outputs", "deltas", "metric_updates", "variables",
-              "metric_variables")
+    _GRAPH = ("inputs", "outputs", "deltas", "metric_updates", "state_updates",
+              "variables", "metric_variables")
 
-    def __init__(self, inputs, loss, output_losses=(), metric_updates=()):
+    def __init__(self, inputs, loss, output_losses=(), metric_updates=(),
+                 state_updates=()):
         scale = K.placeholder(K.floatx(), (), name="loss_scale")
         self.inputs = list(inputs) + [scale]
         self.outputs = [loss * scale] + [o * scale for o in output_losses]
         self.metric_updates = list(metric_updates)
+        self.state_updates = list(state_updates)
         self.metric_variables, self.deltas = _metric_deltas(self.metric_updates)
-        self.variables = K.reachable_variables(self.outputs + self.metric_updates)
+        self.variables = K.reachable_variables(self.outputs + self.metric_updates
+                                               + self.state_updates)
         self.num_outputs = len(self.outputs)
         self._fns = {}
 
@@ -286,8 +291,8 @@ class EvalStep(_Step):
     def run(self, arrays, global_batch_size) -> StepResult:
         """Loss of the batch; metric variables updated in place."""
         fn = self._fn("run", lambda: K.Function(
-            self.inputs, self.outputs, updates=self.metric_updates,
-            name="eval_step"))
+            self.inputs, self.outputs,
+            updates=self.metric_updates + self.state_updates, name="eval_step"))
         feed, n = self._feed(arrays, global_batch_size)
         return self._result(fn(*feed), n)
 

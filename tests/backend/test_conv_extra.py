@@ -142,7 +142,7 @@ def test_tiled_max_pool_grad_matches_the_per_tap_rule(shape, size, padding):
     y = pooling._max_pool(np, x, size, size, padding)
     g = rng.randn(*y.shape).astype("float32")
     fast = pooling._max_pool_grad_kernel(np, x, y, g, size, size, padding)
-    _, _, pads = conv_module._plan(x.shape, size, size, (1, 1), padding)
+    _, pads = conv_module._plan(x.shape, size, size, (1, 1), padding)
     xpad = conv_module._pad(np, x, pads, -np.inf)
     slow = conv_module._padded_zeros(np, x.shape, pads, g.dtype)
     for idx, hit in pooling._first_max_masks(np, xpad, y, size, size):

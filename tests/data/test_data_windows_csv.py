@@ -152,3 +152,28 @@ def test_generator_raising_mid_epoch_ends_fit_and_keeps_applied_steps(float64):
     reference.fit(x[:40], y[:40], batch_size=8, shuffle=False, epochs=1, verbose=0)
     for a, b in zip(broken.get_weights(), reference.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_parallel_interleave_reads_sources_side_by_side_in_order():
+    import threading
+
+    readers = set()
+
+    def source(i):
+        def rows():
+            for j in range(4):
+                threading.Event().wait(0.002)
+                readers.add(threading.current_thread().name)
+                yield np.int64(10 * i + j)
+        return Dataset.from_generator(rows, output_signature=kf.backend.TensorSpec(
+            (), "int64"))
+
+    ds = Dataset.range(3)
+    serial = [int(v) for v in ds.interleave(source, cycle_length=2, block_length=2)]
+    assert serial == [0, 1, 10, 11, 2, 3, 12, 13, 20, 21, 22, 23]
+    assert readers == {threading.current_thread().name}
+    readers.clear()
+    parallel = ds.interleave(source, cycle_length=2, block_length=2,
+                             num_parallel_calls=kf.data.AUTOTUNE)
+    assert [int(v) for v in parallel] == serial
+    assert threading.current_thread().name not in readers and len(readers) >= 1

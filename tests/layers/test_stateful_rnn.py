@@ -90,3 +90,13 @@ def test_config_keeps_stateful_and_implementation(cls):
     assert cls.from_config(config).get_config() == config
     with pytest.raises(ValueError, match="implementation"):
         cls(4, implementation=3)
+
+
+def test_evaluate_carries_the_states_like_predict():
+    x = np.random.RandomState(3).rand(4, 6, 3).astype("float32")
+    whole, chunked, layer = _pair(kf.layers.GRU)
+    chunked.compile(optimizer="sgd", loss="mse")
+    expected = whole.predict(x, verbose=0)
+    chunked.evaluate(x[:, :3], np.zeros((4, 3, 5)), batch_size=4, verbose=0)
+    np.testing.assert_allclose(layer.states[0].numpy(), expected[:, 2], rtol=1e-5,
+                               atol=1e-6)

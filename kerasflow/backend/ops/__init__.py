@@ -18,12 +18,13 @@ from kerasflow.backend.ops.normalization import *  # noqa: F403
 from kerasflow.backend.ops.scan import *  # noqa: F403
 from kerasflow.backend.ops import scan_grad  # noqa: F401  (registers RNNLoopGrad)
 from kerasflow.backend.ops.ctc import *  # noqa: F403
+from kerasflow.backend.ops.arraymath import *  # noqa: F403
 from kerasflow.backend.ops import (  # noqa: F401
-    checks, conv, conv_extra, ctc, elementwise, embedding, linalg, math, nn,
+    arraymath, checks, conv, conv_extra, ctc, elementwise, embedding, linalg, math, nn,
     normalization, pooling, random, reduction, scan, shape, slicing, state,
 )
 
 __all__ = [name for module in (
     math, elementwise, reduction, shape, slicing, linalg, state, random, nn, conv,
-    pooling, checks, conv_extra, embedding, normalization, scan, ctc,
+    pooling, checks, conv_extra, embedding, normalization, scan, ctc, arraymath,
 ) for name in module.__all__]

@@ -1,19 +1,25 @@
-"""Convolution (NHWC): conv2d, and the window geometry pooling shares.
+"""Convolution (channels last: NWC / NHWC / NDHWC): conv2d and conv3d, and the
+window geometry pooling shares.
 
 Convolution is im2col plus a matrix product: a strided view presents every
 receptive field as a row, so the work is BLAS (and one copy of the view) rather
-than a Python loop over pixels. The other kernels loop only over the kh * kw
-window taps, each tap one strided slice of the (padded) input. Padding follows
-TensorFlow's SAME/VALID rule throughout.
+than a Python loop over pixels. The other kernels loop only over the window
+taps (kh * kw, or kd * kh * kw), each tap one strided slice of the (padded)
+input. Padding follows TensorFlow's SAME/VALID rule throughout. Every helper
+and kernel here works for any number of spatial axes; Conv2D and Conv3D are
+one kernel registered under TensorFlow's two op names.
 """
 
 from __future__ import annotations
+
+import itertools
+import math
 
 import numpy as np
 
 from kerasflow.backend.registry import apply, register_gradient, register_op
 
-__all__ = ["conv2d", "window_geometry"]
+__all__ = ["conv2d", "conv3d", "window_geometry"]
 
 
 # -- geometry -------------------------------------------------------------------------
@@ -38,62 +44,65 @@ def window_geometry(size, k, s, d, padding):
 
 
 def _plan(shape, window, strides, dilation, padding):
-    """Output height and width of a window sliding over NHWC ``shape``, and pads."""
-    (ho, *rows), (wo, *cols) = (
-        window_geometry(shape[1 + a], window[a], strides[a], dilation[a], padding)
-        for a in (0, 1)
-    )
-    return ho, wo, (tuple(rows), tuple(cols))
+    """Output sizes of a window sliding over the spatial axes of (N, *S, C)
+    ``shape``, and the (before, after) pads per spatial axis."""
+    geo = [window_geometry(shape[1 + a], window[a], strides[a], dilation[a], padding)
+           for a in range(len(window))]
+    return tuple(g[0] for g in geo), tuple((g[1], g[2]) for g in geo)
 
 
 def _pad(xp, x, pads, value=0):
-    if pads == ((0, 0), (0, 0)):
+    if all(p == (0, 0) for p in pads):
         return x
     return xp.pad(x, ((0, 0), *pads, (0, 0)), constant_values=value)
 
 
 def _padded_zeros(xp, shape, pads, dtype):
-    (top, bottom), (left, right) = pads
-    return xp.zeros((shape[0], shape[1] + top + bottom, shape[2] + left + right,
-                     shape[3]), dtype)
+    inner = tuple(s + a + b for s, (a, b) in zip(shape[1:-1], pads))
+    return xp.zeros((shape[0], *inner, shape[-1]), dtype)
 
 
 def _crop(xpad, shape, pads):
-    (top, _), (left, _) = pads
-    return xpad[:, top:top + shape[1], left:left + shape[2]]
+    return xpad[(slice(None),) + tuple(slice(a, a + s) for s, (a, _) in
+                                       zip(shape[1:-1], pads))]
 
 
-def _windows(xp, xpad, window, ho, wo, strides, dilation):
-    """A view (N, Ho, Wo, kh, kw, C) of the receptive fields of padded ``xpad``."""
-    n, _, _, c = xpad.shape
-    sn, sh, sw, sc = xpad.strides
+def _windows(xp, xpad, window, out, strides, dilation):
+    """A view (N, *out, *window, C) of the receptive fields of padded ``xpad``."""
+    sn, *ss, sc = xpad.strides
     return xp.lib.stride_tricks.as_strided(
-        xpad, (n, ho, wo, window[0], window[1], c),
-        (sn, sh * strides[0], sw * strides[1], sh * dilation[0], sw * dilation[1], sc),
+        xpad, (xpad.shape[0], *out, *window, xpad.shape[-1]),
+        (sn, *(s * t for s, t in zip(ss, strides)),
+         *(s * d for s, d in zip(ss, dilation)), sc),
     )
 
 
-def _taps(window, ho, wo, strides, dilation=(1, 1)):
-    """Per window tap (i, j): the index of the padded-input elements it meets."""
-    for i in range(window[0]):
-        for j in range(window[1]):
-            r, c = i * dilation[0], j * dilation[1]
-            yield (i, j), (
-                slice(None), slice(r, r + (ho - 1) * strides[0] + 1, strides[0]),
-                slice(c, c + (wo - 1) * strides[1] + 1, strides[1]), slice(None))
+def _taps(window, out, strides, dilation=None):
+    """Per window tap (a tuple of offsets): the index of the padded-input
+    elements it meets."""
+    dilation = dilation or (1,) * len(window)
+    for tap in itertools.product(*(range(k) for k in window)):
+        yield tap, (slice(None),) + tuple(
+            slice(t * d, t * d + (o - 1) * s + 1, s)
+            for t, d, o, s in zip(tap, dilation, out, strides)) + (slice(None),)
+
+
+_AXES = {1: "steps", 2: "height, width", 3: "depth, height, width"}
 
 
 def _spatial_infer(what, x, window, strides, dilation, padding):
-    """Output (batch, Ho, Wo) of a sliding window over NHWC ``x``; checks rank, size."""
+    """Output (batch, *spatial) of a sliding window over channels-last ``x``;
+    checks the rank and that a 'valid' output is not empty."""
+    r = len(window)
     if x.shape is None:
-        return None, None, None
-    if len(x.shape) != 4:
+        return (None,) * (r + 1)
+    if len(x.shape) != r + 2:
         raise ValueError(
-            f"{what} expects a rank-4 input (batch, height, width, channels). "
+            f"{what} expects a rank-{r + 2} input (batch, {_AXES[r]}, channels). "
             f"Received: x.shape={x.shape}."
         )
     out = []
-    for a in (0, 1):
+    for a in range(r):
         size, k = x.shape[1 + a], window[a]
         if size is None or k is None:
             out.append(None)
@@ -102,114 +111,102 @@ def _spatial_infer(what, x, window, strides, dilation, padding):
         if o < 1:
             raise ValueError(
                 f"{what} with padding='valid' needs inputs at least as large as its "
-                f"window{' (dilated)' if dilation != (1, 1) else ''}, so the output "
+                f"window{' (dilated)' if max(dilation) > 1 else ''}, so the output "
                 f"is not empty. Received: x.shape={x.shape}, window={tuple(window)}, "
                 f"dilation_rate={dilation}. Use padding='same' or a smaller window."
             )
         out.append(o)
-    return x.shape[0], out[0], out[1]
+    return (x.shape[0], *out)
 
 
-# -- conv2d ---------------------------------------------------------------------------
-def _conv2d_infer(x, kernel, strides, padding, dilation_rate):
-    if kernel.shape is not None and len(kernel.shape) != 4:
-        raise ValueError(
-            f"conv2d expects a rank-4 kernel (height, width, in_channels, "
-            f"out_channels). Received: kernel.shape={kernel.shape}."
-        )
-    if x.dtype != kernel.dtype or x.dtype.kind != "f":
-        raise TypeError(
-            f"conv2d needs x and kernel of one float dtype. Received: "
-            f"x.dtype={x.dtype.name}, kernel.dtype={kernel.dtype.name}."
-        )
-    ks = kernel.shape or (None,) * 4
-    n, ho, wo = _spatial_infer("conv2d", x, ks[:2], strides, dilation_rate, padding)
-    cin = None if x.shape is None else x.shape[3]
-    if cin is not None and ks[2] is not None and cin != ks[2]:
-        raise ValueError(
-            f"conv2d needs the input's channels (x.shape[-1]) to equal the kernel's "
-            f"in_channels (kernel.shape[2]). Received: x.shape={x.shape}, "
-            f"kernel.shape={kernel.shape}."
-        )
-    return (n, ho, wo, ks[3]), x.dtype
+# -- conv2d / conv3d ------------------------------------------------------------------
+def _conv_infer(rank):
+    what = f"conv{rank}d"
+
+    def infer(x, kernel, strides, padding, dilation_rate):
+        if kernel.shape is not None and len(kernel.shape) != rank + 2:
+            raise ValueError(
+                f"{what} expects a rank-{rank + 2} kernel ({_AXES[rank]}, "
+                f"in_channels, out_channels). Received: kernel.shape={kernel.shape}."
+            )
+        if x.dtype != kernel.dtype or x.dtype.kind != "f":
+            raise TypeError(
+                f"{what} needs x and kernel of one float dtype. Received: "
+                f"x.dtype={x.dtype.name}, kernel.dtype={kernel.dtype.name}."
+            )
+        ks = kernel.shape or (None,) * (rank + 2)
+        n, *out = _spatial_infer(what, x, ks[:rank], strides, dilation_rate, padding)
+        cin = None if x.shape is None else x.shape[-1]
+        if cin is not None and ks[-2] is not None and cin != ks[-2]:
+            raise ValueError(
+                f"{what} needs the input's channels (x.shape[-1]) to equal the "
+                f"kernel's in_channels (kernel.shape[{rank}]). Received: "
+                f"x.shape={x.shape}, kernel.shape={kernel.shape}."
+            )
+        return (n, *out, ks[-1]), x.dtype
+
+    return infer
 
 
-# im2col makes the input kh*kw times larger, so columns are built one batch slice
-# at a time: memory stays bounded, and a slice is still in the last-level cache
-# when BLAS reads it (conv2d on (128, 28, 28, 32) * (3, 3, 32, 64): 1.4x the time
-# of the bare matmul, against 1.6x for all columns at once).
+# im2col makes the input kh*kw (kd*kh*kw) times larger, so columns are built one
+# batch slice at a time: memory stays bounded, and a slice is still in the
+# last-level cache when BLAS reads it (conv2d on (128, 28, 28, 32) * (3, 3, 32,
+# 64): 1.4x the time of the bare matmul, against 1.6x for all columns at once).
 _COLUMN_BYTES = 32 * 2**20
 _TAP_BYTES = 2 * 2**20
 
 
 def _columns(xp, x, kshape, strides, padding, dilation_rate):
-    """Receptive fields (N, Ho, Wo, kh*kw*Cin) as a view, and batch slices of it."""
-    ho, wo, pads = _plan(x.shape, kshape, strides, dilation_rate, padding)
-    view = _windows(xp, _pad(xp, x, pads), kshape, ho, wo, strides, dilation_rate)
-    row = ho * wo * kshape[0] * kshape[1] * kshape[2] * x.dtype.itemsize
+    """Receptive fields (N, *out, *window, Cin) as a view, and batch slices of it."""
+    r = len(kshape) - 2
+    out, pads = _plan(x.shape, kshape[:r], strides, dilation_rate, padding)
+    view = _windows(xp, _pad(xp, x, pads), kshape[:r], out, strides, dilation_rate)
+    row = math.prod(out) * math.prod(kshape[:r + 1]) * x.dtype.itemsize
     step = max(1, _COLUMN_BYTES // max(row, 1))
     return view, [slice(b, b + step) for b in range(0, x.shape[0], step)]
 
 
-@register_op("Conv2D", _conv2d_infer)
-def _conv2d(xp, x, kernel, strides, padding, dilation_rate):
+def _conv(xp, x, kernel, strides, padding, dilation_rate):
     view, batches = _columns(xp, x, kernel.shape, strides, padding, dilation_rate)
-    k2 = kernel.reshape(-1, kernel.shape[3])
-    y = xp.empty(view.shape[:3] + (kernel.shape[3],), dtype=x.dtype)
+    r = kernel.ndim - 2
+    k2 = kernel.reshape(-1, kernel.shape[-1])
+    y = xp.empty(view.shape[:1 + r] + (kernel.shape[-1],), dtype=x.dtype)
     for b in batches:
         xp.matmul(view[b].reshape(-1, k2.shape[0]), k2,
                   out=y[b].reshape(-1, k2.shape[1]))
     return y
 
 
-@register_gradient("Conv2D")
-def _conv2d_grad(node, g):
-    x, kernel = node.inputs
-    return (apply("Conv2DBackpropInput", x, kernel, g, **node.attrs),
-            apply("Conv2DBackpropFilter", x, kernel, g, **node.attrs))
-
-
-# ``x`` and ``kernel`` give the backprop ops only the shape of their result (TF's
-# input_sizes / filter_sizes), which may be known only at run time.
-@register_op("Conv2DBackpropInput", lambda x, kernel, g, **_: (x.shape, g.dtype))
-def _conv2d_backprop_input(xp, x, kernel, g, strides, padding, dilation_rate):
-    kh, kw, cin, cout = kernel.shape
-    ho, wo, pads = _plan(x.shape, (kh, kw), strides, dilation_rate, padding)
+def _conv_backprop_input(xp, x, kernel, g, strides, padding, dilation_rate):
+    r = kernel.ndim - 2
+    cin, cout = kernel.shape[-2:]
+    out, pads = _plan(x.shape, kernel.shape[:r], strides, dilation_rate, padding)
     dx = _padded_zeros(xp, x.shape, pads, g.dtype)
-    n = g.shape[0]
+    n, pixels = g.shape[0], math.prod(out)
     # col2im one tap at a time: a (rows, Cout) @ (Cout, Cin) product added into
-    # the tap's strided slice, never materializing the kh*kw-times larger columns.
-    # A few images at a time, into one reused buffer, so the product is still in
-    # cache when it is added (1.3x faster than whole-batch products here).
-    step = max(1, _TAP_BYTES // max(ho * wo * cin * g.dtype.itemsize, 1))
-    buf = xp.empty((min(step, n) * ho * wo, cin), dtype=g.dtype)
-    taps = [(idx, kernel[i, j].T) for (i, j), idx in
-            _taps((kh, kw), ho, wo, strides, dilation_rate)]
+    # the tap's strided slice, never materializing the window-times larger
+    # columns. A few images at a time, into one reused buffer, so the product is
+    # still in cache when it is added (1.3x faster than whole-batch products).
+    step = max(1, _TAP_BYTES // max(pixels * cin * g.dtype.itemsize, 1))
+    buf = xp.empty((min(step, n) * pixels, cin), dtype=g.dtype)
+    taps = [(idx, kernel[tap].T) for tap, idx in
+            _taps(kernel.shape[:r], out, strides, dilation_rate)]
     for b in range(0, n, step):
         gb, db = g[b:b + step], dx[b:b + step]
-        rows = buf[:gb.shape[0] * ho * wo]
+        rows = buf[:gb.shape[0] * pixels]
         g2 = gb.reshape(-1, cout)
         for idx, kt in taps:
             xp.matmul(g2, kt, out=rows)
-            db[idx] += rows.reshape(gb.shape[:3] + (cin,))
+            db[idx] += rows.reshape(gb.shape[:-1] + (cin,))
     return _crop(dx, x.shape, pads)
 
 
-@register_gradient("Conv2DBackpropInput")
-def _conv2d_backprop_input_grad(node, gg):
-    # dx(k, g) is the adjoint of conv2d in x, linear in k and in g:
-    # <gg, dx(k, g)> = <conv2d(gg, k), g>.
-    _, kernel, g = node.inputs
-    return (None, apply("Conv2DBackpropFilter", gg, kernel, g, **node.attrs),
-            apply("Conv2D", gg, kernel, **node.attrs))
-
-
-@register_op("Conv2DBackpropFilter", lambda x, kernel, g, **_: (kernel.shape, g.dtype))
-def _conv2d_backprop_filter(xp, x, kernel, g, strides, padding, dilation_rate):
+def _conv_backprop_filter(xp, x, kernel, g, strides, padding, dilation_rate):
     view, batches = _columns(xp, x, kernel.shape, strides, padding, dilation_rate)
-    g2 = g.reshape(-1, kernel.shape[3])
-    rows = view.shape[1] * view.shape[2]
-    dk = xp.zeros((kernel.size // kernel.shape[3], kernel.shape[3]), dtype=g.dtype)
+    cout = kernel.shape[-1]
+    g2 = g.reshape(-1, cout)
+    rows = math.prod(view.shape[1:kernel.ndim - 1])
+    dk = xp.zeros((kernel.size // cout, cout), dtype=g.dtype)
     for b in batches:
         cols = view[b].reshape(-1, dk.shape[0])
         # cols.T is a transposed view: BLAS reads it in place, no second copy.
@@ -217,26 +214,68 @@ def _conv2d_backprop_filter(xp, x, kernel, g, strides, padding, dilation_rate):
     return dk.reshape(kernel.shape)
 
 
-@register_gradient("Conv2DBackpropFilter")
-def _conv2d_backprop_filter_grad(node, gg):
-    # dk(x, g) is bilinear: <gg, dk(x, g)> = <conv2d(x, gg), g>.
+def _base(node):
+    """'Conv2D' or 'Conv3D': the forward op a (backprop) node belongs to."""
+    return node.op.split("Backprop")[0]
+
+
+def _conv_grad(node, g):
+    x, kernel = node.inputs
+    return (apply(node.op + "BackpropInput", x, kernel, g, **node.attrs),
+            apply(node.op + "BackpropFilter", x, kernel, g, **node.attrs))
+
+
+def _conv_backprop_input_grad(node, gg):
+    # dx(k, g) is the adjoint of conv in x, linear in k and in g:
+    # <gg, dx(k, g)> = <conv(gg, k), g>.
+    _, kernel, g = node.inputs
+    base = _base(node)
+    return (None, apply(base + "BackpropFilter", gg, kernel, g, **node.attrs),
+            apply(base, gg, kernel, **node.attrs))
+
+
+def _conv_backprop_filter_grad(node, gg):
+    # dk(x, g) is bilinear: <gg, dk(x, g)> = <conv(x, gg), g>.
     x, _, g = node.inputs
-    return (apply("Conv2DBackpropInput", x, gg, g, **node.attrs), None,
-            apply("Conv2D", x, gg, **node.attrs))
+    base = _base(node)
+    return (apply(base + "BackpropInput", x, gg, g, **node.attrs), None,
+            apply(base, x, gg, **node.attrs))
+
+
+# ``x`` and ``kernel`` give the backprop ops only the shape of their result (TF's
+# input_sizes / filter_sizes), which may be known only at run time.
+for _rank in (2, 3):
+    _name = f"Conv{_rank}D"
+    register_op(_name, _conv_infer(_rank))(_conv)
+    register_gradient(_name)(_conv_grad)
+    register_op(_name + "BackpropInput",
+                lambda x, kernel, g, **_: (x.shape, g.dtype))(_conv_backprop_input)
+    register_gradient(_name + "BackpropInput")(_conv_backprop_input_grad)
+    register_op(_name + "BackpropFilter",
+                lambda x, kernel, g, **_: (kernel.shape, g.dtype))(
+                    _conv_backprop_filter)
+    register_gradient(_name + "BackpropFilter")(_conv_backprop_filter_grad)
+del _rank, _name
 
 
 # -- public wrappers ------------------------------------------------------------------
-def _pair(value, name):
-    pair = (value, value) if isinstance(value, (int, np.integer)) else value
-    if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not all(
+def _tuple(value, n, name):
+    """A positive int or ``n`` of them as a tuple of ``n`` ints."""
+    vals = (value,) * n if isinstance(value, (int, np.integer)) else value
+    if not isinstance(vals, (tuple, list)) or len(vals) != n or not all(
         isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1
-        for v in pair
+        for v in vals
     ):
+        what = "a pair" if n == 2 else f"a tuple of {n}"
         raise ValueError(
-            f"{name} must be a positive int or a pair of them. Received: "
+            f"{name} must be a positive int or {what} of them. Received: "
             f"{name}={value!r}."
         )
-    return int(pair[0]), int(pair[1])
+    return tuple(int(v) for v in vals)
+
+
+def _pair(value, name):
+    return _tuple(value, 2, name)
 
 
 def _padding(padding):
@@ -288,3 +327,40 @@ def conv2d(x, kernel, strides: int | tuple[int, int] = (1, 1),
     return apply("Conv2D", x, kernel, strides=_pair(strides, "strides"),
                  padding=_padding(padding),
                  dilation_rate=_pair(dilation_rate, "dilation_rate"))
+
+
+def conv3d(x, kernel, strides: int | tuple[int, int, int] = 1,
+           padding: str = "valid", dilation_rate: int | tuple[int, int, int] = 1):
+    """3-D convolution (cross-correlation), NDHWC (TF's ``tf.nn.conv3d``).
+
+    ``y[n, i, j, l, o] = sum_{a, b, e, c} xpad[n, i*sd + a*dd, j*sh + b*dh,
+    l*sw + e*dw, c] * kernel[a, b, e, c, o]``: the im2col + one matrix product
+    of ``conv2d``, with a third window axis. Gradients: ``Conv3DBackpropInput``
+    and ``Conv3DBackpropFilter``, the same kernels as conv2d's.
+
+    Args:
+        x: float tensor (batch, depth, height, width, in_channels); batch and
+            spatial sizes may be unknown (None) in a graph.
+        kernel: tensor (kd, kh, kw, in_channels, out_channels), dtype of x.
+        strides: int or triple (sd, sh, sw).
+        padding: 'valid' or 'same' (TF's rule, as conv2d); case-insensitive.
+        dilation_rate: int or triple; strides > 1 with dilation > 1 allowed.
+
+    Returns:
+        Tensor (batch, out_depth, out_height, out_width, out_channels) of the
+        dtype of x; each out size as in ``conv2d``.
+
+    Raises:
+        ValueError: x or kernel not of rank 5, in_channels of x and kernel that
+            differ, a 'valid' output that would be empty, or bad strides,
+            padding or dilation_rate.
+        TypeError: x and kernel not of one float dtype.
+
+    Example:
+        >>> x = np.ones((1, 4, 4, 4, 1), "float32")
+        >>> conv3d(x, np.ones((2, 2, 2, 1, 1), "float32"), strides=2).shape
+        (1, 2, 2, 2, 1)
+    """
+    return apply("Conv3D", x, kernel, strides=_tuple(strides, 3, "strides"),
+                 padding=_padding(padding),
+                 dilation_rate=_tuple(dilation_rate, 3, "dilation_rate"))

@@ -121,8 +121,8 @@ class _Shape:
 @register_op("Conv2DTranspose", _conv2d_transpose_infer)
 def _conv2d_transpose(xp, x, kernel, strides, padding, dilation_rate, output_shape):
     shape = (x.shape[0], *output_shape[:2], kernel.shape[2])
-    return _conv._conv2d_backprop_input(xp, _Shape(shape), kernel, x, strides,
-                                        padding, dilation_rate)
+    return _conv._conv_backprop_input(xp, _Shape(shape), kernel, x, strides,
+                                      padding, dilation_rate)
 
 
 @register_gradient("Conv2DTranspose")
@@ -201,8 +201,8 @@ def _depthwise_infer(x, kernel, strides, padding, dilation_rate):
 
 def _depthwise_taps(xp, x, kernel, strides, padding, dilation_rate):
     kh, kw, c, m = kernel.shape
-    ho, wo, pads = _conv._plan(x.shape, (kh, kw), strides, dilation_rate, padding)
-    return ho, wo, pads, _conv._taps((kh, kw), ho, wo, strides, dilation_rate)
+    (ho, wo), pads = _conv._plan(x.shape, (kh, kw), strides, dilation_rate, padding)
+    return ho, wo, pads, _conv._taps((kh, kw), (ho, wo), strides, dilation_rate)
 
 
 @register_op("DepthwiseConv2D", _depthwise_infer)

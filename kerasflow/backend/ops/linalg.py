@@ -9,7 +9,7 @@ from kerasflow.backend.ops import infer as I
 from kerasflow.backend.ops.shape import reshape, transpose
 from kerasflow.backend.registry import apply, register_gradient, register_op
 
-__all__ = ["matmul", "tensordot"]
+__all__ = ["det", "inv", "matmul", "solve", "tensordot", "transpose_last"]
 
 
 def _matmul_infer(a, b, transpose_a=False, transpose_b=False):
@@ -139,3 +139,64 @@ def tensordot(a, b, axes=2):
     b2 = reshape(transpose(b, b_axes + b_free), (k, -1))
     out = matmul(a2, b2)
     return reshape(out, tuple(-1 if d is None else d for d in a_out + b_out))
+
+
+# -- inverse, determinant, solve -----------------------------------------------------
+def _square_infer(a):
+    if a.shape is not None and (len(a.shape) < 2 or a.shape[-1] != a.shape[-2]):
+        raise ValueError(f"expects square matrices (..., n, n). Received: "
+                         f"{I.fmt(a)}.")
+    return a.shape, a.dtype
+
+
+@register_op("MatrixInverse", _square_infer)
+def _inv(xp, a):
+    return xp.linalg.inv(a)
+
+
+@register_gradient("MatrixInverse")
+def _inv_grad(node, g):
+    # d(A^-1) = -A^-1 dA A^-1  =>  grad_A = -A^-T g A^-T.
+    inv_t = transpose_last(node.outputs[0])
+    return (-matmul(matmul(inv_t, g), inv_t),)
+
+
+def inv(a):
+    """The inverse of each square matrix of ``a`` (..., n, n).
+
+    Raises:
+        ValueError: non-square matrices. (Run time) numpy's LinAlgError for a
+            singular one.
+    """
+    return apply("MatrixInverse", a)
+
+
+@register_op("MatrixDeterminant", lambda a: (None if a.shape is None else
+                                              _square_infer(a)[0][:-2], a.dtype))
+def _det(xp, a):
+    return xp.linalg.det(a)
+
+
+@register_gradient("MatrixDeterminant")
+def _det_grad(node, g):
+    # d det(A) / dA = det(A) A^-T (Jacobi's formula).
+    a, d = node.inputs[0], node.outputs[0]
+    scale = apply("ExpandDims", apply("ExpandDims", g * d, axis=-1), axis=-1)
+    return (scale * transpose_last(inv(a)),)
+
+
+def det(a):
+    """The determinant of each square matrix of ``a`` (..., n, n) -> (...)."""
+    return apply("MatrixDeterminant", a)
+
+
+def solve(a, b):
+    """``x`` with ``a @ x = b``: ``a`` (..., n, n), ``b`` (..., n, k); as
+    ``inv(a) @ b``, so its gradient is the inverse's and matmul's."""
+    return matmul(inv(a), b)
+
+
+def transpose_last(x):
+    """``x`` with its last two axes swapped."""
+    rank = len(x.shape)
+    return transpose(x, tuple(range(rank - 2)) + (rank - 1, rank - 2))

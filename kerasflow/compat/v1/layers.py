@@ -88,9 +88,31 @@ def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False,
     return G.track(K.where(K.cast(training, "bool"), dropped, x))
 
 
+def _channels_last(x, data_format, what):
+    """``x`` as NHWC: a channels_first input is transposed (TF's layers do the
+    same on CPU)."""
+    if data_format not in ("channels_last", "channels_first"):
+        raise ValueError(f"tf.layers.{what} expects data_format 'channels_last' "
+                         f"or 'channels_first'. Received: "
+                         f"data_format={data_format!r}.")
+    if data_format == "channels_last" or x.shape is None or len(x.shape) < 3:
+        return x
+    rank = len(x.shape)
+    return K.transpose(x, (0, *range(2, rank), 1))
+
+
+def _channels_back(x, data_format):
+    if data_format == "channels_last" or x.shape is None or len(x.shape) < 3:
+        return x
+    rank = len(x.shape)
+    return K.transpose(x, (0, rank - 1, *range(1, rank - 1)))
+
+
 def flatten(inputs, name=None, data_format="channels_last"):
-    """(batch, ...) -> (batch, prod(...))."""
-    return G.track(K.flatten(G.as_tensor(inputs)))
+    """(batch, ...) -> (batch, prod(...)); a channels_first input is flattened
+    in channels_last order, as TF's ``Flatten``."""
+    x = _channels_last(G.as_tensor(inputs), data_format, "flatten")
+    return G.track(K.flatten(x))
 
 
 def _keras_layer(cls_name, tf1_name):
@@ -108,11 +130,11 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
            use_bias=True, kernel_initializer=None, bias_initializer="zeros",
            kernel_regularizer=None, bias_regularizer=None, trainable=True,
            name=None, reuse=None, **kwargs):
-    """2-D convolution layer (``kerasflow.layers.Conv2D``), NHWC."""
+    """2-D convolution layer (``kerasflow.layers.Conv2D``), NHWC or NCHW."""
     cls = _keras_layer("Conv2D", "conv2d")
     layer, _ = _layer("conv2d", name, reuse, lambda key: cls(
         filters, kernel_size, strides=strides, padding=padding,
-        dilation_rate=dilation_rate, activation=activation, use_bias=use_bias,
+        data_format=data_format, dilation_rate=dilation_rate, activation=activation, use_bias=use_bias,
         kernel_initializer=_initializer(kernel_initializer),
         bias_initializer=bias_initializer or "zeros",
         kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
@@ -122,14 +144,18 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid",
                   data_format="channels_last", name=None):
-    """Max pooling (``kerasflow.backend.max_pool2d``), NHWC."""
-    return G.track(K.max_pool2d(G.as_tensor(inputs), pool_size, strides, padding))
+    """Max pooling (``kerasflow.backend.max_pool2d``), NHWC or NCHW."""
+    x = _channels_last(G.as_tensor(inputs), data_format, "max_pooling2d")
+    return G.track(_channels_back(K.max_pool2d(x, pool_size, strides, padding),
+                                  data_format))
 
 
 def average_pooling2d(inputs, pool_size, strides, padding="valid",
                       data_format="channels_last", name=None):
-    """Average pooling (``kerasflow.backend.avg_pool2d``), NHWC."""
-    return G.track(K.avg_pool2d(G.as_tensor(inputs), pool_size, strides, padding))
+    """Average pooling (``kerasflow.backend.avg_pool2d``), NHWC or NCHW."""
+    x = _channels_last(G.as_tensor(inputs), data_format, "average_pooling2d")
+    return G.track(_channels_back(K.avg_pool2d(x, pool_size, strides, padding),
+                                  data_format))
 
 
 def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=True,

@@ -1,10 +1,5 @@
-"""``kerasflow.ops``: Keras 3's ``keras.ops`` namespace on the graph backend.
-
-Every backend op (``matmul``, ``relu``, ``mean``, ...) plus Keras 3's array
-creation and shape helpers (``zeros``, ``arange``, ``convert_to_tensor``,
-``shape``, ``one_hot(x, num_classes)``). Ops run at once on arrays and add graph
-nodes on symbolic tensors.
-"""
+"""``kerasflow.ops.numpy``: Keras 3's ``keras.ops.numpy``, the numpy-style ops
+of ``kerasflow.ops`` under their sub-namespace (the same functions)."""
 
 from kerasflow.backend.keras_ops import *  # noqa: F403
 from kerasflow.backend.keras_ops import __all__ as _keras_all

@@ -1,0 +1,20 @@
+"""``kerasflow.ops``: Keras 3's ``keras.ops`` namespace on the graph backend,
+with its sub-namespaces ``nn``, ``numpy``, ``linalg`` and ``image``.
+
+Every backend op (``matmul``, ``relu``, ``mean``, ...) plus Keras 3's array
+creation and shape helpers (``zeros``, ``arange``, ``convert_to_tensor``,
+``shape``, ``one_hot(x, num_classes)``). Ops run at once on arrays and add graph
+nodes on symbolic tensors.
+"""
+
+from kerasflow.backend.keras_ops import *  # noqa: F403
+from kerasflow.backend.keras_ops import __all__ as _keras_all
+from kerasflow.backend.ops import *  # noqa: F403
+from kerasflow.backend.ops import __all__ as _ops_all
+from kerasflow.backend.keras_ops import one_hot, shape  # noqa: F401  (Keras' forms)
+
+from kerasflow.ops import image, linalg, nn, numpy  # noqa: E402  (sub-namespaces)
+from kerasflow.ops.linalg import norm  # noqa: E402, F401  (Keras: ops.norm too)
+
+__all__ = sorted(set(_ops_all) | set(_keras_all)
+                 | {"image", "linalg", "nn", "numpy", "norm"})

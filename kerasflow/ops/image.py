@@ -1,0 +1,68 @@
+"""``kerasflow.ops.image``: ``resize`` (bilinear and nearest) for batches of
+images, composed from matrix products so that it has gradients (Keras 3's
+``keras.ops.image.resize``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerasflow import backend as K
+
+__all__ = ["resize"]
+
+
+def _weights(n_in, n_out, method, dtype):
+    """(n_out, n_in) interpolation weights, pixel centers at half-integers."""
+    centers = (np.arange(n_out) + 0.5) * (n_in / n_out) - 0.5
+    j = np.arange(n_in)
+    if method == "nearest":
+        idx = np.clip(np.floor(centers + 0.5), 0, n_in - 1).astype(int)
+        w = np.zeros((n_out, n_in))
+        w[np.arange(n_out), idx] = 1.0
+        return w.astype(dtype)
+    w = np.maximum(0.0, 1.0 - np.abs(j[None, :] - centers[:, None]))
+    return (w / w.sum(axis=1, keepdims=True)).astype(dtype)
+
+
+def resize(images, size, interpolation="bilinear", antialias=False,
+           crop_to_aspect_ratio=False, pad_to_aspect_ratio=False,
+           fill_mode="constant", fill_value=0.0, data_format=None):
+    """Images resized to ``size`` = (height, width).
+
+    Args:
+        images: float (batch, H, W, C) or (H, W, C); channels_first with
+            ``data_format="channels_first"``.
+        size: (height, width) of the output.
+        interpolation: "bilinear" (half-pixel centers, a triangle filter) or
+            "nearest".
+        antialias: False only.
+
+    Returns:
+        The resized images, same layout and dtype.
+
+    Raises:
+        NotImplementedError: antialiasing, cropping or padding to the aspect
+            ratio, other interpolations.
+        ValueError: images of rank other than 3 or 4.
+    """
+    if antialias or crop_to_aspect_ratio or pad_to_aspect_ratio or \
+            interpolation not in ("bilinear", "nearest"):
+        raise NotImplementedError(
+            f"resize supports interpolation 'bilinear' or 'nearest' without "
+            f"antialias, cropping or padding. Received: "
+            f"interpolation={interpolation!r}, antialias={antialias!r}.")
+    rank = len(images.shape)
+    if rank not in (3, 4):
+        raise ValueError(f"resize expects images of rank 3 or 4. Received: "
+                         f"images.shape={tuple(images.shape)}")
+    x = images if rank == 4 else K.expand_dims(images, 0)
+    fmt = K.image_data_format() if data_format is None else data_format
+    if fmt == "channels_first":
+        x = K.transpose(x, (0, 2, 3, 1))
+    dtype = np.dtype(x.dtype)
+    wy = _weights(x.shape[1], int(size[0]), interpolation, dtype)
+    wx = _weights(x.shape[2], int(size[1]), interpolation, dtype)
+    y = K.einsum("oh,bhwc,pw->bopc", wy, x, wx)
+    if fmt == "channels_first":
+        y = K.transpose(y, (0, 3, 1, 2))
+    return y if rank == 4 else K.squeeze(y, 0)
