@@ -137,3 +137,28 @@ def test_errors():
     with pytest.raises(ValueError, match="2-D.*Received: logits.shape=\\(3,\\)"):
         R.categorical(np.zeros(3), 2)
     assert R.SeedGenerator.from_config(R.SeedGenerator(4).get_config()).state[0] == 4
+
+
+class _Noise(kf.layers.Layer):
+    """Adds seeded N(0, 1) noise shaped at run time (Keras 2's K.shape form)."""
+
+    def __init__(self, seed=1, **kwargs):
+        super().__init__(**kwargs)
+        self.seed_generator = R.SeedGenerator(seed)
+
+    def call(self, inputs):
+        return inputs + R.normal(K.shape(inputs), seed=self.seed_generator)
+
+
+def _noise_model(seed):
+    x = kf.Input((4,))
+    return kf.Model(x, _Noise(seed)(x))
+
+
+def test_random_ops_inside_a_model_draw_per_run_and_repeat_per_seed():
+    x = np.zeros((3, 4), "float32")
+    model = _noise_model(1)
+    first, second = model.predict(x, verbose=0), model.predict(x, verbose=0)
+    assert first.shape == (3, 4) and not np.allclose(first, second)
+    np.testing.assert_array_equal(_noise_model(1).predict(x, verbose=0), first)
+    assert not np.allclose(_noise_model(2).predict(x, verbose=0), first)

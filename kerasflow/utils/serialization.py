@@ -11,9 +11,11 @@ a built-in function serializes to its name, an object to
 Lookup tables are per kind (``registry("layer")``). Layer classes defined in
 kerasflow register themselves by class name (``Layer.__init_subclass__``), so
 ``layers.deserialize`` finds ``Sequential`` and ``Model`` without importing
-``models``; user classes come in through ``custom_objects`` or the
-``register_serializable`` decorator, as Keras'. Pure Python: it imports nothing
-from kerasflow.
+``models``; user classes come in through ``custom_objects``, the
+``register_serializable`` decorator (per kind), Keras 3's
+``register_keras_serializable`` (the global custom objects, "package>name";
+``get_custom_objects``) or a ``custom_object_scope``, all searched by every
+deserialization. Pure Python: it imports nothing from kerasflow.
 """
 
 from __future__ import annotations
