@@ -16,7 +16,7 @@ from kerasflow import callbacks
 from kerasflow import data
 from kerasflow import models
 from kerasflow import datasets, summary, utils
-from kerasflow import random, saving, tree
+from kerasflow import config, random, saving, tree
 from kerasflow import distribute  # tf.distribute's names; Ray loads on first use
 from kerasflow.backend import GradientTape, name_scope
 from kerasflow.backend import SymbolicTensor as KerasTensor
@@ -38,7 +38,7 @@ def version() -> str:
     return __version__
 
 
-__all__ = ["backend", "ops", "activations", "constraints", "initializers",
+__all__ = ["backend", "config", "ops", "activations", "constraints", "initializers",
            "regularizers", "losses", "metrics", "optimizers", "layers", "callbacks",
            "data", "models", "datasets", "summary", "utils", "distribute", "random",
            "saving", "tree", "GradientTape", "Initializer", "Input", "InputSpec",

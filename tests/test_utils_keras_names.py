@@ -231,3 +231,18 @@ def test_is_keras_tensor_and_sequence():
     assert not kf.utils.is_keras_tensor(kf.Variable(1.0))
     assert not kf.utils.is_keras_tensor(np.ones(2))
     assert kf.utils.Sequence is kf.utils.PyDataset
+
+
+def test_config_matches_keras_and_is_the_backend_setting():
+    keras = keras_numpy()
+    for name in ("floatx", "epsilon", "image_data_format",
+                 "is_interactive_logging_enabled"):
+        assert getattr(kf.config, name)() == getattr(keras.config, name)()
+    try:
+        kf.config.set_epsilon(1e-5)
+        kf.config.set_image_data_format("channels_first")
+        assert kf.backend.epsilon() == 1e-5
+        assert kf.backend.image_data_format() == "channels_first"
+    finally:
+        kf.config.set_epsilon(1e-7)
+        kf.config.set_image_data_format("channels_last")

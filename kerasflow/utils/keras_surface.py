@@ -60,8 +60,11 @@ EXCLUDED: dict[str, dict[str, str]] = {
 
 # What to use instead of a Keras name kerasflow lacks (qualified Keras name ->).
 ALTERNATIVES: dict[str, str] = {
-    "keras.config": "kerasflow.backend.floatx/set_floatx and "
-                    "kerasflow.backend.epsilon/set_epsilon",
+    "keras.config.set_backend": "kerasflow's one graph backend (numpy, or cupy "
+                                "with kerasflow.backend.set_device)",
+    "keras.config.backend": "kerasflow.backend (one graph backend)",
+    "keras.config.dtype_policy": "kerasflow.config.floatx",
+    "keras.config.set_dtype_policy": "kerasflow.config.set_floatx",
     "keras.utils.get_file": "the kerasflow.datasets loaders, which read "
                             "$KERASFLOW_DATA_DIR",
     "keras.saving.load_weights": "model.load_weights(filepath)",
