@@ -25,8 +25,10 @@ class Variable(variables.Variable):
             compatibility; kerasflow has one dtype policy and strategies
             reduce gradients, not variables.
         name: a readable name.
+        layout: must be None (a JAX sharding layout).
 
     Raises:
+        NotImplementedError: a ``layout``.
         ValueError: a name or callable ``initializer`` without ``shape``; an
             unknown initializer name.
 
@@ -41,7 +43,11 @@ class Variable(variables.Variable):
 
     def __init__(self, initializer, shape=None, dtype=None, trainable=True,
                  autocast=True, aggregation="none", synchronization="auto",
-                 name=None, **kwargs):
+                 name=None, layout=None, **kwargs):
+        if layout is not None:
+            raise NotImplementedError(f"Variable layouts shard JAX arrays; kerasflow "
+                                      f"has strategies instead. Received: "
+                                      f"layout={layout}")
         if kwargs:
             raise TypeError(f"Unrecognized keyword arguments passed to Variable: "
                             f"{sorted(kwargs)}")

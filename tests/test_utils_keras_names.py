@@ -75,11 +75,12 @@ def test_progbar_averages_match_keras(capsys):
 
 def test_progbar_add_and_bar(capsys):
     bar = kf.utils.Progbar(4, width=8, verbose=1)
-    bar.add(2, values=[("x", 2.0)])
+    bar.add(1, values=[("x", 2.0)])
     bar.add(2, values=[("x", 4.0)])
+    bar.add(1)
     out = capsys.readouterr().out
-    assert "4/4 [========]" in out and " - x: 3.0000" in out
-    assert bar.average("x") == 3.0 and bar.average("y") is None
+    assert "4/4 [========]" in out and " - x: 3.3333" in out  # (2 + 4 * 2) / 3
+    assert np.isclose(bar.average("x"), 10 / 3) and bar.average("y") is None
     kf.utils.Progbar(3, verbose=0).update(3)
     assert capsys.readouterr().out == ""
 
@@ -246,3 +247,37 @@ def test_config_matches_keras_and_is_the_backend_setting():
     finally:
         kf.config.set_epsilon(1e-7)
         kf.config.set_image_data_format("channels_last")
+
+
+def test_progbar_stateless_metrics_match_keras(capsys):
+    keras = keras_numpy()
+    for bar in (kf.utils.Progbar(4, verbose=2, stateless_metrics=["loss"]),
+                keras.utils.Progbar(4, verbose=2, stateless_metrics=["loss"])):
+        bar.update(2, values=[("loss", 1.0), ("lr", 0.5)])
+        bar.update(4, values=[("loss", 3.0), ("lr", 0.25)])
+    ours, theirs = capsys.readouterr().out.strip().splitlines()
+    # The final update's value is shown as given, averaged or not (Keras 3.15).
+    assert _metrics(ours) == _metrics(theirs) == [("loss", "3.0000"),
+                                                  ("lr", "0.2500")]
+    for bar in (kf.utils.Progbar(4, verbose=2, stateless_metrics=["loss"]),
+                keras.utils.Progbar(4, verbose=2, stateless_metrics=["loss"])):
+        bar.update(1, values=[("loss", 1.0), ("lr", 0.5)])
+        bar.update(3, values=[("loss", 3.0), ("lr", 0.25)])
+        bar.update(4, values=[("lr", 0.1)])
+    ours, theirs = capsys.readouterr().out.strip().splitlines()
+    # loss: (1 * 1 + 3 * 2) / 3, averaged; lr: stateful, the last value.
+    assert _metrics(ours) == _metrics(theirs) == [("loss", "2.3333"),
+                                                  ("lr", "0.1000")]
+    with pytest.raises(ValueError, match="Only one of `stateful_metrics`"):
+        kf.utils.Progbar(1, stateful_metrics=["a"], stateless_metrics=["b"])
+
+
+def test_unsupported_keras_arguments_say_so(tmp_path):
+    with pytest.raises(ValueError, match="Received: format=grain"):
+        kf.utils.timeseries_dataset_from_array(np.arange(9), None, 2,
+                                               format="grain")
+    with pytest.raises(NotImplementedError, match="Received: layout=x"):
+        kf.Variable(1.0, layout="x")
+    model = kf.Sequential([kf.layers.Dense(1, input_shape=(2,))])
+    with pytest.raises(NotImplementedError, match="max_shard_size=5"):
+        kf.saving.save_weights(model, tmp_path / "w.npz", max_shard_size=5)

@@ -23,7 +23,8 @@ def _positive_below(name, value, n):
 def timeseries_dataset_from_array(data, targets, sequence_length,
                                   sequence_stride=1, sampling_rate=1,
                                   batch_size=128, shuffle=False, seed=None,
-                                  start_index=None, end_index=None):
+                                  start_index=None, end_index=None,
+                                  format="tf"):  # noqa: A002  (Keras' name)
     """Sliding windows over a series, as a dataset of (batches of) sequences
     (Keras 3's ``keras.utils.timeseries_dataset_from_array``).
 
@@ -44,6 +45,8 @@ def timeseries_dataset_from_array(data, targets, sequence_length,
             ``8 * batch_size``).
         seed: the shuffle's seed.
         start_index, end_index: use ``data[start_index:end_index]`` only.
+        format: "tf" (Keras' default), giving a ``kerasflow.data.Dataset``
+            (tf.data's API).
 
     Returns:
         A ``Dataset`` of ``(batch, sequence_length, ...)`` arrays, or of
@@ -52,8 +55,11 @@ def timeseries_dataset_from_array(data, targets, sequence_length,
     Raises:
         ValueError: a start or end index out of range, a non-positive
             ``sampling_rate``/``sequence_stride`` or one not below the data's
-            length.
+            length; a ``format`` other than "tf".
     """
+    if format != "tf":
+        raise ValueError(f'kerasflow returns a kerasflow.data.Dataset: `format` '
+                         f'should be "tf". Received: format={format}')
     data = np.asarray(data)
     n = len(data)
     if start_index is not None:

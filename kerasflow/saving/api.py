@@ -60,8 +60,15 @@ def load_model(filepath, custom_objects=None, compile=True,  # noqa: A002
                                     custom_objects=custom_objects, compile=compile)
 
 
-def save_weights(model, filepath, overwrite=True, **kwargs):
-    """``model.save_weights(filepath)``: the weights in the checkpoint format."""
+def save_weights(model, filepath, overwrite=True, max_shard_size=None, **kwargs):
+    """``model.save_weights(filepath)``: the weights in the checkpoint format.
+
+    Raises:
+        NotImplementedError: ``max_shard_size`` (kerasflow writes one file).
+    """
+    if max_shard_size is not None:
+        raise NotImplementedError(f"kerasflow writes the weights as one file. "
+                                  f"Received: max_shard_size={max_shard_size}")
     _model_saving.save_weights(model, os.fspath(filepath), overwrite=overwrite)
 
 

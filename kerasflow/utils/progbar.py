@@ -22,8 +22,14 @@ class Progbar:
         width: the bar's width in characters.
         verbose: 0 silent, 1 a bar redrawn in place, 2 one line when done.
         interval: minimum seconds between redraws.
-        stateful_metrics: names whose values are shown as given, not averaged.
+        stateful_metrics: names whose values are shown as given, not averaged
+            (all others are averaged).
+        stateless_metrics: instead, the only names that are averaged (all
+            others are shown as given).
         unit_name: the unit shown in the rate ("step").
+
+    Raises:
+        ValueError: both ``stateful_metrics`` and ``stateless_metrics``.
 
     Example::
 
@@ -33,13 +39,20 @@ class Progbar:
     """
 
     def __init__(self, target, width=20, verbose=1, interval=0.05,
-                 stateful_metrics=None, unit_name="step"):
+                 stateful_metrics=None, stateless_metrics=None, unit_name="step"):
+        if stateful_metrics is not None and stateless_metrics is not None:
+            raise ValueError("Only one of `stateful_metrics` or "
+                             "`stateless_metrics` can be provided. Received: "
+                             f"stateful_metrics={stateful_metrics}, "
+                             f"stateless_metrics={stateless_metrics}")
         self.target = target
         self.width = width
         self.verbose = verbose
         self.interval = interval
         self.unit_name = unit_name
         self.stateful_metrics = set(stateful_metrics or ())
+        self.stateless_metrics = (None if stateless_metrics is None
+                                  else set(stateless_metrics))
         self._dynamic = io_utils.interactive_terminal()
         self._seen_so_far = 0
         self._values: dict = {}
@@ -54,7 +67,8 @@ class Progbar:
         Args:
             current: the index of the current step.
             values: ``[(name, value), ...]``; a value counts once per step
-                advanced since the last update, as Keras weights it.
+                advanced since the last update, as Keras weights it; on the
+                final update it replaces the average.
             finalize: whether this is the last update (default: ``current >=
                 target`` when the target is known).
         """
@@ -63,7 +77,11 @@ class Progbar:
         for k, v in values or []:
             if k not in self._values_order:
                 self._values_order.append(k)
-            if k in self.stateful_metrics:
+            # As Keras 3: the final update's value is shown as given (it is
+            # the epoch's own result), earlier ones are averaged per step.
+            if finalize or k in self.stateful_metrics or (
+                    self.stateless_metrics is not None
+                    and k not in self.stateless_metrics):
                 self._values[k] = [v, 1]
                 continue
             steps = max(current - self._seen_so_far, 1)
