@@ -61,7 +61,7 @@ def server_for_target(target):
     """
     server = _SERVERS.get(target)
     if server is None:
-        raise ValueError(f"tf.Session(target=...) expects the target of a "
+        raise ValueError(f"tf.Session(target=...) expects the server.target of a "
                          f"tf.train.Server running in this process: one of "
                          f"{sorted(_SERVERS)}. Received: target={target!r}")
     return server
@@ -76,6 +76,20 @@ def _split(address):
     return host, int(port)
 
 
+def _free_ports(n, host="127.0.0.1"):
+    """``n`` ports free on this host now, for Ray's own services: Ray's fixed
+    defaults (client server 10001, dashboard 8265, agent 52365) collide with
+    any other Ray on the machine."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind((host, 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def _is_local(host):
     if host in ("localhost", "127.0.0.1", "0.0.0.0", "::1", ""):
         return True
@@ -87,10 +101,13 @@ def _is_local(host):
         return False
 
 
-def _wait_for_port(address, deadline, who):
+def _wait_for_port(address, deadline, who, head=None):
     host, port = _split(address)
     last = None
     while time.monotonic() < deadline:
+        if head is not None and not head.alive():
+            raise RuntimeError(f"{who}: 'ray start --head' exited with code "
+                               f"{head.proc.returncode}: {head.tail()}")
         try:
             with socket.create_connection((host, port), timeout=1.0):
                 return
@@ -120,6 +137,11 @@ class _RayProcess:
     def alive(self):
         return self.proc.poll() is None
 
+    def tail(self, n=2000):
+        self.log.flush()
+        with open(self.log.name, "rb") as f:
+            return f.read()[-n:].decode(errors="replace")
+
     def stop(self, grace=10.0):
         """SIGTERM to the group, SIGKILL after ``grace`` s; then SIGKILL to
         any of its descendants still alive (Ray's workers run in their own
@@ -145,7 +167,8 @@ class _RayProcess:
             except ProcessLookupError:
                 pass
         self.log.close()
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        if not os.environ.get("KERASFLOW_KEEP_RAY_LOGS"):
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def _live_pids():
@@ -247,19 +270,13 @@ class Server:
         deadline = time.monotonic() + self.timeout
         address = os.environ.get("RAY_ADDRESS")
         head = "/job:{}/task:{}".format(*self.head_task)
-        if not address:
-            host, port = _split(self.head_address)
-            if (self.job_name, self.task_index) == self.head_task:
-                temp = tempfile.mkdtemp(prefix="kf-ray-")
-                self._ray = _RayProcess(["--head", f"--port={port}",
-                                         f"--node-ip-address={host}",
-                                         "--include-dashboard=false",
-                                         f"--temp-dir={temp}"], temp)
-            _wait_for_port(self.head_address, deadline, head)
-            if self._ray is None and not _is_local(_split(self.address)[0]):
-                self._ray = _RayProcess([f"--address={self.head_address}"],
-                                        tempfile.mkdtemp(prefix="kf-ray-"))
-            address = self.head_address
+        try:
+            address = self._rendezvous(address, deadline, head)
+        except BaseException:
+            if self._ray is not None:
+                self._ray.stop()
+                self._ray = None
+            raise
         self.ray_address = address
         self._stopped = False
         _SERVERS[self.target] = self
@@ -271,6 +288,29 @@ class Server:
         except BaseException:
             self.stop()
             raise
+
+    def _rendezvous(self, address, deadline, head):
+        """The Ray address to join; starts the head (or this host's node)."""
+        if not address:
+            host, port = _split(self.head_address)
+            if (self.job_name, self.task_index) == self.head_task:
+                temp = tempfile.mkdtemp(prefix="kf-tf1-")
+                dash, agent = _free_ports(2)
+                self._ray = _RayProcess([
+                    "--head", f"--port={port}", f"--node-ip-address={host}",
+                    "--include-dashboard=false", f"--temp-dir={temp}",
+                    f"--dashboard-port={dash}",
+                    f"--dashboard-agent-listen-port={agent}",
+                    "--object-store-memory=" + os.environ.get(
+                        "KERASFLOW_OBJECT_STORE_BYTES", str(512 << 20))], temp)
+            _wait_for_port(self.head_address, deadline, head, self._ray)
+            if self._ray is None and not _is_local(_split(self.address)[0]):
+                (agent,) = _free_ports(1)
+                self._ray = _RayProcess([f"--address={self.head_address}",
+                                         f"--dashboard-agent-listen-port={agent}"],
+                                        tempfile.mkdtemp(prefix="kf-tf1-"))
+            address = self.head_address
+        return address
 
     def _connect(self, address, deadline, head):
         done, err = threading.Event(), []

@@ -1,0 +1,211 @@
+"""TF1 between-graph clusters: ClusterSpec, replica_device_setter, Server's
+bad input, and the lecture's program as 3 OS processes (1 ps, 2 workers) on
+a real Ray started by the ps task."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import kerasflow.compat.v1 as tf
+from kerasflow.strategies.tf1_server import descendants
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "tf1_between_graph_mnist.py"
+
+
+def _free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+# -- ClusterSpec -------------------------------------------------------------------
+def test_cluster_spec_dict_and_queries():
+    spec = tf.train.ClusterSpec({"ps": ["h0:2222"], "worker": ["h1:2222", "h2:2223"]})
+    assert spec.as_dict() == {"ps": ["h0:2222"], "worker": ["h1:2222", "h2:2223"]}
+    assert spec.jobs == ["ps", "worker"]
+    assert spec.num_tasks("worker") == 2
+    assert spec.job_tasks("worker") == ["h1:2222", "h2:2223"]
+    assert spec.task_address("worker", 1) == "h2:2223"
+    assert tf.train.ClusterSpec(spec) == spec
+
+
+def test_cluster_spec_sparse_job_and_tf_config():
+    spec = tf.train.ClusterSpec({"worker": {1: "h1:1", 3: "h3:3"}})
+    assert spec.job_tasks("worker") == [None, "h1:1", None, "h3:3"]
+    assert spec.num_tasks("worker") == 2
+    cfg = json.dumps({"cluster": {"ps": ["a:1"], "worker": ["b:2"]},
+                      "task": {"type": "worker", "index": 0}})
+    assert tf.train.ClusterSpec.from_tf_config(cfg).as_dict() == {
+        "ps": ["a:1"], "worker": ["b:2"]}
+
+
+def test_cluster_spec_rejects_bad_addresses():
+    with pytest.raises(ValueError, match="'host:port'.*'nohostport'"):
+        tf.train.ClusterSpec({"ps": ["nohostport"]})
+    with pytest.raises(TypeError, match="job 'ps'.*Received: 3"):
+        tf.train.ClusterSpec({"ps": 3})
+
+
+# -- replica_device_setter ---------------------------------------------------------
+def _placements(setter, shapes):
+    tf.reset_default_graph()
+    with tf.device(setter):
+        vs = [tf.Variable(tf.zeros(s), name=f"v{i}") for i, s in enumerate(shapes)]
+        local = tf.Variable(0.0, name="not_ps")
+    ps = tf.get_default_graph().ps_vars
+    out = [ps[v][0] for v in vs]
+    assert local in ps  # created under the setter: a Variable, so on a ps task
+    tf.reset_default_graph()
+    return out
+
+
+def test_replica_device_setter_round_robin():
+    cluster = {"ps": ["a:1", "b:2"], "worker": ["c:3"]}
+    setter = tf.train.replica_device_setter(worker_device="/job:worker/task:0",
+                                            cluster=cluster)
+    assert setter.worker_device == "/job:worker/task:0"
+    assert _placements(setter, [(3,), (4,), (5,), (6,)]) == [0, 1, 0, 1]
+
+
+def test_replica_device_setter_greedy_by_bytes():
+    setter = tf.train.replica_device_setter(
+        ps_tasks=2, ps_strategy=tf.train.GreedyLoadBalancingStrategy(2))
+    # 400 B -> 0; 40 B -> 1; 40 B -> 1 (80 < 400); 400 B -> 1 (80 < 400)
+    assert _placements(setter, [(100,), (10,), (10,), (100,)]) == [0, 1, 1, 1]
+
+
+def test_replica_device_setter_without_ps_is_none():
+    assert tf.train.replica_device_setter(cluster={"worker": ["a:1"]}) is None
+
+
+def test_string_ps_device_places_variables():
+    tf.reset_default_graph()
+    with tf.device("/job:ps/task:1"):
+        v = tf.Variable(1.0, name="w")
+    with tf.device("/job:worker/task:0"):
+        u = tf.Variable(1.0, name="u")
+    ps = tf.get_default_graph().ps_vars
+    assert ps[v] == (1, "w") and u not in ps
+    tf.reset_default_graph()
+
+
+# -- Server: bad input -------------------------------------------------------------
+CLUSTER = {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2", "127.0.0.1:3"]}
+
+
+def test_server_task_index_outside_cluster():
+    with pytest.raises(ValueError, match=r"Task index 2 is not in job 'worker'.*"
+                                         r"expected one of \[0, 1\].*task_index=2"):
+        tf.train.Server(CLUSTER, job_name="worker", task_index=2)
+
+
+def test_server_job_not_in_cluster():
+    with pytest.raises(ValueError, match=r"Job name 'chief' is not in the "
+                                         r"ClusterSpec: expected one of \['ps', "
+                                         r"'worker'\].*job_name='chief'"):
+        tf.train.Server(CLUSTER, job_name="chief", task_index=0)
+
+
+def test_server_unreachable_ps_fails_within_deadline(monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    (port,) = _free_ports(1)  # nothing listens there
+    cluster = {"ps": [f"127.0.0.1:{port}"], "worker": ["127.0.0.1:2"]}
+    t0 = time.monotonic()
+    with pytest.raises(TimeoutError, match=rf"/job:ps/task:0 did not come: expected "
+                                           rf".*127.0.0.1:{port}. Received: .*refused"):
+        tf.train.Server(cluster, job_name="worker", task_index=0, timeout=2.0)
+    assert time.monotonic() - t0 < 10.0
+
+
+def test_session_target_must_be_a_server():
+    with pytest.raises(ValueError, match="server.target.*grpc://nowhere:1"):
+        tf.Session("grpc://nowhere:1")
+
+
+# -- the lecture's program as 3 processes ------------------------------------------
+def _shm():
+    try:
+        return set(os.listdir("/dev/shm"))
+    except OSError:
+        return set()
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _result(out):
+    lines = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
+    assert lines, out[-3000:]
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+STEPS = 100  # per worker: 200 async updates in all
+
+
+@pytest.mark.ray
+def test_lecture_program_one_ps_two_workers(tmp_path):
+    ps_port, w0, w1 = _free_ports(3)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), RAY_AUTH_MODE="disabled",
+               KERASFLOW_DATA_DIR=os.environ.get("KERASFLOW_DATA_DIR",
+                                                 "/work/shared/data"),
+               KERASFLOW_CLUSTER_TIMEOUT="120")
+    env.pop("RAY_ADDRESS", None)
+    args = [sys.executable, str(EXAMPLE), f"--ps_hosts=127.0.0.1:{ps_port}",
+            f"--worker_hosts=127.0.0.1:{w0},127.0.0.1:{w1}", f"--steps={STEPS}",
+            f"--logs_path={tmp_path}"]
+    shm_before = _shm()
+    ps = subprocess.Popen(args + ["--job_name=ps", "--task_index=0"], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    workers = [subprocess.Popen(args + ["--job_name=worker", f"--task_index={i}"],
+                                env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+               for i in range(2)]
+    started = set()
+    try:
+        outs = []
+        for w in workers:
+            out, _ = w.communicate(timeout=240)
+            outs.append(out)
+            assert w.returncode == 0, out[-3000:]
+        started = descendants(ps.pid)  # the Ray processes the ps task started
+        assert started, "the ps task started no Ray processes"
+        ps.send_signal(signal.SIGTERM)
+        ps_out, _ = ps.communicate(timeout=60)
+        assert ps.returncode == 0, ps_out[-3000:]
+    finally:
+        for p in [ps, *workers]:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    results = [_result(o) for o in outs]
+    # Shared, not copied: every push increments the one global step on the ps,
+    # and the worker finishing last reads all of them.
+    assert max(r["global_step"] for r in results) == 2 * STEPS
+    assert all(STEPS <= r["global_step"] <= 2 * STEPS for r in results)
+    # One process with 200 updates of the same model reaches 0.87-0.89; async
+    # updates from stale weights cost a little.
+    assert max(r["accuracy"] for r in results) >= 0.84, results
+    for i in range(2):  # every worker wrote its summaries
+        assert list((tmp_path / f"worker{i}").glob("events.out.tfevents.*"))
+    time.sleep(1.0)
+    assert [p for p in started if _alive(p)] == []
+    assert _shm() - shm_before == set()
