@@ -1,9 +1,11 @@
-"""Cluster descriptions: how many workers and parameter servers a
-``TF_CONFIG`` (``{"cluster": {"chief": [...], "worker": [...], "ps": [...]},
-"task": {...}}``, TF's multi-worker convention) or a cluster resolver names.
+"""Cluster descriptions: TF1's ``ClusterSpec`` (job name -> task
+addresses), and how many workers and parameter servers a ``TF_CONFIG``
+(``{"cluster": {"chief": [...], "worker": [...], "ps": [...]}, "task":
+{...}}``, TF's multi-worker convention) or a cluster resolver names.
 
-Only the counts are used: Ray places the actors, so the addresses are not.
-No ray import.
+The strategies use only the counts (Ray places their actors); TF1
+between-graph programs use the addresses: ``tf1_server.Server`` maps the
+head task's address onto the Ray head's GCS port. No ray import.
 """
 
 from __future__ import annotations

@@ -162,6 +162,7 @@ STEPS = 100  # per worker: 200 async updates in all
 
 
 @pytest.mark.ray
+@pytest.mark.slow  # 45-80 s on a loaded 2-core machine (Ray head start ~15 s)
 def test_lecture_program_one_ps_two_workers(tmp_path):
     ps_port, w0, w1 = _free_ports(3)
     env = dict(os.environ, PYTHONPATH=str(ROOT), RAY_AUTH_MODE="disabled",
@@ -188,6 +189,12 @@ def test_lecture_program_one_ps_two_workers(tmp_path):
             assert w.returncode == 0, out[-3000:]
         started = descendants(ps.pid)  # the Ray processes the ps task started
         assert started, "the ps task started no Ray processes"
+        # A second process claiming /job:ps/task:0 (joining the same Ray).
+        dup = subprocess.run(args + ["--job_name=ps", "--task_index=0"],
+                             env=dict(env, RAY_ADDRESS=f"127.0.0.1:{ps_port}"),
+                             capture_output=True, text=True, timeout=120)
+        assert dup.returncode != 0
+        assert "/job:ps/task:0 is already served by another process" in dup.stderr
         ps.send_signal(signal.SIGTERM)
         ps_out, _ = ps.communicate(timeout=60)
         assert ps.returncode == 0, ps_out[-3000:]
@@ -209,3 +216,62 @@ def test_lecture_program_one_ps_two_workers(tmp_path):
     time.sleep(1.0)
     assert [p for p in started if _alive(p)] == []
     assert _shm() - shm_before == set()
+
+
+# -- Supervisor / MonitoredTrainingSession in one process -------------------------
+def _linear_model():
+    # Node names are unique per process: a "restarted" program in this process
+    # names its variables for the checkpoint (a real restart needs no names).
+    tf.reset_default_graph()
+    gs = tf.train.get_or_create_global_step()
+    x = tf.placeholder(tf.float32, [None])
+    w = tf.Variable(0.0, name="w")
+    loss = tf.reduce_mean(tf.square(2.0 * x - w * x))
+    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=gs)
+    return gs, x, w, train_op, tf.train.Saver({"w": w, "global_step": gs})
+
+
+def test_supervisor_chief_initializes_saves_and_restores(tmp_path):
+    gs, x, w, train_op, saver = _linear_model()
+    sv = tf.train.Supervisor(is_chief=True, logdir=str(tmp_path), global_step=gs,
+                             saver=saver)
+    with sv.managed_session() as sess:
+        for _ in range(5):
+            sess.run(train_op, feed_dict={x: [1.0, 2.0]})
+        saved_w = float(sess.run(w))
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-5")
+    gs, x, w, train_op, saver = _linear_model()  # a restarted chief resumes
+    sv = tf.train.Supervisor(is_chief=True, logdir=str(tmp_path), global_step=gs,
+                             saver=saver)
+    sess = sv.prepare_or_wait_for_session()
+    assert int(sess.run(gs)) == 5 and float(sess.run(w)) == pytest.approx(saved_w)
+    sv.stop()
+    tf.reset_default_graph()
+
+
+def test_monitored_training_session_stop_at_step(tmp_path):
+    gs, x, w, train_op, saver = _linear_model()
+    hooks = [tf.train.StopAtStepHook(last_step=7)]
+    runs = 0
+    with tf.train.MonitoredTrainingSession(
+            checkpoint_dir=str(tmp_path), hooks=hooks,
+            scaffold=tf.train.Scaffold(saver=saver)) as sess:
+        while not sess.should_stop():
+            sess.run(train_op, feed_dict={x: [1.0]})
+            runs += 1
+    assert runs == 7
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-7")
+    gs, x, w, train_op, saver = _linear_model()
+    hooks = [tf.train.StopAtStepHook(num_steps=3)]
+    with tf.train.MonitoredTrainingSession(
+            checkpoint_dir=str(tmp_path), hooks=hooks,
+            scaffold=tf.train.Scaffold(saver=saver)) as sess:
+        while not sess.should_stop():
+            step = sess.run([train_op, gs], feed_dict={x: [1.0]})[1]
+    assert step == 9  # resumed at 7, three more steps (fetched before the last +1)
+    tf.reset_default_graph()
+
+
+def test_stop_at_step_hook_bad_arguments():
+    with pytest.raises(ValueError, match="exactly one of num_steps and last_step"):
+        tf.train.StopAtStepHook()

@@ -24,7 +24,9 @@ __all__ = [
     "get_global_step", "create_global_step", "global_step", "exponential_decay",
     "Saver", "latest_checkpoint", "checkpoint_exists", "ClusterSpec", "Server",
     "replica_device_setter", "GreedyLoadBalancingStrategy", "byte_size_load_fn",
-    "Supervisor",
+    "Supervisor", "MonitoredTrainingSession", "MonitoredSession", "Scaffold",
+    "SessionRunHook",
+    "SessionRunArgs", "SessionRunContext", "SessionRunValues", "StopAtStepHook",
 ]
 
 
@@ -262,7 +264,12 @@ _LAZY = {"ClusterSpec": "kerasflow.strategies.cluster",
          "replica_device_setter": "kerasflow.compat.v1.device_setter",
          "GreedyLoadBalancingStrategy": "kerasflow.compat.v1.device_setter",
          "byte_size_load_fn": "kerasflow.compat.v1.device_setter",
-         "Supervisor": "kerasflow.compat.v1.supervisor"}
+         "Supervisor": "kerasflow.compat.v1.supervisor",
+         **{n: "kerasflow.compat.v1.monitored_session" for n in (
+             "MonitoredTrainingSession", "MonitoredSession", "Scaffold",
+             "SessionRunHook",
+             "SessionRunArgs", "SessionRunContext", "SessionRunValues",
+             "StopAtStepHook")}}
 _missing = missing_attribute("tf.train", globals())
 
 
