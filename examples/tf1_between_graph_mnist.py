@@ -26,6 +26,8 @@ On one machine (three terminals, or ``&``)::
     python examples/tf1_between_graph_mnist.py --job_name=worker --task_index=1
     kill %1     # the ps serves until SIGTERM/SIGINT, then stops its Ray
 
+``--sync_replicas`` wraps the optimizer in ``tf.train.SyncReplicasOptimizer``
+(one gradient per worker averaged per step; global step = aggregated steps).
 ``--job_name=single`` trains the same model in one process with a plain
 ``tf.Session()`` (the baseline). Each worker prints ``RESULT {json}``:
 its steps, the final global step, test accuracy, steps/s and the share of
@@ -52,6 +54,8 @@ def parse_args(argv=None):
     p.add_argument("--batch_size", type=int, default=100)
     p.add_argument("--learning_rate", type=float, default=0.5)
     p.add_argument("--logs_path", default="/tmp/kf_mnist_between_graph")
+    p.add_argument("--sync_replicas", action="store_true",
+                   help="SyncReplicasOptimizer: aggregate one gradient per worker")
     return p.parse_args(argv)
 
 
@@ -63,7 +67,7 @@ def load_mnist():
     return x_train, eye[y_train], x_test, eye[y_test]
 
 
-def build_model(learning_rate):
+def build_model(learning_rate, sync_replicas=0):
     """The lecture's model: 784-100 sigmoid-10 softmax, cross entropy, SGD."""
     global_step = tf.get_variable("global_step", [], dtype=tf.int64,
                                   initializer=tf.constant_initializer(0),
@@ -85,8 +89,12 @@ def build_model(learning_rate):
         cross_entropy = tf.reduce_mean(
             -tf.reduce_sum(y_ * tf.log(y + 1e-10), reduction_indices=[1]))
     with tf.name_scope("train"):
-        train_op = tf.train.GradientDescentOptimizer(learning_rate).minimize(
-            cross_entropy, global_step=global_step)
+        grad_op = tf.train.GradientDescentOptimizer(learning_rate)
+        if sync_replicas:
+            grad_op = tf.train.SyncReplicasOptimizer(
+                grad_op, replicas_to_aggregate=sync_replicas,
+                total_num_replicas=sync_replicas)
+        train_op = grad_op.minimize(cross_entropy, global_step=global_step)
     with tf.name_scope("Accuracy"):
         correct = tf.equal(tf.argmax(y, 1), tf.argmax(y_, 1))
         accuracy = tf.reduce_mean(tf.cast(correct, tf.float32))
@@ -143,14 +151,15 @@ def main(argv=None):
         return
     with tf.device(tf.train.replica_device_setter(
             worker_device="/job:worker/task:%d" % args.task_index, cluster=cluster)):
-        m = build_model(args.learning_rate)
+        num_workers = cluster.num_tasks("worker")
+        m = build_model(args.learning_rate,
+                        num_workers if args.sync_replicas else 0)
     sv = tf.train.Supervisor(is_chief=(args.task_index == 0),
                              global_step=m["global_step"], init_op=m["init_op"])
     with sv.prepare_or_wait_for_session(server.target) as sess:
         writer = tf.summary.FileWriter(args.logs_path + "/worker%d" % args.task_index,
                                        graph=tf.get_default_graph())
-        train(sess, m, data, args, writer, args.task_index,
-              cluster.num_tasks("worker"))
+        train(sess, m, data, args, writer, args.task_index, num_workers)
         writer.close()
     sv.stop()
     server.stop()

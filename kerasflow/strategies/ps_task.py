@@ -47,8 +47,9 @@ class PSTask:
         self.vars: dict = {}    # key -> Variable (a loaded step's, once adopted)
         self.initialized = False
         self.shards: dict = {}  # step key -> (PSShard, keys of step.variables)
-        self.pushes = 0
+        self.pushes = self.dropped = 0
         self.apply_seconds = 0.0
+        self.sync: dict = {}    # step key -> aggregation state (sync replicas)
 
     def ping(self):
         return dict(task=self.task, pid=os.getpid(), initialized=self.initialized,
@@ -93,16 +94,20 @@ class PSTask:
 
     def push(self, applies, assigns):
         """One worker run's updates for this task: ``applies`` ``[(step key,
-        slices)]`` (see :meth:`apply`), then ``assigns`` (see
-        :meth:`assign`); returns the shards' versions."""
-        versions = [self.apply(key, *slices) for key, slices in applies]
+        slices)]`` (see :meth:`apply`) or ``[(step key, slices, round,
+        worker)]`` (see :meth:`push_sync`), then ``assigns`` (see
+        :meth:`assign`); returns the versions (async) or rounds (sync)."""
+        versions = [self.apply(a[0], *a[1]) if len(a) == 2 else
+                    self.push_sync(a[0], a[2], a[3], a[1]) for a in applies]
         if assigns:
             self.assign(assigns)
         return versions
 
-    def load_step(self, key, step, plan, var_keys):
+    def load_step(self, key, step, plan, var_keys, sync=None):
         """Keeps a shard running ``step``'s optimizer apply for this task's
         range of ``plan``; a step already loaded under ``key`` is kept.
+        ``sync``: ``(replicas_to_aggregate, total_num_replicas)`` for a
+        ``SyncReplicasOptimizer``'s step, else None (async).
 
         Args:
             key: the step's signature (same on every worker running the same
@@ -114,7 +119,35 @@ class PSTask:
             shard = PSShard(self.index, self.num_ps)
             shard.load(step, plan)
             self.shards[key] = (shard, list(var_keys))
+        if sync is not None and key not in self.sync:
+            self.sync[key] = dict(round=0, acc=None, who=[], n=int(sync[0]),
+                                  total=int(sync[1]))
         return True
+
+    def push_sync(self, key, round_, worker, slices):
+        """A ``SyncReplicasOptimizer`` push (TF1's gradient accumulators): a
+        gradient computed in aggregation round ``round_`` is added to the
+        round's sum, a stale one (an earlier round) is dropped; when
+        ``replicas_to_aggregate`` have arrived their mean is applied once
+        (one ``global_step`` increment) and the round advances. Returns the
+        current round."""
+        st = self.sync[key]
+        if round_ != st["round"]:
+            self.dropped += 1
+            return st["round"]
+        arrays = [np.array(g) for g in slices]
+        st["acc"] = arrays if st["acc"] is None else [
+            np.add(a, b, out=a) for a, b in zip(st["acc"], arrays)]
+        st["who"].append(worker)
+        if len(st["who"]) >= st["n"]:
+            self.apply(key, *[a / st["n"] for a in st["acc"]])
+            st.update(round=st["round"] + 1, acc=None, who=[])
+        return st["round"]
+
+    def sync_state(self, key):
+        """``(round, workers whose gradient the round has, needed)``."""
+        st = self.sync[key]
+        return st["round"], list(st["who"]), st["n"]
 
     def apply(self, key, *slices):
         """One push: the gradient slice(s) of step ``key`` applied by the

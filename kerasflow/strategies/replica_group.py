@@ -31,8 +31,11 @@ from kerasflow.strategies.worker_group import (
     actor_runtime_env,
     check_placement,
     cluster_summary,
+    in_bundle,
     init_ray,
+    placement_group,
     ray_module,
+    remove_placement_group,
 )
 
 __all__ = ["WorkerGroup"]
@@ -77,9 +80,6 @@ class WorkerGroup:
                  name="replica", workers_per_bundle=1):
         ray = _ray()
         init_ray()
-        placement_group = ray.util.placement_group.placement_group
-        PlacementGroupSchedulingStrategy = \
-            ray.util.scheduling_strategies.PlacementGroupSchedulingStrategy
         if not isinstance(num_workers, int) or num_workers < 1:
             raise ValueError(f"WorkerGroup expects num_workers >= 1. "
                              f"Received: num_workers={num_workers!r}")
@@ -109,8 +109,7 @@ class WorkerGroup:
         for rank in range(num_workers):
             opts = dict(num_cpus=bundle.get("CPU", 0), num_gpus=bundle.get("GPU", 0),
                         max_restarts=0, max_task_retries=0,
-                        scheduling_strategy=PlacementGroupSchedulingStrategy(
-                            self.pg, placement_group_bundle_index=rank // per))
+                        scheduling_strategy=in_bundle(self.pg, rank // per))
             if bundle_resources:
                 opts["resources"] = dict(bundle_resources)
             env = _actor_runtime_env()
@@ -293,7 +292,7 @@ class WorkerGroup:
         self.actors = []
         if self.pg is not None:
             try:
-                ray.util.placement_group.remove_placement_group(self.pg)
+                remove_placement_group(self.pg)
             except Exception:
                 pass
             self.pg = None

@@ -23,7 +23,8 @@ from kerasflow.strategies.placement import bundle_for, check_fits
 
 __all__ = ["WorkerGroup", "check_placement", "cluster_summary",
            "create_named_actor", "disconnect_ray", "find_named_actor", "get_all",
-           "init_ray", "kill_actor", "ray_module", "remote_call", "shutdown_ray",
+           "in_bundle", "init_ray", "kill_actor", "placement_group", "ray_module",
+           "remote_call", "remove_placement_group", "shutdown_ray",
            "wait_any"]
 
 _STARTED = {"by_us": False, "job_env": False}
@@ -33,7 +34,6 @@ _LIVE = LIVE_GROUPS = weakref.WeakSet()  # groups to shut down at exit
 def _ray():
     try:
         import ray
-        import ray.util.placement_group
         import ray.util.scheduling_strategies  # noqa: F401
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError("Distributed strategies need Ray: "
@@ -160,6 +160,27 @@ class _Host:
 def ray_module():
     """The ray module (imported on first use)."""
     return _ray()
+
+
+def placement_group(bundles, strategy):
+    """``ray.util.placement_group(bundles, strategy=strategy)``."""
+    _ray()
+    from ray.util.placement_group import placement_group as make
+
+    return make(bundles, strategy=strategy)
+
+
+def remove_placement_group(pg):
+    _ray()
+    from ray.util.placement_group import remove_placement_group as remove
+
+    remove(pg)
+
+
+def in_bundle(pg, index):
+    """The scheduling strategy placing an actor in bundle ``index`` of ``pg``."""
+    return _ray().util.scheduling_strategies.PlacementGroupSchedulingStrategy(
+        pg, placement_group_bundle_index=index)
 
 
 def __getattr__(name):

@@ -47,7 +47,9 @@ class _PSStep:
     """A train op split for the ps tasks: its ``TrainStep`` (trainable
     variables grouped by ps task), the shard plan and the step's key."""
 
-    def __init__(self, train_op, ps_vars, num_ps):
+    def __init__(self, train_op, ps_vars, num_ps, sync=None):
+        self.sync = sync  # (replicas_to_aggregate, total) or None (async)
+        self.rounds = [0] * num_ps  # the aggregation round each ps task is in
         var_list = list(train_op.var_list)
         local = [v.name for v in var_list if v not in ps_vars]
         if local:
@@ -71,7 +73,7 @@ class _PSStep:
                           for t in range(num_ps)]
         sig = [(k, tuple(v.shape), str(v.dtype)) for v, k in
                zip(step.variables, self.keys)]
-        sig.append(type(train_op.optimizer).__name__)
+        sig += [type(train_op.optimizer).__name__, sync]
         self.key = hashlib.sha1(repr(sig).encode()).hexdigest()[:16]
         self.reads = [v for v in K.reachable_variables(step.grads) if v in ps_vars]
         self.scale = step.inputs[-1]
@@ -80,7 +82,9 @@ class _PSStep:
     def pushes(self, grads, num_ps):
         """Per ps task, the slices of the packed gradient it applies."""
         flat = K.to_numpy(self.step.layout.pack(grads))
-        sl = [encode_push(flat, *self.plan["push"][k]) for k in range(num_ps)]
+        # Sync rounds sum dense slices on the ps; async pushes embedding rows sparse.
+        sl = [flat[p[0]:p[1]] if self.sync else encode_push(flat, *p)
+              for p in self.plan["push"][:num_ps]]
         if not self.plan["separable"]:  # every task runs the full apply
             return [tuple(sl)] * num_ps
         return [(s,) for s in sl]
@@ -156,8 +160,9 @@ class ClusterSession(Session):
     def ps_step(self, train_op):
         st = self._steps.get(id(train_op))
         if st is None:
-            st = self._steps[id(train_op)] = (
-                train_op, _PSStep(train_op, self.graph.ps_vars, self.num_ps))
+            st = self._steps[id(train_op)] = (train_op, _PSStep(
+                train_op, self.graph.ps_vars, self.num_ps,
+                self.graph.sync_replicas.get(train_op)))
         return st[1]
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
@@ -231,11 +236,12 @@ class ClusterSession(Session):
             n = len(st.step.grads)
             if not st.loaded:
                 self._client.call({k: ("load_step", (st.key, st.step, st.plan,
-                                                     st.task_keys[k]))
+                                                     st.task_keys[k], st.sync))
                                    for k in range(self.num_ps)})
                 st.loaded = True
             for k, sl in enumerate(st.pushes(grads[at:at + n], self.num_ps)):
-                calls[k][0].append((st.key, sl))
+                calls[k][0].append((st.key, sl) if st.sync is None else
+                                   (st.key, sl, st.rounds[k], self.server.task_index))
             at += n
         for var, mode in plan.writes:
             value = var.numpy()
@@ -244,7 +250,33 @@ class ClusterSession(Session):
             calls[ps[var][0]][1].append((ps[var][1], mode, value))
         calls = {k: c for k, c in calls.items() if c[0] or c[1]}
         if calls:
-            self._client.call({k: ("push", c) for k, c in calls.items()})
+            got = self._client.call({k: ("push", c) for k, c in calls.items()})
+            for j, st in enumerate(plan.steps):  # push returns: one per step
+                if st.sync is not None:
+                    self._wait_rounds(st, {k: got[k][j] for k in range(self.num_ps)})
+
+    def _wait_rounds(self, st, now):
+        """Blocks until every ps task has applied the round this worker
+        pushed to (TF1's token queue), polling; bounded by the timeout.
+
+        Raises:
+            TimeoutError: naming the ps task, the round, the workers whose
+                gradients arrived and the ones missing.
+        """
+        deadline = time.monotonic() + self.server.timeout
+        for k in range(self.num_ps):
+            mine, at, who, n = st.rounds[k], now[k], [], st.sync[0]
+            while at <= mine:
+                if time.monotonic() > deadline:
+                    total = range(st.sync[1])
+                    raise TimeoutError(
+                        f"Sync round {mine} on /job:ps/task:{k} did not complete "
+                        f"within {self.server.timeout:g} s: expected {n} "
+                        f"gradients. Received {len(who)} (from workers {who}); "
+                        f"missing: workers {[w for w in total if w not in who]}.")
+                time.sleep(0.002)
+                at, who, n = self._client.call({k: ("sync_state", (st.key,))})[k]
+            st.rounds[k] = at
 
     def missing(self):
         """``{ps task: keys not initialized yet}`` of this graph's ps

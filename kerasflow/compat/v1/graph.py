@@ -61,6 +61,7 @@ class Graph:
         self.devices: list = []      # (first node id, last node id, device spec)
         self.device_stack: list = []  # active tf.device specs/functions
         self.ps_vars: dict = {}      # Variable -> (ps task index, key)
+        self.sync_replicas: dict = {}  # train op -> (to aggregate, total replicas)
         self.seed = None
         self._finalized = False
         self.initial_values: dict = {}  # Variable -> numpy value at registration

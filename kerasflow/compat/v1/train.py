@@ -24,7 +24,7 @@ __all__ = [
     "get_global_step", "create_global_step", "global_step", "exponential_decay",
     "Saver", "latest_checkpoint", "checkpoint_exists", "ClusterSpec", "Server",
     "replica_device_setter", "GreedyLoadBalancingStrategy", "byte_size_load_fn",
-    "Supervisor", "MonitoredTrainingSession", "MonitoredSession", "Scaffold",
+    "Supervisor", "SyncReplicasOptimizer", "MonitoredTrainingSession", "MonitoredSession", "Scaffold",
     "SessionRunHook",
     "SessionRunArgs", "SessionRunContext", "SessionRunValues", "StopAtStepHook",
 ]
@@ -265,6 +265,7 @@ _LAZY = {"ClusterSpec": "kerasflow.strategies.cluster",
          "GreedyLoadBalancingStrategy": "kerasflow.compat.v1.device_setter",
          "byte_size_load_fn": "kerasflow.compat.v1.device_setter",
          "Supervisor": "kerasflow.compat.v1.supervisor",
+         "SyncReplicasOptimizer": "kerasflow.compat.v1.sync_replicas",
          **{n: "kerasflow.compat.v1.monitored_session" for n in (
              "MonitoredTrainingSession", "MonitoredSession", "Scaffold",
              "SessionRunHook",
