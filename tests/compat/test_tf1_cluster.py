@@ -161,18 +161,23 @@ def _result(out):
 STEPS = 100  # per worker: 200 async updates in all
 
 
-@pytest.mark.ray
-@pytest.mark.slow  # 45-80 s on a loaded 2-core machine (Ray head start ~15 s)
-def test_lecture_program_one_ps_two_workers(tmp_path):
-    ps_port, w0, w1 = _free_ports(3)
+def _env():
     env = dict(os.environ, PYTHONPATH=str(ROOT), RAY_AUTH_MODE="disabled",
                KERASFLOW_DATA_DIR=os.environ.get("KERASFLOW_DATA_DIR",
                                                  "/work/shared/data"),
                KERASFLOW_CLUSTER_TIMEOUT="120")
     env.pop("RAY_ADDRESS", None)
+    return env
+
+
+def _run_cluster(tmp_path, steps, extra=(), before_stop=None):
+    """Runs the example as 1 ps + 2 worker processes; returns the workers'
+    results after stopping the ps with SIGTERM and checking it left nothing."""
+    ps_port, w0, w1 = _free_ports(3)
+    env = _env()
     args = [sys.executable, str(EXAMPLE), f"--ps_hosts=127.0.0.1:{ps_port}",
-            f"--worker_hosts=127.0.0.1:{w0},127.0.0.1:{w1}", f"--steps={STEPS}",
-            f"--logs_path={tmp_path}"]
+            f"--worker_hosts=127.0.0.1:{w0},127.0.0.1:{w1}", f"--steps={steps}",
+            f"--logs_path={tmp_path}", *extra]
     shm_before = _shm()
     ps = subprocess.Popen(args + ["--job_name=ps", "--task_index=0"], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -189,12 +194,8 @@ def test_lecture_program_one_ps_two_workers(tmp_path):
             assert w.returncode == 0, out[-3000:]
         started = descendants(ps.pid)  # the Ray processes the ps task started
         assert started, "the ps task started no Ray processes"
-        # A second process claiming /job:ps/task:0 (joining the same Ray).
-        dup = subprocess.run(args + ["--job_name=ps", "--task_index=0"],
-                             env=dict(env, RAY_ADDRESS=f"127.0.0.1:{ps_port}"),
-                             capture_output=True, text=True, timeout=120)
-        assert dup.returncode != 0
-        assert "/job:ps/task:0 is already served by another process" in dup.stderr
+        if before_stop is not None:
+            before_stop(args, env, ps_port)
         ps.send_signal(signal.SIGTERM)
         ps_out, _ = ps.communicate(timeout=60)
         assert ps.returncode == 0, ps_out[-3000:]
@@ -203,7 +204,25 @@ def test_lecture_program_one_ps_two_workers(tmp_path):
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    results = [_result(o) for o in outs]
+    time.sleep(1.0)
+    assert [p for p in started if _alive(p)] == []
+    assert _shm() - shm_before == set()
+    return [_result(o) for o in outs]
+
+
+def _claim_ps0_again(args, env, ps_port):
+    # A second process claiming /job:ps/task:0 (joining the same Ray).
+    dup = subprocess.run(args + ["--job_name=ps", "--task_index=0"],
+                         env=dict(env, RAY_ADDRESS=f"127.0.0.1:{ps_port}"),
+                         capture_output=True, text=True, timeout=120)
+    assert dup.returncode != 0
+    assert "/job:ps/task:0 is already served by another process" in dup.stderr
+
+
+@pytest.mark.ray
+@pytest.mark.slow  # 45-80 s on a loaded 2-core machine (Ray head start ~15 s)
+def test_lecture_program_one_ps_two_workers(tmp_path):
+    results = _run_cluster(tmp_path, STEPS, before_stop=_claim_ps0_again)
     # Shared, not copied: every push increments the one global step on the ps,
     # and the worker finishing last reads all of them.
     assert max(r["global_step"] for r in results) == 2 * STEPS
@@ -213,9 +232,26 @@ def test_lecture_program_one_ps_two_workers(tmp_path):
     assert max(r["accuracy"] for r in results) >= 0.84, results
     for i in range(2):  # every worker wrote its summaries
         assert list((tmp_path / f"worker{i}").glob("events.out.tfevents.*"))
-    time.sleep(1.0)
-    assert [p for p in started if _alive(p)] == []
-    assert _shm() - shm_before == set()
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_lecture_program_sync_replicas_equals_one_process(tmp_path):
+    steps = 40
+    results = _run_cluster(tmp_path, steps, extra=["--sync_replicas"])
+    # One global step per aggregated round, and both workers end on the same
+    # weights: the mean of their two 100-row gradients per round.
+    assert [r["global_step"] for r in results] == [steps, steps]
+    assert results[0]["accuracy"] == results[1]["accuracy"]
+    # ... which is one process taking the same 200-row batches (worker t's
+    # batch i is rows (2i + t) * 100 ...: the two make rows 200i ... 200i+199).
+    single = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--job_name=single", f"--steps={steps}",
+         "--batch_size=200", f"--logs_path={tmp_path}"],
+        env=_env(), capture_output=True, text=True, timeout=240)
+    assert single.returncode == 0, single.stderr[-3000:]
+    one = _result(single.stdout)
+    assert results[0]["accuracy"] == pytest.approx(one["accuracy"], abs=2e-3)
 
 
 # -- Supervisor / MonitoredTrainingSession in one process -------------------------
@@ -275,3 +311,47 @@ def test_monitored_training_session_stop_at_step(tmp_path):
 def test_stop_at_step_hook_bad_arguments():
     with pytest.raises(ValueError, match="exactly one of num_steps and last_step"):
         tf.train.StopAtStepHook()
+
+
+# -- the ps task's apply path, without Ray ------------------------------------------
+def _ps_model():
+    from kerasflow.compat.v1.cluster_session import _PSStep  # noqa: PLC0415
+
+    tf.reset_default_graph()
+    with tf.device(tf.train.replica_device_setter(ps_tasks=1)):
+        gs = tf.train.get_or_create_global_step()
+        x = tf.placeholder(tf.float32, [None])
+        w = tf.Variable(1.0, name="w")
+        loss = tf.reduce_mean(tf.square(w * x))  # d/dw = 2 w mean(x^2)
+        opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
+                                             replicas_to_aggregate=2)
+        train_op = opt.minimize(loss, global_step=gs)
+    graph = tf.get_default_graph()
+    st = _PSStep(train_op, graph.ps_vars, 1, graph.sync_replicas[train_op])
+    keys = {v: k for v, (_, k) in graph.ps_vars.items()}
+    return st, keys[w], keys[gs]
+
+
+def test_ps_task_sync_round_averages_and_drops_stale():
+    import numpy as np  # noqa: PLC0415
+
+    from kerasflow.strategies.ps_task import PSTask  # noqa: PLC0415
+
+    st, wk, gk = _ps_model()
+    task = PSTask(0, 1)
+    task.assign([(wk, "set", np.float32(1.0)), (gk, "set", np.int64(0))])
+    assert task.missing([wk, gk, "other"]) == ["other"]
+    task.load_step(st.key, st.step, st.plan, st.task_keys[0], st.sync)
+    g = lambda v: (np.array([v], np.float32),)  # noqa: E731
+    assert task.push([(st.key, g(2.0), 0, 0)], []) == [0]  # 1 of 2: waits
+    assert task.sync_state(st.key) == (0, [0], 2)
+    assert task.push([(st.key, g(4.0), 0, 1)], []) == [1]  # mean 3 applied
+    assert task.pull([wk, gk]) == [pytest.approx(1.0 - 0.1 * 3.0), 1]
+    assert task.push([(st.key, g(100.0), 0, 1)], []) == [1]  # stale: dropped
+    assert task.dropped == 1 and task.pull([gk]) == [1]
+    tf.reset_default_graph()
+
+
+def test_sync_replicas_optimizer_bad_counts():
+    with pytest.raises(ValueError, match="replicas_to_aggregate >= 1.*=0"):
+        tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 0)
