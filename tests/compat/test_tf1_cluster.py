@@ -219,8 +219,7 @@ def _claim_ps0_again(args, env, ps_port):
     assert "/job:ps/task:0 is already served by another process" in dup.stderr
 
 
-@pytest.mark.ray
-@pytest.mark.slow  # 45-80 s on a loaded 2-core machine (Ray head start ~15 s)
+@pytest.mark.ray  # 45 s (up to 80 s under heavy load; Ray head start ~15 s)
 def test_lecture_program_one_ps_two_workers(tmp_path):
     results = _run_cluster(tmp_path, STEPS, before_stop=_claim_ps0_again)
     # Shared, not copied: every push increments the one global step on the ps,
@@ -235,7 +234,7 @@ def test_lecture_program_one_ps_two_workers(tmp_path):
 
 
 @pytest.mark.ray
-@pytest.mark.slow
+@pytest.mark.slow  # 41 s, on top of the async test's cluster start
 def test_lecture_program_sync_replicas_equals_one_process(tmp_path):
     steps = 40
     results = _run_cluster(tmp_path, steps, extra=["--sync_replicas"])
