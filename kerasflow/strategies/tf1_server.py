@@ -120,6 +120,19 @@ def _wait_for_port(address, deadline, who, head=None):
                        f"that its port is open).")
 
 
+def _own_group_dies_with_parent():
+    """In the child: a new process group, and SIGTERM when the Server's
+    process dies, even by SIGKILL (Linux ``PR_SET_PDEATHSIG``), so that
+    ``ray start --block`` stops its node instead of outliving the task."""
+    os.setsid()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
 class _RayProcess:
     """A ``ray start --block`` child in its own process group."""
 
@@ -132,7 +145,7 @@ class _RayProcess:
                "--disable-usage-stats", *args]
         self.log = open(os.path.join(temp_dir, "ray_start.log"), "wb")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env=env, start_new_session=True)
+                                     env=env, preexec_fn=_own_group_dies_with_parent)
 
     def alive(self):
         return self.proc.poll() is None

@@ -227,8 +227,8 @@ def create_named_actor(cls, name, namespace, args=(), num_cpus=0.0):
         ValueError: another live actor already has that name.
     """
     ray = _ray()
-    here = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(),
-                                          soft=False)
+    here = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
+        ray.get_runtime_context().get_node_id(), soft=False)
     opts = dict(name=name, namespace=namespace, num_cpus=num_cpus, max_restarts=0,
                 scheduling_strategy=here)
     if actor_runtime_env() is not None:

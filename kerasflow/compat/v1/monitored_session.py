@@ -108,7 +108,8 @@ class Scaffold:
     def __init__(self, init_op=None, init_feed_dict=None, init_fn=None,
                  ready_op=None, ready_for_local_init_op=None, local_init_op=None,
                  summary_op=None, saver=None, copy_from_scaffold=None):
-        self.init_op, self.init_feed_dict, self.init_fn = init_op, init_feed_dict, init_fn
+        self.init_op, self.init_feed_dict = init_op, init_feed_dict
+        self.init_fn = init_fn
         self.summary_op, self.saver = summary_op, saver
 
 

@@ -58,7 +58,8 @@ class SyncReplicasOptimizer:
                 raise ValueError(f"SyncReplicasOptimizer expects {what} >= 1. "
                                  f"Received: {what}={n!r}")
         self._opt = opt
-        self.replicas_to_aggregate, self.total_num_replicas = replicas_to_aggregate, total
+        self.replicas_to_aggregate = replicas_to_aggregate
+        self.total_num_replicas = total
         self.name = name
 
     def compute_gradients(self, *args, **kwargs):

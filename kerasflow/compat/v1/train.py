@@ -24,9 +24,9 @@ __all__ = [
     "get_global_step", "create_global_step", "global_step", "exponential_decay",
     "Saver", "latest_checkpoint", "checkpoint_exists", "ClusterSpec", "Server",
     "replica_device_setter", "GreedyLoadBalancingStrategy", "byte_size_load_fn",
-    "Supervisor", "SyncReplicasOptimizer", "MonitoredTrainingSession", "MonitoredSession", "Scaffold",
-    "SessionRunHook",
-    "SessionRunArgs", "SessionRunContext", "SessionRunValues", "StopAtStepHook",
+    "Supervisor", "SyncReplicasOptimizer", "MonitoredTrainingSession",
+    "MonitoredSession", "Scaffold", "SessionRunHook", "SessionRunArgs",
+    "SessionRunContext", "SessionRunValues", "StopAtStepHook",
 ]
 
 
