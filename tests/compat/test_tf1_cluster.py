@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -354,3 +355,36 @@ def test_ps_task_sync_round_averages_and_drops_stale():
 def test_sync_replicas_optimizer_bad_counts():
     with pytest.raises(ValueError, match="replicas_to_aggregate >= 1.*=0"):
         tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 0)
+
+
+PS_ONLY = """
+import sys
+from kerasflow.strategies.tf1_server import Server
+s = Server({"ps": ["127.0.0.1:%s"], "worker": ["127.0.0.1:1"]}, "ps", 0)
+print("HEAD", s._ray.proc.pid, s._ray.temp_dir, flush=True)
+s.join()
+"""
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_ps_killed_with_sigkill_takes_its_ray_down():
+    (port,) = _free_ports(1)
+    ps = subprocess.Popen([sys.executable, "-c", PS_ONLY % port], env=_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        line = ps.stdout.readline()
+        assert line.startswith("HEAD"), line + ps.stdout.read()[-2000:]
+        head, temp = int(line.split()[1]), line.split()[2]
+        started = descendants(ps.pid) | {head}
+        ps.kill()  # SIGKILL: no handler runs; PR_SET_PDEATHSIG stops the head
+        ps.wait(30)
+        deadline = time.monotonic() + 30
+        while [p for p in started if _alive(p)] and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert [p for p in started if _alive(p)] == []
+        shutil.rmtree(temp, ignore_errors=True)  # its logs: no one left to remove them
+    finally:
+        if ps.poll() is None:
+            ps.kill()
+            ps.wait()
