@@ -388,3 +388,24 @@ def test_ps_killed_with_sigkill_takes_its_ray_down():
         if ps.poll() is None:
             ps.kill()
             ps.wait()
+
+
+def test_compute_on_another_worker_is_refused():
+    from kerasflow.compat.v1.cluster_session import (  # noqa: PLC0415
+        check_worker_placement,
+    )
+    from kerasflow.utils.graph_def import collect_nodes  # noqa: PLC0415
+
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [2])
+    with tf.device("/job:worker/task:0"):
+        mine = x * 2.0
+    with tf.device("/job:worker/task:1"):
+        theirs = mine + 1.0
+    graph = tf.get_default_graph()
+    check_worker_placement(graph, collect_nodes([mine]), "worker", 0)
+    with pytest.raises(ValueError, match=r"placed on '/job:worker/task:1', another "
+                                         r"worker task: expected ops on this task "
+                                         r"\(/job:worker/task:0\)"):
+        check_worker_placement(graph, collect_nodes([theirs]), "worker", 0)
+    tf.reset_default_graph()

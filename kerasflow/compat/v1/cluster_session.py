@@ -23,6 +23,7 @@ gradient are computed from the same pulled values.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 
 import numpy as np
@@ -41,6 +42,25 @@ from kerasflow.utils.graph_def import collect_nodes
 __all__ = ["ClusterSession"]
 
 _WRITES = {"Assign": "set", "AssignAdd": "add", "AssignSub": "add"}
+_WORKER_RE = re.compile(r"/job:worker(?:/replica:\d+)?/task:(\d+)")
+
+
+def check_worker_placement(graph, nodes, job_name, task_index):
+    """Refuses compute that ``tf.device`` placed on another worker task
+    (between-graph programs place ops on their own worker and ps tasks).
+
+    Raises:
+        ValueError: naming the op, its device and this task.
+    """
+    for node in nodes:
+        spec = graph.device_of(node)
+        m = _WORKER_RE.search(spec or "")
+        if m and (job_name != "worker" or int(m.group(1)) != task_index):
+            raise ValueError(
+                f"Op '{node.name}' is placed on {spec!r}, another worker task: "
+                f"expected ops on this task (/job:{job_name}/task:{task_index}) or "
+                f"on ps tasks. Received device {spec!r}. Build each worker's "
+                f"graph under its own worker_device.")
 
 
 class _PSStep:
@@ -114,7 +134,10 @@ class _RunPlan:
         for f in tensors:
             if f.node.op == "Variable" and f.node.attrs["variable"] in ps:
                 reads[f.node.attrs["variable"]] = True
-        for n in collect_nodes(tensors):
+        nodes = collect_nodes(tensors + [g for st in self.steps for g in st.step.grads])
+        server = session.server
+        check_worker_placement(session.graph, nodes, server.job_name, server.task_index)
+        for n in nodes:
             for i, t in enumerate(n.inputs):
                 if getattr(t, "node", None) is None or t.node.op != "Variable":
                     continue
