@@ -100,7 +100,7 @@ def test_string_ps_device_places_variables():
     with tf.device("/job:worker/task:0"):
         u = tf.Variable(1.0, name="u")
     ps = tf.get_default_graph().ps_vars
-    assert ps[v] == (1, "w") and u not in ps
+    assert ps[v] == (1, v.name) and u not in ps  # names are unique per process
     tf.reset_default_graph()
 
 
