@@ -21,8 +21,10 @@ program with ``--job_name/--task_index`` and a ``ClusterSpec``):
 Ports to open between hosts: the head task's ClusterSpec port (Ray's GCS),
 and Ray's own node ports on every host (object manager, node manager and
 the worker port range, 10002-19999 by default; fix them with Ray's
-``ray start`` options if a firewall needs a list). The other tasks' ports
-are names only: nothing listens on them.
+``ray start`` options if a firewall needs a list). Every other task binds
+its own ClusterSpec port for its lifetime (no traffic: it only makes a
+second process claiming the same task fail, as TF's gRPC server did), so
+those ports must be free on their hosts but need not be open.
 
 Every wait has a deadline (``timeout`` seconds, default
 ``$KERASFLOW_CLUSTER_TIMEOUT`` or 60) and an error naming the task that did
@@ -35,11 +37,7 @@ import atexit
 import hashlib
 import json
 import os
-import shutil
 import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -47,8 +45,17 @@ import time
 from kerasflow.strategies import worker_group as wg
 from kerasflow.strategies.cluster import ClusterSpec
 from kerasflow.strategies.ps_task import PSTask
+from kerasflow.strategies.ray_process import (
+    RayProcess,
+    claim_port,
+    descendants,
+    free_ports,
+    is_local,
+    split_address,
+    wait_for_port,
+)
 
-__all__ = ["Server", "server_for_target", "PSClient"]
+__all__ = ["Server", "server_for_target", "PSClient", "descendants"]
 
 _SERVERS: dict = {}  # target -> Server of this process
 
@@ -69,158 +76,6 @@ def server_for_target(target):
 
 def _default_timeout():
     return float(os.environ.get("KERASFLOW_CLUSTER_TIMEOUT", "60"))
-
-
-def _split(address):
-    host, _, port = address.rpartition(":")
-    return host, int(port)
-
-
-def _free_ports(n, host="127.0.0.1"):
-    """``n`` ports free on this host now, for Ray's own services: Ray's fixed
-    defaults (client server 10001, dashboard 8265, agent 52365) collide with
-    any other Ray on the machine."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind((host, 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def _is_local(host):
-    if host in ("localhost", "127.0.0.1", "0.0.0.0", "::1", ""):
-        return True
-    try:
-        mine = {socket.gethostname(), socket.getfqdn()}
-        mine |= set(socket.gethostbyname_ex(socket.gethostname())[2])
-        return host in mine or socket.gethostbyname(host) in mine
-    except OSError:
-        return False
-
-
-def _wait_for_port(address, deadline, who, head=None):
-    host, port = _split(address)
-    last = None
-    while time.monotonic() < deadline:
-        if head is not None and not head.alive():
-            raise RuntimeError(f"{who}: 'ray start --head' exited with code "
-                               f"{head.proc.returncode}: {head.tail()}")
-        try:
-            with socket.create_connection((host, port), timeout=1.0):
-                return
-        except OSError as e:
-            last = e
-            time.sleep(0.2)
-    raise TimeoutError(f"{who} did not come: expected its Ray head to accept "
-                       f"connections at {address}. Received: {last} until the "
-                       f"deadline. Start that task (or check the address and "
-                       f"that its port is open).")
-
-
-def _own_group_dies_with_parent():
-    """In the child: a new process group, and SIGTERM when the Server's
-    process dies, even by SIGKILL (Linux ``PR_SET_PDEATHSIG``), so that
-    ``ray start --block`` stops its node instead of outliving the task."""
-    os.setsid()
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
-
-
-class _RayProcess:
-    """A ``ray start --block`` child in its own process group."""
-
-    def __init__(self, args, temp_dir):
-        self.temp_dir = temp_dir
-        env = dict(os.environ)
-        env.setdefault("RAY_AUTH_MODE", "disabled")
-        env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        cmd = [sys.executable, "-m", "ray.scripts.scripts", "start", "--block",
-               "--disable-usage-stats", *args]
-        self.log = open(os.path.join(temp_dir, "ray_start.log"), "wb")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env=env, preexec_fn=_own_group_dies_with_parent)
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def tail(self, n=2000):
-        self.log.flush()
-        with open(self.log.name, "rb") as f:
-            return f.read()[-n:].decode(errors="replace")
-
-    def stop(self, grace=10.0):
-        """SIGTERM to the group, SIGKILL after ``grace`` s; then SIGKILL to
-        any of its descendants still alive (Ray's workers run in their own
-        process groups) or still naming its temp folder."""
-        started = descendants(self.proc.pid)
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            self.proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(5.0)
-        for pid in sorted(set(leftover_pids(self.temp_dir)) | (
-                started & set(_live_pids()))):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.log.close()
-        if not os.environ.get("KERASFLOW_KEEP_RAY_LOGS"):
-            shutil.rmtree(self.temp_dir, ignore_errors=True)
-
-
-def _live_pids():
-    return [int(d) for d in os.listdir("/proc") if d.isdigit()]
-
-
-def descendants(root):
-    """Pids of the live processes descending from pid ``root``."""
-    children = {}
-    for pid in _live_pids():
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                ppid = int(f.read().rpartition(")")[2].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(pid)
-    out, todo = set(), [root]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            if c not in out:
-                out.add(c)
-                todo.append(c)
-    return out
-
-
-def leftover_pids(marker):
-    """Pids of live processes whose command line contains ``marker`` (the
-    head's own temp folder: a name no other process carries)."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{d}/cmdline", "rb") as f:
-                if marker.encode() in f.read():
-                    out.append(int(d))
-        except OSError:
-            pass
-    return out
 
 
 class Server:
@@ -268,6 +123,7 @@ class Server:
         self.head_address = cluster.task_address(*self.head_task)
         self.ray_address = None
         self._ray, self._actor, self._stopped = None, None, True
+        self._claim = None
         if start:
             self.start()
 
@@ -283,12 +139,15 @@ class Server:
         deadline = time.monotonic() + self.timeout
         address = os.environ.get("RAY_ADDRESS")
         head = "/job:{}/task:{}".format(*self.head_task)
+        is_head = not address and (self.job_name, self.task_index) == self.head_task
+        self._claim = claim_port(self.address, self.task, keep=not is_head)
         try:
             address = self._rendezvous(address, deadline, head)
         except BaseException:
             if self._ray is not None:
                 self._ray.stop()
                 self._ray = None
+            self._release()
             raise
         self.ray_address = address
         self._stopped = False
@@ -305,21 +164,21 @@ class Server:
     def _rendezvous(self, address, deadline, head):
         """The Ray address to join; starts the head (or this host's node)."""
         if not address:
-            host, port = _split(self.head_address)
+            host, port = split_address(self.head_address)
             if (self.job_name, self.task_index) == self.head_task:
                 temp = tempfile.mkdtemp(prefix="kf-tf1-")
-                dash, agent = _free_ports(2)
-                self._ray = _RayProcess([
+                dash, agent = free_ports(2)
+                self._ray = RayProcess([
                     "--head", f"--port={port}", f"--node-ip-address={host}",
                     "--include-dashboard=false", f"--temp-dir={temp}",
                     f"--dashboard-port={dash}",
                     f"--dashboard-agent-listen-port={agent}",
                     "--object-store-memory=" + os.environ.get(
                         "KERASFLOW_OBJECT_STORE_BYTES", str(512 << 20))], temp)
-            _wait_for_port(self.head_address, deadline, head, self._ray)
-            if self._ray is None and not _is_local(_split(self.address)[0]):
-                (agent,) = _free_ports(1)
-                self._ray = _RayProcess([f"--address={self.head_address}",
+            wait_for_port(self.head_address, deadline, head, self._ray)
+            if self._ray is None and not is_local(split_address(self.address)[0]):
+                (agent,) = free_ports(1)
+                self._ray = RayProcess([f"--address={self.head_address}",
                                          f"--dashboard-agent-listen-port={agent}"],
                                         tempfile.mkdtemp(prefix="kf-tf1-"))
             address = self.head_address
@@ -383,6 +242,12 @@ class Server:
         if self._ray is not None:
             self._ray.stop()
             self._ray = None
+        self._release()
+
+    def _release(self):
+        if self._claim is not None:
+            self._claim.close()
+            self._claim = None
 
     def ps_client(self):
         """A :class:`PSClient` for this cluster's ps tasks (bounded wait)."""

@@ -409,3 +409,14 @@ def test_compute_on_another_worker_is_refused():
                                          r"\(/job:worker/task:0\)"):
         check_worker_placement(graph, collect_nodes([theirs]), "worker", 0)
     tf.reset_default_graph()
+
+
+def test_server_task_already_served_by_another_process():
+    with socket.socket() as taken:  # another process's Server of worker 0
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        cluster = {"ps": ["127.0.0.1:1"], "worker": [f"127.0.0.1:{port}"]}
+        with pytest.raises(ValueError, match=rf"/job:worker/task:0 is already served "
+                                             rf"by another process: expected its "
+                                             rf"address 127.0.0.1:{port} free"):
+            tf.train.Server(cluster, job_name="worker", task_index=0, timeout=2.0)
