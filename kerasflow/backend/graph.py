@@ -18,6 +18,7 @@ from collections import defaultdict
 import numpy as np
 
 from kerasflow.backend import array as _array
+from kerasflow.backend.operators import ArithmeticOps
 
 __all__ = [
     "SymbolicTensor",
@@ -165,50 +166,6 @@ class Node:
 
     def __repr__(self):
         return f"<Node {self.name} op={self.op}>"
-
-
-class ArithmeticOps:
-    """Python's arithmetic operators as backend ops (``a + b`` is ``ops.add``),
-    shared by symbolic tensors and the eager tape's arrays; resolved lazily to
-    avoid an import cycle with ``ops``."""
-
-    __slots__ = ()
-
-    def __add__(self, o):
-        return _ops().add(self, o)
-
-    def __radd__(self, o):
-        return _ops().add(o, self)
-
-    def __sub__(self, o):
-        return _ops().subtract(self, o)
-
-    def __rsub__(self, o):
-        return _ops().subtract(o, self)
-
-    def __mul__(self, o):
-        return _ops().multiply(self, o)
-
-    def __rmul__(self, o):
-        return _ops().multiply(o, self)
-
-    def __truediv__(self, o):
-        return _ops().divide(self, o)
-
-    def __rtruediv__(self, o):
-        return _ops().divide(o, self)
-
-    def __pow__(self, o):
-        return _ops().power(self, o)
-
-    def __matmul__(self, o):
-        return _ops().matmul(self, o)
-
-    def __rmatmul__(self, o):
-        return _ops().matmul(o, self)
-
-    def __neg__(self):
-        return _ops().negative(self)
 
 
 class SymbolicTensor(ArithmeticOps):

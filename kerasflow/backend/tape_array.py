@@ -15,7 +15,8 @@ import threading
 
 import numpy as np
 
-from kerasflow.backend.graph import ArithmeticOps, in_tracing
+from kerasflow.backend.graph import in_tracing
+from kerasflow.backend.operators import ArithmeticOps
 
 __all__ = ["TapeArray", "TapeRecord", "active_tapes", "recording", "tape_state"]
 

@@ -20,6 +20,7 @@ from kerasflow.layers.core import (
 from kerasflow.layers.merging import Add, Average, Concatenate, Multiply, Subtract
 from kerasflow.utils.serialization import deserialize_object, serialize_object
 from kerasflow.layers import activation as _activation
+from kerasflow.layers import attention as _attention
 from kerasflow.layers import convolutional as _convolutional
 from kerasflow.layers import embedding as _embedding
 from kerasflow.layers import normalization as _normalization
@@ -31,6 +32,7 @@ from kerasflow.layers import recurrent as _recurrent
 from kerasflow.layers import reshaping as _reshaping
 from kerasflow.layers import wrappers as _wrappers
 from kerasflow.layers.activation import *  # noqa: F403
+from kerasflow.layers.attention import *  # noqa: F403
 from kerasflow.layers.convolutional import *  # noqa: F403
 from kerasflow.layers.embedding import *  # noqa: F403
 from kerasflow.layers.normalization import *  # noqa: F403
@@ -42,7 +44,7 @@ from kerasflow.layers.recurrent import *  # noqa: F403
 from kerasflow.layers.reshaping import *  # noqa: F403
 from kerasflow.layers.wrappers import *  # noqa: F403
 
-_FAMILIES = (_activation, _convolutional, _pooling, _normalization, _embedding,
+_FAMILIES = (_activation, _attention, _convolutional, _pooling, _normalization, _embedding,
              _recurrent, _wrappers, _reshaping, _merging_extra, _merging_functions,
              _noise)
 

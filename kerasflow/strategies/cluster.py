@@ -1,16 +1,18 @@
-"""Cluster descriptions: how many workers and parameter servers a
-``TF_CONFIG`` (``{"cluster": {"chief": [...], "worker": [...], "ps": [...]},
-"task": {...}}``, TF's multi-worker convention) or a cluster resolver names.
+"""Cluster descriptions: TF1's ``ClusterSpec`` (job name -> task
+addresses), and how many workers and parameter servers a ``TF_CONFIG``
+(``{"cluster": {"chief": [...], "worker": [...], "ps": [...]}, "task":
+{...}}``, TF's multi-worker convention) or a cluster resolver names.
 
-Only the counts are used: Ray places the actors, so the addresses are not.
-No ray import.
+The strategies use only the counts (Ray places their actors); TF1
+between-graph programs use the addresses: ``tf1_server.Server`` maps the
+head task's address onto the Ray head's GCS port. No ray import.
 """
 
 from __future__ import annotations
 
 import json
 
-__all__ = ["load_tf_config", "parse_ps_tf_config", "parse_tf_config",
+__all__ = ["ClusterSpec", "load_tf_config", "parse_ps_tf_config", "parse_tf_config",
            "resolver_workers"]
 
 
@@ -103,3 +105,110 @@ def resolver_workers(resolver) -> int:
         return parse_tf_config({"cluster": dict(spec)})
     raise TypeError(f"cluster_resolver must be a TF_CONFIG dict/JSON or have "
                     f"cluster_spec()/num_workers. Received: {resolver!r}")
+
+
+class ClusterSpec:
+    """TF1's ``tf.train.ClusterSpec``: job name -> task addresses.
+
+    Args:
+        cluster: ``{"ps": ["host:port", ...], "worker": [...]}`` (a list per
+            job, or a ``{task_index: address}`` dict for sparse jobs), another
+            ClusterSpec, or a ``TF_CONFIG`` dict/JSON string (its ``cluster``).
+
+    Raises:
+        TypeError: not a dict/ClusterSpec, or a job that is not a list/dict.
+        ValueError: an address that is not a ``"host:port"`` string.
+
+    Example:
+        >>> spec = ClusterSpec({"ps": ["h0:2222"], "worker": ["h1:2222", "h2:2222"]})
+        >>> spec.num_tasks("worker"), spec.task_address("ps", 0)
+        (2, 'h0:2222')
+    """
+
+    def __init__(self, cluster):
+        if isinstance(cluster, ClusterSpec):
+            cluster = cluster.as_dict()
+        if isinstance(cluster, str) or (isinstance(cluster, dict)
+                                        and "cluster" in cluster):
+            cluster = load_tf_config(cluster)["cluster"]
+        if not isinstance(cluster, dict):
+            raise TypeError(f"ClusterSpec expects a dict of job name -> list of "
+                            f"'host:port' addresses. Received: {cluster!r}")
+        self._jobs = {}
+        for job, tasks in cluster.items():
+            if isinstance(tasks, (list, tuple)):
+                tasks = dict(enumerate(tasks))
+            if not isinstance(tasks, dict):
+                raise TypeError(f"ClusterSpec expects job '{job}' to be a list or "
+                                f"dict of addresses. Received: {tasks!r}")
+            for i, addr in tasks.items():
+                if not isinstance(addr, str) or addr.rpartition(":")[2] == "" \
+                        or not addr.rpartition(":")[2].isdigit():
+                    raise ValueError(f"ClusterSpec expects 'host:port' addresses. "
+                                     f"Received: job '{job}' task {i}: {addr!r}")
+            self._jobs[str(job)] = {int(i): a for i, a in sorted(tasks.items())}
+
+    @classmethod
+    def from_tf_config(cls, tf_config=None):
+        """The ClusterSpec of ``TF_CONFIG`` (default: the environment's)."""
+        import os
+
+        return cls(load_tf_config(tf_config if tf_config is not None
+                                  else os.environ.get("TF_CONFIG", "{}")))
+
+    @property
+    def jobs(self) -> list:
+        """Job names, in the order given."""
+        return list(self._jobs)
+
+    def as_dict(self) -> dict:
+        """``{job: [addresses]}`` (a dict ``{index: address}`` for sparse jobs)."""
+        out = {}
+        for job, tasks in self._jobs.items():
+            dense = list(tasks) == list(range(len(tasks)))
+            out[job] = list(tasks.values()) if dense else dict(tasks)
+        return out
+
+    def job_tasks(self, job_name) -> list:
+        """Addresses of ``job_name``'s tasks by index (None for gaps).
+
+        Raises:
+            ValueError: no such job.
+        """
+        tasks = self._tasks(job_name)
+        return [tasks.get(i) for i in range(max(tasks, default=-1) + 1)]
+
+    def task_indices(self, job_name) -> list:
+        return list(self._tasks(job_name))
+
+    def num_tasks(self, job_name) -> int:
+        return len(self._tasks(job_name))
+
+    def task_address(self, job_name, task_index) -> str:
+        """The ``host:port`` of one task.
+
+        Raises:
+            ValueError: no such job, or no such task in it (naming both).
+        """
+        tasks = self._tasks(job_name)
+        if not isinstance(task_index, int) or task_index not in tasks:
+            raise ValueError(f"Task index {task_index!r} is not in job '{job_name}' "
+                             f"of the ClusterSpec: expected one of "
+                             f"{sorted(tasks)}. Received: task_index={task_index!r}")
+        return tasks[task_index]
+
+    def _tasks(self, job_name):
+        if job_name not in self._jobs:
+            raise ValueError(f"Job name '{job_name}' is not in the ClusterSpec: "
+                             f"expected one of {self.jobs}. Received: "
+                             f"job_name={job_name!r}")
+        return self._jobs[job_name]
+
+    def __eq__(self, other):
+        return isinstance(other, ClusterSpec) and self._jobs == other._jobs
+
+    def __bool__(self):
+        return bool(self._jobs)
+
+    def __repr__(self):
+        return f"ClusterSpec({self.as_dict()!r})"

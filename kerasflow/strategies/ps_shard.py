@@ -139,7 +139,7 @@ def decode_push(push, lo, hi, sparse, out):
     return n
 
 
-def plan_shards(step, num_ps, partitioner=None):
+def plan_shards(step, num_ps, partitioner=None, placement=None):
     """Splits ``step``'s trainable variables over ``num_ps`` shards.
 
     Args:
@@ -148,6 +148,9 @@ def plan_shards(step, num_ps, partitioner=None):
         partitioner: None (whole variables) or a ``partitioners.Partitioner``:
             variables it cuts into k row blocks may be split at those row
             boundaries between neighbouring shards.
+        placement: None (cut by bytes), or the shard of each trainable
+            variable, non-decreasing (TF1's ``replica_device_setter`` chose
+            them; the step lists its variables grouped by shard).
 
     Returns:
         dict with ``ranges`` (per shard ``(var_lo, var_hi, lo, hi)``: the
@@ -161,8 +164,15 @@ def plan_shards(step, num_ps, partitioner=None):
         Shards beyond the number of variables own an empty range.
     """
     units = _units(step, partitioner)
-    cuts = _cuts([u[4] - u[3] for u in units], num_ps,
-                 nearest=partitioner is not None)
+    if placement is not None:
+        if list(placement) != sorted(placement) or len(placement) != len(units):
+            raise ValueError(f"plan_shards expects one non-decreasing shard index "
+                             f"per trainable variable. Received: {placement!r}")
+        cuts = [sum(1 for p in placement if p < k) for k in range(num_ps)]
+        cuts.append(len(units))
+    else:
+        cuts = _cuts([u[4] - u[3] for u in units], num_ps,
+                     nearest=partitioner is not None)
     ranges, pieces = [], []
     size = step.layout.size
     for k in range(num_ps):

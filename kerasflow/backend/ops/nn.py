@@ -13,10 +13,12 @@ import math
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.ops.elementwise import abs, exp, log1p, sign, square
 from kerasflow.backend.ops.math import (
-    add, cast, divide, greater, maximum, minimum, multiply, negative, subtract, where,
+    add, cast, divide, greater, maximum, minimum, multiply, negative, stop_gradient,
+    subtract, where,
 )
 from kerasflow.backend.ops.random import random_uniform_like
 from kerasflow.backend.ops.reduction import logsumexp, sum
+from kerasflow.backend.ops.reduction import max as max_
 from kerasflow.backend.ops.shape import expand_dims, one_hot
 from kerasflow.backend.registry import apply, register_gradient, register_op
 
@@ -179,8 +181,12 @@ def hard_sigmoid(x):
 
 
 def softmax(x, axis=-1):
-    """exp(x) / sum(exp(x)) along ``axis``, computed as exp(x - logsumexp(x))."""
-    return exp(log_softmax(x, axis))
+    """exp(x) / sum(exp(x)) along ``axis``, computed as e / sum(e) with
+    e = exp(x - max(x)): finite for large logits, and a row of equal huge
+    negatives (a fully masked row) comes out uniform, as in Keras, where
+    exp(x - logsumexp(x)) would round to 1 everywhere in float32."""
+    e = exp(subtract(x, stop_gradient(max_(x, axis=axis, keepdims=True))))
+    return divide(e, sum(e, axis=axis, keepdims=True))
 
 
 def log_softmax(x, axis=-1):

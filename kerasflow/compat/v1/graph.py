@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import threading
 import weakref
 
@@ -26,7 +27,7 @@ from kerasflow.utils.graph_def import collect_nodes, graph_def_from_tensors
 
 __all__ = ["Graph", "GraphKeys", "get_default_graph", "reset_default_graph",
            "add_to_collection", "get_collection", "get_collection_ref",
-           "track", "as_tensor", "as_tensor_pair", "graph_op"]
+           "track", "as_tensor", "as_tensor_pair", "graph_op", "VariableOp"]
 
 
 class GraphKeys:
@@ -58,6 +59,9 @@ class Graph:
         self.var_store: dict = {}    # get_variable name -> Variable
         self.layer_store: dict = {}  # tf.layers name -> Layer (reuse)
         self.devices: list = []      # (first node id, last node id, device spec)
+        self.device_stack: list = []  # active tf.device specs/functions
+        self.ps_vars: dict = {}      # Variable -> (ps task index, key)
+        self.sync_replicas: dict = {}  # train op -> (to aggregate, total replicas)
         self.seed = None
         self._finalized = False
         self.initial_values: dict = {}  # Variable -> numpy value at registration
@@ -72,6 +76,25 @@ class Graph:
         self.add_to_collections(collections, var)
         if var not in self.initial_values:
             self.initial_values[var] = var.numpy()
+        if self.device_stack and var not in self.ps_vars:
+            self._place_on_ps(var)
+
+    def _place_on_ps(self, var) -> None:
+        """Records the ps task an enclosing ``tf.device`` (a string or a
+        device function such as ``replica_device_setter``) gives ``var``;
+        its key is its name, made unique in this graph."""
+        spec = self.device_stack[-1]
+        if callable(spec):
+            spec = spec(VariableOp(var))
+        m = _PS_RE.search(spec or "")
+        if m is None:
+            return
+        used = {k for _, k in self.ps_vars.values()}
+        key, n = var.name, 0
+        while key in used:
+            n += 1
+            key = f"{var.name}_{n}"
+        self.ps_vars[var] = (int(m.group(1) or 0), key)
 
     @contextlib.contextmanager
     def as_default(self):
@@ -161,6 +184,22 @@ class Graph:
     @property
     def finalized(self) -> bool:
         return self._finalized
+
+
+_PS_RE = re.compile(r"/job:ps(?:/replica:\d+)?(?:/task:(\d+))?")
+
+
+class VariableOp:
+    """What a TF1 device function receives for a Variable: an op of type
+    ``"VariableV2"`` with its name, output (shape, dtype) and ``nbytes``."""
+
+    type = "VariableV2"
+    device = ""
+
+    def __init__(self, var):
+        self.name, self.outputs = var.name, [var]
+        self.nbytes = int(np.prod(var.shape, dtype=np.int64)) * np.dtype(
+            var.dtype).itemsize
 
 
 _local = threading.local()

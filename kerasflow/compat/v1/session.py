@@ -125,26 +125,33 @@ def _parse_device(spec):
 @contextlib.contextmanager
 def device(device_name_or_function):
     """Ops built inside run on that device: ``'/cpu:0'``, ``'/gpu:1'``,
-    ``'/device:GPU:0'`` (job/task parts are accepted and ignored).
+    ``'/device:GPU:0'``. Variables created inside a ``'/job:ps/task:k'``
+    spec, or that a device function (``tf.train.replica_device_setter``)
+    sends there, live on that ps task of a ``tf.train.Server``'s cluster;
+    other job/task parts are accepted.
 
     Raises:
-        NotImplementedError: a device function.
-        ValueError: a string naming no cpu/gpu device.
+        ValueError: a string naming no cpu/gpu device and no job.
     """
-    if callable(device_name_or_function):
-        raise NotImplementedError("tf.device with a device function is not "
-                                  "provided by kerasflow.compat.v1.")
     spec = device_name_or_function or ""
-    if spec and _parse_device(spec) is None and "job:" not in spec:
-        raise ValueError(f"tf.device expects a device like '/cpu:0' or '/gpu:0'. "
-                         f"Received: {spec!r}.")
+    if callable(spec):
+        # Compute goes to the function's worker device (checked per run for
+        # GPUs); Variables ask the function when they are created.
+        shown = getattr(spec, "worker_device", "")
+    else:
+        shown = spec
+        if spec and _parse_device(spec) is None and "job:" not in spec:
+            raise ValueError(f"tf.device expects a device like '/cpu:0' or "
+                             f"'/gpu:0'. Received: {spec!r}.")
     graph = G.get_default_graph()
     # Node ids only grow: the block's nodes are those created between two marks.
-    entry = [K.no_op().node.id, float("inf"), spec]
+    entry = [K.no_op().node.id, float("inf"), shown]
     graph.devices.append(entry)
+    graph.device_stack.append(spec)
     try:
         yield
     finally:
+        graph.device_stack.pop()
         entry[1] = K.no_op().node.id
 
 
@@ -161,15 +168,26 @@ class Session(K.Session):
         ...     tf.global_variables_initializer().run()
         ...     sess.run(train_op, feed_dict={X: x, Y: y})
 
+    A ``target`` is a ``tf.train.Server``'s ``server.target``: the session
+    is then a between-graph one (``cluster_session.ClusterSession``) whose
+    ps Variables live on the cluster's ps tasks.
+
     Raises:
-        NotImplementedError: a remote ``target`` (use kerasflow strategies).
+        ValueError: a ``target`` that is no Server of this process.
     """
 
+    def __new__(cls, target="", graph=None, config=None):
+        if target and cls is Session:
+            from kerasflow.compat.v1.cluster_session import ClusterSession
+
+            return super().__new__(ClusterSession)
+        return super().__new__(cls)
+
     def __init__(self, target="", graph=None, config=None):
-        if target:
-            raise NotImplementedError(f"tf.Session(target={target!r}): remote "
-                                      f"sessions are not provided; use "
-                                      f"kf.distribute for distribution.")
+        if target and not hasattr(self, "server"):
+            raise ValueError(f"tf.Session(target={target!r}): a remote target must "
+                             f"be a tf.train.Server's server.target in this "
+                             f"process. Received: target={target!r}.")
         super().__init__()
         self._graph = graph if graph is not None else G.get_default_graph()
         self._config = config or ConfigProto()

@@ -22,7 +22,11 @@ __all__ = [
     "ApplyOp", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer",
     "AdamOptimizer", "AdagradOptimizer", "RMSPropOptimizer", "get_or_create_global_step",
     "get_global_step", "create_global_step", "global_step", "exponential_decay",
-    "Saver", "latest_checkpoint", "checkpoint_exists",
+    "Saver", "latest_checkpoint", "checkpoint_exists", "ClusterSpec", "Server",
+    "replica_device_setter", "GreedyLoadBalancingStrategy", "byte_size_load_fn",
+    "Supervisor", "SyncReplicasOptimizer", "MonitoredTrainingSession",
+    "MonitoredSession", "Scaffold", "SessionRunHook", "SessionRunArgs",
+    "SessionRunContext", "SessionRunValues", "StopAtStepHook",
 ]
 
 
@@ -253,4 +257,26 @@ def exponential_decay(learning_rate, global_step, decay_steps, decay_rate,
     return G.track(schedule(global_step))
 
 
-__getattr__ = missing_attribute("tf.train", globals())
+# TF1 clusters (``ClusterSpec``, ``Server``, ``replica_device_setter``,
+# ``Supervisor``): loaded on first use, so the optimizers import no cluster code.
+_LAZY = {"ClusterSpec": "kerasflow.strategies.cluster",
+         "Server": "kerasflow.strategies.tf1_server",
+         "replica_device_setter": "kerasflow.compat.v1.device_setter",
+         "GreedyLoadBalancingStrategy": "kerasflow.compat.v1.device_setter",
+         "byte_size_load_fn": "kerasflow.compat.v1.device_setter",
+         "Supervisor": "kerasflow.compat.v1.supervisor",
+         "SyncReplicasOptimizer": "kerasflow.compat.v1.sync_replicas",
+         **{n: "kerasflow.compat.v1.monitored_session" for n in (
+             "MonitoredTrainingSession", "MonitoredSession", "Scaffold",
+             "SessionRunHook",
+             "SessionRunArgs", "SessionRunContext", "SessionRunValues",
+             "StopAtStepHook")}}
+_missing = missing_attribute("tf.train", globals())
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    return _missing(name)
