@@ -32,6 +32,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.backend.ops import random as _ops
+from kerasflow.utils.keras_surface import missing_attribute
 
 __all__ = ["SeedGenerator", "beta", "binomial", "categorical", "draw_seed",
            "dropout", "gamma", "normal", "randint", "shuffle", "truncated_normal",
@@ -282,3 +283,7 @@ def binomial(shape, counts, probabilities, dtype=None, seed=None):
     whole number, ``probabilities`` in [0, 1]."""
     return _ops.random_binomial(shape, float(counts), float(probabilities),
                                 _float_dtype(dtype, "binomial"), draw_seed(seed))
+
+
+def __getattr__(name):  # a Keras name kerasflow lacks: NotImplementedError
+    raise missing_attribute("random", name)

@@ -66,6 +66,7 @@ def test_main_writes_the_markdown_table(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "| `keras.random` | 11 | 0 | 0 | 100% |" in text
     assert "excluded: `TorchModuleWrapper`" in text
+    assert "In `keras`, " in text and "`keras.utils`" in text.split("raises")[0]
     assert "keras.random" in printed and "total" in printed
 
 

@@ -78,7 +78,8 @@ def has_name(module, name: str) -> bool:
 
 
 def coverage(names: dict[str, list[str]] | None = None) -> dict[str, dict]:
-    """{namespace: {"present", "excluded", "missing": sorted name lists}}."""
+    """{namespace: {"present", "excluded", "missing": sorted name lists,
+    "raises": whether a missing name raises NotImplementedError}}."""
     names = keras_public_names() if names is None else names
     report = {}
     for namespace, public in names.items():
@@ -92,8 +93,22 @@ def coverage(names: dict[str, list[str]] | None = None) -> dict[str, dict]:
                 row["present"].append(name)
             else:
                 row["missing"].append(name)
+        row["raises"] = bool(row["missing"]) and _raises_not_implemented(
+            module, row["missing"][0])
         report[namespace] = row
     return report
+
+
+def _raises_not_implemented(module, name: str) -> bool:
+    """Whether ``module.name`` raises NotImplementedError (the namespace's
+    ``__getattr__`` names the missing Keras name)."""
+    try:
+        getattr(module, name)
+    except NotImplementedError:
+        return True
+    except (AttributeError, ImportError):
+        return False
+    return False
 
 
 def totals(report: dict) -> tuple[int, int, int]:
@@ -119,6 +134,12 @@ def summary_lines(report: dict) -> list[str]:
     return lines
 
 
+def _raising(report: dict) -> str:
+    names = [f"`{keras_surface.qualified(ns, '')}`" for ns, row in report.items()
+             if row.get("raises")]
+    return ", ".join(names) or "no namespace"
+
+
 def render_markdown(report: dict, keras_version: str = "") -> str:
     """The coverage report as Markdown: a summary table, then each namespace's
     missing and excluded names."""
@@ -128,8 +149,9 @@ def render_markdown(report: dict, keras_version: str = "") -> str:
            f"{keras_version or '3'} (numpy backend). **{p} of {p + m} in-scope "
            f"public names present ({_percent(p, m)})**; {e} names are excluded "
            f"by design (the list and reasons live in "
-           f"`kerasflow/utils/keras_surface.py`). A missing name raises "
-           f"`NotImplementedError` naming it.", "",
+           f"`kerasflow/utils/keras_surface.py`). In "
+           f"{_raising(report)}, a missing name raises `NotImplementedError` "
+           f"naming it and what to use instead.", "",
            "| namespace | present | excluded | missing | in scope |",
            "|---|---:|---:|---:|---:|"]
     for namespace, row in report.items():
