@@ -98,6 +98,9 @@ def main():
         return (kf.data.Dataset.from_tensor_slices((a, b)).batch(BATCH)
                 .map(augment),)
 
+    def plain(a, b):
+        return (kf.data.Dataset.from_tensor_slices((a, b)).batch(BATCH),)
+
     # The map's own cost, measured alone.
     xb, yb = x[:BATCH], y[:BATCH]
     t0 = time.perf_counter()
@@ -107,14 +110,16 @@ def main():
     print(f"load average before: {os.getloadavg()[0]:.2f}; map alone {map_ms:.2f} "
           f"ms per batch of {BATCH}")
     rates = {"arrays": [], "dataset (parallel map + prefetch)": [],
-             "dataset (serial map, no prefetch)": []}
+             "dataset (serial map, no prefetch)": [], "dataset (no map)": []}
     for _ in range(args.repeats):
-        for name, make in zip(rates, (arrays, overlapped, serial)):
+        for name, make in zip(rates, (arrays, overlapped, serial, plain)):
             rates[name].append(timed_fit(make, x, y))
-    base = statistics.median(rates["arrays"])
+    # Ratios round by round (each against the arrays run just before it), so a
+    # drift in the machine's speed cancels; their median is the figure to quote.
     for name, values in rates.items():
-        med = statistics.median(values)
-        print(f"{name:36s} {med:9.0f} samples/s  (x{med / base:.3f} of arrays; "
+        ratios = [v / a for v, a in zip(values, rates["arrays"])]
+        print(f"{name:36s} {statistics.median(values):9.0f} samples/s  "
+              f"(x{statistics.median(ratios):.3f} of arrays, median of rounds; "
               f"runs {', '.join(f'{v:.0f}' for v in values)})")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
