@@ -9,7 +9,9 @@ Transports (chosen per group by :func:`make_plan`, swappable):
 * ``hier`` -- both: shm inside each node, a tcp ring between the node
   leaders, then a shm broadcast back (:class:`Hierarchical`);
 * ``nccl`` -- GPU buffers through ``cupy.cuda.nccl``
-  (:mod:`kerasflow.strategies.nccl_collective`).
+  (:mod:`kerasflow.strategies.nccl_collective`): rank 0 makes the group's
+  unique id in its first phase and the driver hands it to every rank, so the
+  buffers never leave the devices.
 
 Every wait has a deadline; a timeout raises :class:`CollectiveTimeoutError`
 naming the rank(s) that did not arrive, the step and the stage awaited. The
@@ -29,6 +31,7 @@ import uuid
 
 import numpy as np
 
+from kerasflow.strategies.nccl_collective import NcclAllreduce, nccl_unique_id
 from kerasflow.strategies.shm_collective import ShmAllreduce
 from kerasflow.strategies.tcp_collective import TcpRing
 from kerasflow.strategies.transport import (
@@ -123,6 +126,8 @@ def make_plan(nodes, size, dtype="float32", transport="auto", hosts=None,
         node_index = order.index(nodes[r])
         if transport == "tcp":
             ring_index, ring_size = r, world
+        elif transport == "nccl":  # rank 0's "address" is the NCCL unique id
+            ring_index, ring_size = (0 if r == 0 else None), 0
         elif transport == "hier":
             ring_index = node_index if local[0] == r else None
             ring_size = len(order)
@@ -164,6 +169,8 @@ class CollectiveEndpoint:
             self._ring = TcpRing(self.ring_index, p["ring_size"], host=p["host"],
                                  timeout=p["timeout"], token=p["token"])
         self.address = self._ring.address if self._ring is not None else None
+        if self.transport == "nccl" and p["rank"] == 0:
+            self.address = nccl_unique_id()
 
     def connect(self, addresses=None):
         """Connects the ring (``addresses`` in ring order) and returns the
@@ -172,7 +179,11 @@ class CollectiveEndpoint:
         if self._ring is not None:
             self._ring.connect(addresses)
         if self.transport == "nccl":
-            raise ValueError("nccl groups are built with NcclAllreduce(rank, world, uid)")
+            if not addresses:
+                raise ValueError("An nccl group's ranks connect with rank 0's unique id. "
+                                 "Received: no addresses")
+            # World size 1 goes through NCCL too, so one GPU tests the path.
+            return NcclAllreduce(p["rank"], p["world"], addresses[0], timeout=p["timeout"])
         if p["world"] == 1:
             return LocalCollective(p["size"], p["dtype"])
         if self.transport == "shm":

@@ -52,9 +52,9 @@ class MirroredStrategy(SyncReplicaStrategy):
             ``["/cpu:0", "/cpu:1"]``: one replica per entry.
         num_gpus: number of GPU replicas (one GPU each, cupy backend).
         num_replicas: number of CPU replicas.
-        cross_device_ops: the allreduce transport: None/"auto" (shared memory),
-            "shm", "tcp", or TF's ``NcclAllReduce`` / ``HierarchicalCopyAllReduce``
-            names.
+        cross_device_ops: the allreduce transport: None/"auto" (NCCL for GPU
+            replicas, shared memory for CPU ones), "shm", "tcp", "nccl", or
+            TF's ``NcclAllReduce`` / ``HierarchicalCopyAllReduce`` names.
         communication_options: ``CommunicationOptions`` (deadline of every wait).
         max_failures: replica failures to recover from before giving up.
 
@@ -113,7 +113,11 @@ class MirroredStrategy(SyncReplicaStrategy):
         transport = _transport(cross_device_ops)
         if transport == "auto" and opts.implementation != "auto":
             transport = opts.implementation
-        if transport == "nccl":
-            transport = "shm"  # one GPU per node here: stage through host memory
+        if use_gpu and transport == "auto":
+            transport = "nccl"  # GPU buffers reduced on the devices
+        elif transport == "nccl" and not use_gpu:
+            raise ValueError("MirroredStrategy's NCCL allreduce needs GPU replicas "
+                             "(devices=['/gpu:0', ...] or num_gpus=). Received: CPU "
+                             "replicas; use cross_device_ops=None (shared memory).")
         self._setup(count, opts, transport=transport, use_gpu=use_gpu,
                     max_failures=max_failures)

@@ -10,8 +10,11 @@ against the deadline, and a timeout aborts the communicator
 hanging (the complaint of ray#25130 and OpenRLHF#876).
 
 NCCL refuses two ranks on one GPU, so on a single-GPU machine only world
-size 1 runs here; two GPU replicas on one device stage through host memory
-and the shm transport.
+size 1 runs here (still through NCCL, which tests the path).
+
+``MirroredStrategy`` on GPU replicas uses this transport by default: the
+replica keeps its flat ``[gradients | metrics | loss | count]`` buffer on the
+device (``on_device``), so the gradients never cross PCIe.
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ class NcclAllreduce(Collective):
         uid: the group's id from :func:`nccl_unique_id` on rank 0.
         timeout: deadline of every operation, in seconds.
     """
+
+    on_device = True  # reduces device (cupy) buffers in place
 
     def __init__(self, rank, world_size, uid, timeout=300.0):
         self.cupy, nccl = _nccl()
@@ -98,6 +103,9 @@ class NcclAllreduce(Collective):
         dev = self.cupy.asarray(buf) if host else buf
         if not dev.flags.c_contiguous:
             raise ValueError("NcclAllreduce expects a contiguous buffer.")
+        # The NCCL stream does not synchronize with the default stream by
+        # itself: make it wait for the writes that filled the buffer.
+        self._stream.wait_event(self.cupy.cuda.get_current_stream().record())
         nccl = self._nccl
         code = {"SUM": nccl.NCCL_SUM, "MEAN": nccl.NCCL_SUM, "MAX": nccl.NCCL_MAX,
                 "MIN": nccl.NCCL_MIN}[op]
@@ -117,6 +125,7 @@ class NcclAllreduce(Collective):
     def broadcast(self, buf, root=0, step=None):
         host = not isinstance(buf, self.cupy.ndarray)
         dev = self.cupy.asarray(buf) if host else buf
+        self._stream.wait_event(self.cupy.cuda.get_current_stream().record())
         self._comm.bcast(dev.data.ptr, dev.size, self._dtype(dev), root,
                          self._stream.ptr)
         self._wait("broadcast", step)

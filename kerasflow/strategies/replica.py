@@ -103,18 +103,25 @@ class Replica(StepWorker, InputReader, CollectiveMember):
         super().__init__(rank, world)
         self.buffers = {}
         if device == "gpu":
-            # One GPU per actor (num_gpus=1): gradients are staged through
-            # host memory for the shm / tcp transports.
+            # One GPU per actor (num_gpus=1): the NCCL transport reduces the
+            # buffer on the device; shm / tcp stage it through host memory.
             K.set_device("gpu")
+
+    def collective_kind(self):
+        """``(transport class name, array module of the reduced buffers)``."""
+        mods = {type(b).__module__.split(".")[0] for b, _ in self.buffers.values()}
+        return type(self.coll).__name__, ",".join(sorted(mods))
 
     # -- training ----------------------------------------------------------------
     def _buffer(self, key, step):
+        # A device transport (NCCL) reduces the buffer where the gradients are.
+        xp = K.get_xp() if getattr(self.coll, "on_device", False) else np
         buf = self.buffers.get(key)
-        if buf is None:
+        if buf is None or not isinstance(buf[0], xp.ndarray):
             layout = step.layout
             sizes = [int(np.prod(v.shape, dtype=np.int64)) for v in step.metric_variables]
             size = layout.size + sum(sizes) + step.num_outputs + 1  # + count
-            buf = self.buffers[key] = (np.zeros(size, layout.dtype), sizes)
+            buf = self.buffers[key] = (xp.zeros(size, layout.dtype), sizes)
         return buf
 
     def run_steps(self, key, data_key, batches, first_step=0, return_state=False):
@@ -162,6 +169,7 @@ class Replica(StepWorker, InputReader, CollectiveMember):
     def _train(self, key, rows, first_step, return_state):
         step = self.steps[key]
         buf, metric_sizes = self._buffer(key, step)
+        xp = np if isinstance(buf, np.ndarray) else K.get_xp()
         g = step.layout.size
         d_end, c = g + sum(metric_sizes), len(buf) - 1
         losses, counts, outs = [], [], []
@@ -173,13 +181,17 @@ class Replica(StepWorker, InputReader, CollectiveMember):
                 # Global size unknown (own input): gradients of the local mean
                 # loss times the local count; divided by the summed count below.
                 res = step.compute_gradients(mine, local if n is None else n)
-                buf[:g] = K.to_numpy(res.grads)
+                buf[:g] = xp.asarray(res.grads) if xp is not np else K.to_numpy(res.grads)
                 pos = g
                 for delta, size in zip(res.metric_deltas, metric_sizes):
-                    buf[pos:pos + size] = np.ravel(delta)
+                    buf[pos:pos + size] = xp.ravel(xp.asarray(delta))
                     pos += size
-                buf[d_end] = res.loss
-                buf[d_end + 1:c] = res.output_losses or 0.0
+                buf[d_end] = float(res.loss)
+                if res.output_losses:
+                    buf[d_end + 1:c] = xp.asarray([float(v) for v in res.output_losses],
+                                                  buf.dtype)
+                else:
+                    buf[d_end + 1:c] = 0.0
                 if n is None:
                     buf[:g] *= local
                     buf[d_end:c] *= local
@@ -189,22 +201,24 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             t1 = time.perf_counter()
             self.coll.allreduce(buf, "SUM", step=first_step + i)
             t_comm += time.perf_counter() - t1
-            total = int(round(buf[c]))
+            # metrics, losses and count: one small copy to the host
+            tail = buf[g:] if xp is np else K.to_numpy(buf[g:])
+            total = int(round(tail[-1]))
             if n is None:
                 if total == 0:  # every replica's input is exhausted
                     break
                 buf[:g] /= total
-                buf[d_end:c] /= total
-            step.apply_gradients(K.get_xp().asarray(buf[:g]))
-            deltas, pos = [], g
+                tail[d_end - g:c - g] /= total
+            step.apply_gradients(buf[:g] if xp is not np else K.get_xp().asarray(buf[:g]))
+            deltas, pos = [], 0
             for var, size in zip(step.metric_variables, metric_sizes):
-                deltas.append(buf[pos:pos + size].reshape(var.shape))
+                deltas.append(tail[pos:pos + size].reshape(var.shape))
                 pos += size
             if deltas:
                 step.add_metric_deltas(deltas)
-            losses.append(float(buf[d_end]))
+            losses.append(float(tail[d_end - g]))
             counts.append(total if n is None else n)
-            outs.append([float(v) for v in buf[d_end + 1:c]])
+            outs.append([float(v) for v in tail[d_end - g + 1:c - g]])
             self.progress += 1
             t_total += time.perf_counter() - t0
         out = dict(loss=losses, count=counts, output_losses=outs,

@@ -80,10 +80,13 @@ class Collective:
     Attributes:
         rank: this replica's rank, 0..world_size-1.
         world_size: number of ranks in the group.
+        on_device: True when the transport reduces device (cupy) buffers in
+            place, so a GPU replica keeps its buffer on the device.
     """
 
     rank = 0
     world_size = 1
+    on_device = False
 
     def allreduce(self, buf, op="SUM", step=None):
         """Reduces ``buf`` over all ranks, in place.

@@ -48,3 +48,46 @@ def test_mirrored_one_gpu_replica_equals_single_process(ray_cluster):
         got = run(strategy)
     for a, b in zip(ref, got):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(300)
+def test_mirrored_gpu_replicas_reduce_through_nccl_on_the_device(ray_cluster):
+    """GPU replicas use the NCCL transport by default: the replica's flat
+    buffer is a cupy array, and fit with metrics equals one GPU process."""
+    import ray
+
+    import kerasflow as kf
+    from kerasflow import backend as K
+    if ray.cluster_resources().get("GPU", 0) < 1:
+        pytest.skip("the test cluster has no GPU resource")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((96, 6)).astype("float32")
+    y = (x[:, 0] + x[:, 1] > 0).astype(int)
+
+    def run():
+        np.random.seed(1)
+        model = kf.Sequential([kf.layers.Dense(8, activation="relu", input_shape=(6,)),
+                               kf.layers.Dense(2)])
+        model.compile("adam", kf.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      metrics=["accuracy"])
+        hist = model.fit(x, y, batch_size=32, epochs=3, shuffle=False, verbose=0)
+        return model.get_weights(), hist.history
+
+    old = K.get_device()
+    K.set_device("gpu")
+    try:
+        ref_w, ref_h = run()
+    finally:
+        K.set_device(old)
+    strategy = kf.distribute.MirroredStrategy(devices=["/gpu:0"])
+    assert strategy._transport == "nccl"
+    with strategy.scope():
+        got_w, got_h = run()
+        kinds = strategy.worker_group.execute("collective_kind")
+    assert kinds == [("NcclAllreduce", "cupy")], kinds
+    for a, b in zip(ref_w, got_w):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_h["loss"], ref_h["loss"], rtol=1e-5)
+    np.testing.assert_allclose(got_h["accuracy"], ref_h["accuracy"])
+

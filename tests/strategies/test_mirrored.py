@@ -218,3 +218,8 @@ def test_custom_loop_entry_points_are_not_implemented():
     dist = strategy.distribute_datasets_from_function(lambda c: c)
     assert dist.num_replicas == 2  # dataset_fn runs on the replicas, in fit
     assert strategy.worker_group is None  # nothing started
+
+
+def test_nccl_is_refused_for_cpu_replicas(ray_cluster):
+    with pytest.raises(ValueError, match="needs GPU replicas"):
+        kf.distribute.MirroredStrategy(num_replicas=1, cross_device_ops="NcclAllReduce")
