@@ -80,7 +80,7 @@ class NcclAllreduce(Collective):
         event = self.cupy.cuda.Event(disable_timing=True)
         event.record(self._stream)
         deadline = time.monotonic() + self.timeout
-        while not event.query():
+        while not event.done:
             try:
                 self._comm.check_async_error()
             except Exception as e:

@@ -1,6 +1,6 @@
 """One Ray for every ``ray`` test: a simulated 3-node cluster
 (``ray.cluster_utils.Cluster``), started once per session and shut down at
-its end. Node 0 (the head) has 4 logical CPUs so 3-replica MirroredStrategy
+its end. Node 0 (the head) has 4 logical CPUs (and the machine's GPUs, if any) so 3-replica MirroredStrategy
 tests place on one node of this 2-core machine; nodes 1 and 2 have 2 CPUs each
 for MultiWorkerMirroredStrategy tests."""
 
@@ -18,6 +18,15 @@ NODE_CPUS = (4, 2, 2)
 OBJECT_STORE = 256 * 1024 * 1024
 
 
+def _gpus():
+    """The machine's CUDA devices go to the head node (``gpu`` tests)."""
+    from kerasflow import backend as K
+    if not K.gpu_available():
+        return 0
+    import cupy
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
 @pytest.fixture(scope="session")
 def ray_cluster():
     """The session's Ray cluster (``cluster.address``); ray is initialised."""
@@ -32,10 +41,10 @@ def ray_cluster():
     # Cluster writes the head's address under /tmp/ray whatever temp_dir says.
     os.makedirs(os.path.join(tempfile.gettempdir(), "ray"), exist_ok=True)
     cluster = Cluster(initialize_head=True, head_node_args=dict(
-        num_cpus=NODE_CPUS[0], object_store_memory=OBJECT_STORE,
+        num_cpus=NODE_CPUS[0], num_gpus=_gpus(), object_store_memory=OBJECT_STORE,
         resources={"node0": 1}, include_dashboard=False, temp_dir=tmp))
     for i, cpus in enumerate(NODE_CPUS[1:], start=1):
-        cluster.add_node(num_cpus=cpus, object_store_memory=OBJECT_STORE,
+        cluster.add_node(num_cpus=cpus, num_gpus=0, object_store_memory=OBJECT_STORE,
                          resources={f"node{i}": 1})
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, logging_level=logging.ERROR, log_to_driver=False)
