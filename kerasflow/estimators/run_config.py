@@ -37,6 +37,14 @@ class RunConfig:
             accepted and kept so TF1 programs run unchanged, but it has no
             meaning here (kerasflow has no TF runtime to configure).
 
+    The ``TF_CONFIG`` environment variable (JSON: ``{"cluster": {"chief":
+    [...], "worker": [...], "ps": [...]}, "task": {"type": "worker",
+    "index": 0}}``), read when the RunConfig is made, sets ``cluster_spec``,
+    ``task_type``, ``task_id``, ``num_ps_replicas``, ``num_worker_replicas``
+    (chief included), ``is_chief`` and ``master`` as TF 1.x's RunConfig does;
+    ``train_and_evaluate`` then runs this process's task of that cluster.
+    Without it: a local run (``task_type`` "worker", ``is_chief`` True).
+
     Raises:
         ValueError: both save_checkpoints_steps and save_checkpoints_secs, or a
             negative count, naming it.
@@ -78,6 +86,46 @@ class RunConfig:
         self.train_distribute = train_distribute
         self.eval_distribute = eval_distribute
         self.session_config = session_config
+        self._read_tf_config(os.environ.get("TF_CONFIG"))
+
+    def _read_tf_config(self, raw):
+        """Sets the cluster fields from a TF_CONFIG JSON string (or None).
+
+        Raises:
+            ValueError: invalid JSON, a task type or index not in the cluster
+                (naming what the cluster has).
+        """
+        from kerasflow.strategies.cluster import ClusterSpec, load_tf_config
+
+        conf = load_tf_config(raw) if raw else {}
+        cluster = conf.get("cluster") or {}
+        task = conf.get("task") or {}
+        self.cluster_spec = ClusterSpec(cluster) if cluster else ClusterSpec({})
+        self.task_type = str(task.get("type", "worker"))
+        self.task_id = int(task.get("index", 0))
+        jobs = self.cluster_spec.jobs if cluster else []
+        self.num_ps_replicas = self.cluster_spec.num_tasks("ps") if "ps" in jobs else 0
+        self.num_worker_replicas = sum(self.cluster_spec.num_tasks(j) for j in
+                                       ("chief", "master", "worker") if j in jobs) or 1
+        if cluster and task and self.task_type != "evaluator":
+            self.cluster_spec.task_address(self.task_type, self.task_id)  # checks both
+        head = [j for j in ("chief", "master") if j in jobs]
+        if head:
+            self.is_chief = self.task_type in head
+        else:
+            self.is_chief = self.task_type == "worker" and self.task_id == 0
+        self.master = ("" if not cluster or self.task_type == "evaluator" else
+                       "grpc://" + self.cluster_spec.task_address(self.task_type,
+                                                                   self.task_id))
+        self.evaluation_master = ""
+        self.global_id_in_cluster = self.task_id
+
+    @property
+    def distributed(self) -> bool:
+        """True when TF_CONFIG named a cluster of several tasks."""
+        return bool(self.cluster_spec) and (
+            self.task_type == "evaluator" or self.num_ps_replicas > 0
+            or self.num_worker_replicas > 1)
 
     @property
     def num_replicas_in_sync(self) -> int:

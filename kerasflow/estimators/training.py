@@ -57,9 +57,14 @@ class _EvalAfterSave:
 def train_and_evaluate(estimator, train_spec, eval_spec):
     """Trains ``estimator`` per ``train_spec``, evaluating per ``eval_spec``.
 
+    With ``TF_CONFIG`` naming a cluster (``RunConfig.distributed``), runs
+    this process's task of it instead: ps, chief, worker or evaluator
+    (:mod:`kerasflow.estimators.cluster_training`).
+
     Returns:
         ``(eval_result, export_results)``: the final evaluation's dict and []
-        (exporters are not run).
+        (exporters are not run); on a cluster, the evaluator's last
+        evaluation and None on the other tasks.
 
     Raises:
         TypeError: specs of the wrong type.
@@ -70,6 +75,10 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     if not isinstance(eval_spec, EvalSpec):
         raise TypeError(f"eval_spec must be an EvalSpec. Received: "
                         f"{type(eval_spec).__name__}.")
+    if estimator.config.distributed:  # TF_CONFIG names a cluster: run this task
+        from kerasflow.estimators.cluster_training import run_task
+
+        return run_task(estimator, train_spec, eval_spec)
     listener = _EvalAfterSave(estimator, eval_spec)
     estimator.train(train_spec.input_fn, hooks=list(train_spec.hooks),
                     max_steps=train_spec.max_steps, saving_listeners=[listener])
