@@ -28,7 +28,9 @@ On one machine (three terminals, or ``&``)::
 
 ``--sync_replicas`` wraps the optimizer in ``tf.train.SyncReplicasOptimizer``
 (one gradient per worker averaged per step; global step = aggregated steps).
-``--job_name=single`` trains the same model in one process with a plain
+``--monitored`` uses ``tf.train.MonitoredTrainingSession`` (the chief
+restores from / checkpoints into ``logs_path/ckpt``; a restarted chief
+resumes). ``--job_name=single`` trains the same model in one process with a plain
 ``tf.Session()`` (the baseline). Each worker prints ``RESULT {json}``:
 its steps, the final global step, test accuracy, steps/s and the share of
 its ``sess.run`` time spent pulling and pushing ps variables.
@@ -56,6 +58,17 @@ def parse_args(argv=None):
     p.add_argument("--logs_path", default="/tmp/kf_mnist_between_graph")
     p.add_argument("--sync_replicas", action="store_true",
                    help="SyncReplicasOptimizer: aggregate one gradient per worker")
+    p.add_argument("--replicas_to_aggregate", type=int, default=None,
+                   help="with --sync_replicas: gradients per step (default: "
+                        "every worker's)")
+    p.add_argument("--monitored", action="store_true",
+                   help="MonitoredTrainingSession(checkpoint_dir=logs_path/ckpt, "
+                        "StopAtStepHook(last_step=steps * workers)) instead of "
+                        "a Supervisor")
+    p.add_argument("--save_steps", type=int, default=50,
+                   help="with --monitored: the chief's checkpoint interval")
+    p.add_argument("--log_every", type=int, default=100,
+                   help="print progress every this many steps")
     return p.parse_args(argv)
 
 
@@ -67,7 +80,7 @@ def load_mnist():
     return x_train, eye[y_train], x_test, eye[y_test]
 
 
-def build_model(learning_rate, sync_replicas=0):
+def build_model(learning_rate, sync_replicas=0, to_aggregate=None):
     """The lecture's model: 784-100 sigmoid-10 softmax, cross entropy, SGD."""
     global_step = tf.get_variable("global_step", [], dtype=tf.int64,
                                   initializer=tf.constant_initializer(0),
@@ -92,7 +105,7 @@ def build_model(learning_rate, sync_replicas=0):
         grad_op = tf.train.GradientDescentOptimizer(learning_rate)
         if sync_replicas:
             grad_op = tf.train.SyncReplicasOptimizer(
-                grad_op, replicas_to_aggregate=sync_replicas,
+                grad_op, replicas_to_aggregate=to_aggregate or sync_replicas,
                 total_num_replicas=sync_replicas)
         train_op = grad_op.minimize(cross_entropy, global_step=global_step)
     with tf.name_scope("Accuracy"):
@@ -106,23 +119,30 @@ def build_model(learning_rate, sync_replicas=0):
                 init_op=tf.global_variables_initializer())
 
 
-def train(sess, m, data, args, writer, task, num_workers):
+def train(sess, m, data, args, writer, task, num_workers, should_stop=None):
+    """Runs this worker's batches: ``args.steps`` of them, or until
+    ``should_stop()`` (a MonitoredTrainingSession's stop hook)."""
     x_train, y_train, x_test, y_test = data
     n, bs = len(x_train), args.batch_size
-    step = 0
+    step = i = 0
+    first = int(sess.run(m["global_step"]))
+    print(f"START task {task} global_step {first}", flush=True)
     t0 = time.perf_counter()
-    for i in range(args.steps):
+    while (i < args.steps) if should_stop is None else not should_stop():
         at = ((i * num_workers + task) * bs) % (n - bs)  # this worker's batches
         _, cost, summary, step = sess.run(
             [m["train_op"], m["cross_entropy"], m["summary_op"], m["global_step"]],
             feed_dict={m["x"]: x_train[at:at + bs], m["y_"]: y_train[at:at + bs]})
         writer.add_summary(summary, step)
+        i += 1
+        if i % args.log_every == 0:
+            print(f"Step: {i}, global_step: {step}, cost: {cost:.4f}", flush=True)
     seconds = time.perf_counter() - t0
     acc = float(sess.run(m["accuracy"], feed_dict={m["x"]: x_test, m["y_"]: y_test}))
     final = int(sess.run(m["global_step"]))
     timing = getattr(sess, "timing", None)
-    result = dict(task=task, steps=args.steps, global_step=final, accuracy=acc,
-                  steps_per_s=args.steps / seconds, cost=float(cost))
+    result = dict(task=task, steps=i, global_step=final, accuracy=acc,
+                  first_global_step=first, steps_per_s=i / seconds, cost=float(cost))
     if timing:
         total = timing["pull"] + timing["compute"] + timing["push"]
         result.update(pull_share=timing["pull"] / total,
@@ -147,18 +167,32 @@ def main(argv=None):
     server = tf.train.Server(cluster, job_name=args.job_name,
                              task_index=args.task_index)
     if args.job_name == "ps":
+        print(f"Serving {server.target} (/job:ps/task:{args.task_index})", flush=True)
         server.join()
         return
     with tf.device(tf.train.replica_device_setter(
             worker_device="/job:worker/task:%d" % args.task_index, cluster=cluster)):
         num_workers = cluster.num_tasks("worker")
         m = build_model(args.learning_rate,
-                        num_workers if args.sync_replicas else 0)
+                        num_workers if args.sync_replicas else 0,
+                        args.replicas_to_aggregate)
+    logdir = args.logs_path + "/worker%d" % args.task_index
+    if args.monitored:
+        hooks = [tf.train.StopAtStepHook(last_step=args.steps * num_workers)]
+        with tf.train.MonitoredTrainingSession(
+                master=server.target, is_chief=(args.task_index == 0),
+                checkpoint_dir=args.logs_path + "/ckpt", hooks=hooks,
+                save_checkpoint_steps=args.save_steps) as sess:
+            writer = tf.summary.FileWriter(logdir, graph=tf.get_default_graph())
+            train(sess, m, data, args, writer, args.task_index, num_workers,
+                  sess.should_stop)
+            writer.close()
+        server.stop()
+        return
     sv = tf.train.Supervisor(is_chief=(args.task_index == 0),
                              global_step=m["global_step"], init_op=m["init_op"])
     with sv.prepare_or_wait_for_session(server.target) as sess:
-        writer = tf.summary.FileWriter(args.logs_path + "/worker%d" % args.task_index,
-                                       graph=tf.get_default_graph())
+        writer = tf.summary.FileWriter(logdir, graph=tf.get_default_graph())
         train(sess, m, data, args, writer, args.task_index, num_workers)
         writer.close()
     sv.stop()

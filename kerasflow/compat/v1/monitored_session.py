@@ -186,6 +186,9 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
         TimeoutError: (non-chief) the chief did not initialize in time.
     """
     hooks = list(hooks or []) + (list(chief_only_hooks or []) if is_chief else [])
+    if save_checkpoint_steps is not None and checkpoint_dir and is_chief:
+        hooks.append(_StepSaver(int(save_checkpoint_steps)))
+        save_checkpoint_secs = None  # steps given: they set the cadence
     for h in hooks:
         h.begin()
     scaffold = scaffold or Scaffold()
@@ -197,4 +200,29 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
                     save_model_secs=save_checkpoint_secs, summary_writer=None)
     sess = sv.prepare_or_wait_for_session(master, config=config,
                                           max_wait_secs=max_wait_secs)
+    for h in hooks:
+        if isinstance(h, _StepSaver):
+            h.supervisor = sv
     return MonitoredSession(sess, hooks, sv)
+
+
+class _StepSaver(SessionRunHook):
+    """The chief's checkpoint every ``save_checkpoint_steps`` global steps
+    (TF's ``CheckpointSaverHook(save_steps=...)``)."""
+
+    def __init__(self, every):
+        if every < 1:
+            raise ValueError(f"save_checkpoint_steps expects an int >= 1. "
+                             f"Received: {every}")
+        self.every, self.supervisor, self.last = every, None, None
+
+    def after_create_session(self, session, coord):
+        self.last = int(session.run(get_global_step()))
+
+    def before_run(self, run_context):
+        return SessionRunArgs(get_global_step())
+
+    def after_run(self, run_context, run_values):
+        if int(run_values.results) + 1 - self.last >= self.every:
+            self.supervisor._save()
+            self.last = int(self.supervisor.global_step.numpy())

@@ -210,10 +210,27 @@ class RMSPropOptimizer(Optimizer, kopt.RMSprop):
 
 # -- global step ----------------------------------------------------------------------
 def get_global_step(graph=None):
-    """The graph's global step Variable, or None."""
+    """The graph's global step Variable, or None: the GLOBAL_STEP collection's,
+    else (as TF 1.x) a global variable named "global_step" (e.g. made with
+    ``tf.get_variable("global_step", ...)``).
+
+    Raises:
+        TypeError: that variable is not an integer scalar.
+    """
     graph = graph or G.get_default_graph()
     steps = graph.get_collection(G.GraphKeys.GLOBAL_STEP)
-    return steps[0] if steps else None
+    if steps:
+        return steps[0]
+    named = [v for v in graph.get_collection(G.GraphKeys.GLOBAL_VARIABLES)
+             if str(getattr(v, "name", "")).split(":")[0] == "global_step"]
+    if not named:
+        return None
+    step = named[0]
+    if tuple(step.shape) != () or not str(step.dtype).startswith("int"):
+        raise TypeError(f"The global step must be an integer scalar. Received: "
+                        f"'global_step' of shape {tuple(step.shape)} and dtype "
+                        f"{step.dtype}.")
+    return step
 
 
 def create_global_step(graph=None):
