@@ -67,6 +67,9 @@ def parse_args(argv=None):
                         "a Supervisor")
     p.add_argument("--save_steps", type=int, default=50,
                    help="with --monitored: the chief's checkpoint interval")
+    p.add_argument("--clip_norm", type=float, default=None,
+                   help="compute_gradients, clip_by_global_norm, apply_gradients "
+                        "instead of minimize")
     p.add_argument("--log_every", type=int, default=100,
                    help="print progress every this many steps")
     return p.parse_args(argv)
@@ -80,7 +83,7 @@ def load_mnist():
     return x_train, eye[y_train], x_test, eye[y_test]
 
 
-def build_model(learning_rate, sync_replicas=0, to_aggregate=None):
+def build_model(learning_rate, sync_replicas=0, to_aggregate=None, clip_norm=None):
     """The lecture's model: 784-100 sigmoid-10 softmax, cross entropy, SGD."""
     global_step = tf.get_variable("global_step", [], dtype=tf.int64,
                                   initializer=tf.constant_initializer(0),
@@ -107,7 +110,13 @@ def build_model(learning_rate, sync_replicas=0, to_aggregate=None):
             grad_op = tf.train.SyncReplicasOptimizer(
                 grad_op, replicas_to_aggregate=to_aggregate or sync_replicas,
                 total_num_replicas=sync_replicas)
-        train_op = grad_op.minimize(cross_entropy, global_step=global_step)
+        if clip_norm is None:
+            train_op = grad_op.minimize(cross_entropy, global_step=global_step)
+        else:
+            grads, variables = zip(*grad_op.compute_gradients(cross_entropy))
+            grads, _ = tf.clip_by_global_norm(grads, clip_norm)
+            train_op = grad_op.apply_gradients(zip(grads, variables),
+                                               global_step=global_step)
     with tf.name_scope("Accuracy"):
         correct = tf.equal(tf.argmax(y, 1), tf.argmax(y_, 1))
         accuracy = tf.reduce_mean(tf.cast(correct, tf.float32))
@@ -175,7 +184,7 @@ def main(argv=None):
         num_workers = cluster.num_tasks("worker")
         m = build_model(args.learning_rate,
                         num_workers if args.sync_replicas else 0,
-                        args.replicas_to_aggregate)
+                        args.replicas_to_aggregate, args.clip_norm)
     logdir = args.logs_path + "/worker%d" % args.task_index
     if args.monitored:
         hooks = [tf.train.StopAtStepHook(last_step=args.steps * num_workers)]

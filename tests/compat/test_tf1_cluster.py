@@ -352,6 +352,40 @@ def test_ps_task_sync_round_averages_and_drops_stale():
     tf.reset_default_graph()
 
 
+def test_apply_gradients_on_ps_pushes_the_given_gradients():
+    import numpy as np  # noqa: PLC0415
+
+    from kerasflow import backend as K  # noqa: PLC0415
+    from kerasflow.compat.v1.cluster_session import (  # noqa: PLC0415
+        _ApplyAsTrainOp,
+        _PSStep,
+    )
+    from kerasflow.strategies.ps_task import PSTask  # noqa: PLC0415
+
+    tf.reset_default_graph()
+    with tf.device(tf.train.replica_device_setter(ps_tasks=1)):
+        gs = tf.train.get_or_create_global_step()
+        x = tf.placeholder(tf.float32, [None])
+        w = tf.Variable(1.0, name="w")
+        loss = tf.reduce_mean(tf.square(w * x))  # d/dw = 2 w mean(x^2)
+        opt = tf.train.GradientDescentOptimizer(0.1)
+        (g, v), = opt.compute_gradients(loss, var_list=[w])
+        op = opt.apply_gradients([(tf.clip_by_value(g, -0.5, 0.5), v)], global_step=gs)
+    graph = tf.get_default_graph()
+    st = _PSStep(_ApplyAsTrainOp(op), graph.ps_vars, 1)
+    xs = np.array([3.0], np.float32)  # unclipped gradient 18, clipped 0.5
+    fn = K.Function(st.step.inputs, st.step.grads)
+    (got,) = fn(xs, np.float32(1.0))
+    assert float(got) == pytest.approx(0.5)
+    keys = {v: k for v, (_, k) in graph.ps_vars.items()}
+    task = PSTask(0, 1)
+    task.assign([(keys[w], "set", np.float32(1.0)), (keys[gs], "set", np.int64(0))])
+    task.load_step(st.key, st.step, st.plan, st.task_keys[0], st.sync)
+    task.push([(st.key, *st.pushes([got], 1)[0:1])], [])
+    assert task.pull([keys[w], keys[gs]]) == [pytest.approx(1.0 - 0.1 * 0.5), 1]
+    tf.reset_default_graph()
+
+
 def test_sync_replicas_optimizer_bad_counts():
     with pytest.raises(ValueError, match="replicas_to_aggregate >= 1.*=0"):
         tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 0)

@@ -90,7 +90,8 @@ def _stop_ps(ps):
 
 
 def test_async_worker_killed_the_other_goes_on(tmp_path):
-    args, env, ps = _cluster(tmp_path, 150)
+    # compute_gradients + clip_by_global_norm + apply_gradients on ps variables
+    args, env, ps = _cluster(tmp_path, 150, ["--clip_norm=5.0"])
     tasks = [ps]
     try:
         tasks += [Task(args, "worker", i, env) for i in range(2)]

@@ -110,6 +110,23 @@ class _PSStep:
         return [(s,) for s in sl]
 
 
+class _ApplyAsTrainOp:
+    """``opt.apply_gradients(grads_and_vars, global_step)`` seen as a train op,
+    so the ps applies it as it applies a ``minimize``: the surrogate loss
+    ``sum_i sum(stop_gradient(g_i) * v_i)`` has exactly the given (clipped,
+    scaled, ...) gradients ``g_i`` with respect to the ``v_i``."""
+
+    def __init__(self, op):
+        pairs = [(g, v) for g, v in op.grads_and_vars if g is not None]
+        if not pairs:
+            raise ValueError("apply_gradients() on a cluster expects at least one "
+                             "(gradient, variable) pair with a gradient. Received: "
+                             "none.")
+        self.var_list = [v for _, v in pairs]
+        self.loss = K.add_n([K.sum(K.stop_gradient(g) * v) for g, v in pairs])
+        self.optimizer, self.global_step = op.optimizer, op.global_step
+
+
 class _RunPlan:
     """What one fetch signature reads from and writes to the ps tasks."""
 
@@ -121,11 +138,9 @@ class _RunPlan:
                 self.where.append(("step", len(self.steps)))
                 self.steps.append(session.ps_step(f))
             elif isinstance(f, ApplyOp) and any(
-                    n.op == "Variable" and n.attrs["variable"] in ps
-                    for n in collect_nodes(list(f))):
-                raise NotImplementedError(
-                    "apply_gradients() on ps variables is not provided yet on a "
-                    "cluster; use optimizer.minimize(loss, global_step).")
+                    v in ps for _, v in f.grads_and_vars):
+                self.where.append(("step", len(self.steps)))
+                self.steps.append(session.ps_step(f))
             else:
                 self.where.append(("other", len(self.others)))
                 self.others.append(f)
@@ -183,8 +198,9 @@ class ClusterSession(Session):
     def ps_step(self, train_op):
         st = self._steps.get(id(train_op))
         if st is None:
+            op = _ApplyAsTrainOp(train_op) if isinstance(train_op, ApplyOp) else train_op
             st = self._steps[id(train_op)] = (train_op, _PSStep(
-                train_op, self.graph.ps_vars, self.num_ps,
+                op, self.graph.ps_vars, self.num_ps,
                 self.graph.sync_replicas.get(train_op)))
         return st[1]
 

@@ -56,7 +56,7 @@ class ApplyOp(K.SymbolicTensor):
     update, which also iterates over those updates, so kerasflow code expecting
     the update list (``TrainStep``) takes it as well."""
 
-    __slots__ = ("updates",)
+    __slots__ = ("updates", "grads_and_vars", "optimizer", "global_step")
 
     def __iter__(self):
         return iter(self.updates)
@@ -65,12 +65,15 @@ class ApplyOp(K.SymbolicTensor):
         return len(self.updates)
 
 
-def _apply_op(updates, name):
+def _apply_op(updates, name, grads_and_vars=(), optimizer=None, global_step=None):
     node = K.group(*updates, name=name).node
     op = ApplyOp.__new__(ApplyOp)
     K.SymbolicTensor.__init__(op, node, 0, (), "bool")
     node.outputs = (op,)
     op.updates = list(updates)
+    # What it applies, so a cluster session can apply it on the ps instead.
+    op.grads_and_vars, op.optimizer = list(grads_and_vars), optimizer
+    op.global_step = global_step
     return op
 
 
@@ -106,13 +109,15 @@ class Optimizer:
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         """One op applying the gradients (and ``global_step += 1``); iterating
         over it gives the update ops (kerasflow's ``apply_gradients`` list)."""
+        grads_and_vars = list(grads_and_vars)
         updates = kopt.Optimizer.apply_gradients(self, grads_and_vars)
         if getattr(self, "_in_minimize", False):
             return updates  # kerasflow's minimize appends to the list
         if global_step is not None:
             updates.append(K.assign_add(global_step, K.cast(1, global_step.dtype)))
         self._register()
-        return G.track(_apply_op(updates, name or f"{self.name}/update"))
+        return G.track(_apply_op(updates, name or f"{self.name}/update",
+                                 grads_and_vars, self, global_step))
 
     def minimize(self, loss, global_step=None, var_list=None, gate_gradients=1,
                  aggregation_method=None, colocate_gradients_with_ops=False,
