@@ -9,14 +9,20 @@ from kerasflow.layers.preprocessing.augmentation import (
     RandomCrop,
     RandomFlip,
 )
+from kerasflow.layers.preprocessing.encoding import CategoryEncoding, Discretization
 from kerasflow.layers.preprocessing.geometric import (
     RandomRotation,
     RandomTranslation,
     RandomZoom,
 )
+from kerasflow.layers.preprocessing.hashing import Hashing
 from kerasflow.layers.preprocessing.image import CenterCrop, Resizing
+from kerasflow.layers.preprocessing.lookup import IntegerLookup, StringLookup
 from kerasflow.layers.preprocessing.normalization import Normalization, Rescaling
+from kerasflow.layers.preprocessing.text_vectorization import TextVectorization
 
-__all__ = ["CenterCrop", "Normalization", "RandomBrightness", "RandomContrast",
+__all__ = ["CategoryEncoding", "CenterCrop", "Discretization", "Hashing",
+           "IntegerLookup", "Normalization", "RandomBrightness", "RandomContrast",
            "RandomCrop", "RandomFlip", "RandomRotation", "RandomTranslation",
-           "RandomZoom", "Rescaling", "Resizing"]
+           "RandomZoom", "Rescaling", "Resizing", "StringLookup",
+           "TextVectorization"]

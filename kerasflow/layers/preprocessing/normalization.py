@@ -25,7 +25,8 @@ class Normalization(Layer):
 
     The mean and variance come from ``mean``/``variance`` or from ``adapt(data)``,
     which stores them in the non-trainable weights ``mean``, ``variance`` and
-    ``count`` (so ``model.save`` keeps them, as in Keras).
+    ``count`` (so ``model.save`` keeps them; ``count`` stays 0, as in Keras
+    3.15).
 
     Args:
         axis: the axis or axes that keep their own statistics (default -1: one
@@ -170,9 +171,6 @@ class Normalization(Layer):
         self.adapt_mean.assign(np.asarray(mean, self.dtype).reshape(self._stat_shape))
         self.adapt_variance.assign(
             np.asarray(var, self.dtype).reshape(self._stat_shape))
-        self.count.assign(np.asarray(sum(
-            math.prod(b.shape[d] for d in self._reduce_axis) for b in batches),
-            np.int64))
         self._clear_eager_traces()
 
     def _stats(self):
