@@ -92,7 +92,8 @@ class CategoryEncoding(Layer):
         if sparse:
             raise ValueError("`sparse=True` is not supported by kerasflow "
                              "(dense outputs only). Received: sparse=True.")
-        self.num_tokens, self.output_mode, self.sparse = int(num_tokens), output_mode, False
+        self.num_tokens, self.output_mode = int(num_tokens), output_mode
+        self.sparse = False
 
     def __call__(self, inputs, *args, **kwargs):
         if not K.is_symbolic(inputs):
@@ -204,7 +205,8 @@ class Discretization(Layer):
             merged = np.concatenate((summary, self.summary), axis=1)
             merged = np.take(merged, np.argsort(merged[0]), axis=1)
             self.summary = _compress(merged, self.epsilon)
-        self.bin_boundaries = _compress(self.summary, 1.0 / self.num_bins)[0, :-1].tolist()
+        self.bin_boundaries = _compress(self.summary,
+                                        1.0 / self.num_bins)[0, :-1].tolist()
         self._clear_eager_traces()
 
     def __call__(self, inputs, *args, **kwargs):

@@ -106,7 +106,8 @@ class TextVectorization(EagerArrayLayer):
         vocabulary_size = kwargs.pop("vocabulary_size", None)
         kwargs.pop("dtype", None)
         super().__init__(name=name, **kwargs)
-        self._max_tokens, self._standardize, self._split = max_tokens, standardize, split
+        self._max_tokens = max_tokens
+        self._standardize, self._split = standardize, split
         self._ngrams_arg = ngrams
         self._ngrams = tuple(range(1, ngrams + 1)) if isinstance(ngrams, int) \
             else ngrams
@@ -171,7 +172,7 @@ class TextVectorization(EagerArrayLayer):
             x = x[..., 0]
         return [self._ngrammed(self._split_one(s)) for s in x.reshape(-1)]
 
-    # -- vocabulary ----------------------------------------------------------------------
+    # -- vocabulary ------------------------------------------------------------
     def adapt(self, data, batch_size=None, steps=None):
         """Builds the vocabulary from ``data``: an array or list of strings
         (one document each), a ``kerasflow.data.Dataset`` of string batches,
@@ -202,7 +203,7 @@ class TextVectorization(EagerArrayLayer):
         """The number of indices, special tokens included."""
         return self._lookup_layer.vocabulary_size()
 
-    # -- call ----------------------------------------------------------------------------
+    # -- call ------------------------------------------------------------------
     def _call_numpy(self, inputs):
         docs = self._documents(inputs)
         lookup = self._lookup_layer
