@@ -222,3 +222,14 @@ def test_image_layer_errors():
 def test_contracts(make, out, tmp_path):
     check_contract(make, (4, 5, 6, 2), out, tmp_path,
                    stochastic=not isinstance(make(), (L.Resizing, L.CenterCrop)))
+
+
+def test_integer_images_dtypes_match_keras():
+    keras = keras_numpy()
+    x = (np.random.RandomState(3).rand(2, 5, 7, 1) * 255).astype("uint8")
+    for ours, theirs in [(L.Resizing(3, 4), keras.layers.Resizing(3, 4)),
+                         (L.Resizing(9, 9), keras.layers.Resizing(9, 9)),
+                         (L.CenterCrop(3, 3), keras.layers.CenterCrop(3, 3))]:
+        got, want = ours(x), np.asarray(theirs(x))
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

@@ -59,14 +59,22 @@ class ImageLayer(Layer):
         h_ax, w_ax = self._hw_axes
         return x.shape[h_ax], x.shape[w_ax]
 
+    # Resizing gives integer images back in their dtype (rounded, saturated),
+    # as Keras does; the other layers compute in the layer's float dtype.
+    _keeps_int_dtype = False
+
     def __call__(self, inputs, *args, **kwargs):
         if not K.is_symbolic(inputs) and not isinstance(inputs, (dict, list)):
             x = np.asarray(inputs)
             self._check_images(x)
             if x.ndim == 3:
-                out = super().__call__(x[None], *args, **kwargs)
-                return out[0]
-            return super().__call__(x, *args, **kwargs)
+                out = super().__call__(x[None], *args, **kwargs)[0]
+            else:
+                out = super().__call__(x, *args, **kwargs)
+            if self._keeps_int_dtype and x.dtype.kind in "iu":
+                info = np.iinfo(x.dtype)
+                out = np.clip(np.round(out), info.min, info.max).astype(x.dtype)
+            return out
         return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, training=None):

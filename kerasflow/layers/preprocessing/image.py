@@ -53,7 +53,9 @@ class Resizing(ImageLayer):
         data_format: 'channels_last' (H, W, C) or 'channels_first'.
 
     Input: (batch, H, W, C) or (H, W, C) images (cast to the layer's dtype);
-    output: the same layout with the new height and width.
+    output: the same layout with the new height and width, in the layer's
+    dtype (an integer array called eagerly comes back in its own dtype,
+    rounded and saturated, as Keras).
 
     Raises:
         ValueError: images of rank other than 3 or 4; both aspect-ratio
@@ -83,6 +85,8 @@ class Resizing(ImageLayer):
         self.pad_to_aspect_ratio = bool(pad_to_aspect_ratio)
         self.fill_mode, self.fill_value = fill_mode, fill_value
         self.antialias = False
+
+    _keeps_int_dtype = True
 
     def _call_batch(self, images, training):
         x = self._float(images)
