@@ -207,6 +207,10 @@ def test_image_layer_errors():
         L.RandomFlip("diagonal")
     with pytest.raises(ValueError, match="value_range"):
         L.RandomBrightness(0.1, value_range=3)
+    with pytest.raises(TypeError, match="expects numeric inputs"):
+        L.CenterCrop(1, 1)(np.array([[["a"]]]))
+    with pytest.raises(ValueError, match="fully defined height and width"):
+        L.RandomCrop(2, 2)(K.placeholder("float32", (None, None, None, 3)))
 
 
 @pytest.mark.parametrize("make,out", [

@@ -86,6 +86,10 @@ def test_normalization_errors():
         layer.adapt(_data((4, 5)))
     with pytest.raises(TypeError, match="Dataset"):
         L.Normalization().adapt(object())
+    with pytest.raises(TypeError, match="expects numeric inputs. Received: dtype"):
+        L.Normalization(mean=0.0, variance=1.0)(np.array([["a"]]))
+    with pytest.raises(TypeError, match="expects numeric inputs"):
+        L.Rescaling(2.0)(np.array(["a"]))
 
 
 def test_rescaling_matches_keras():

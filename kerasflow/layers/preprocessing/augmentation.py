@@ -176,9 +176,11 @@ class RandomCrop(RandomImageLayer):
 
     def _draw(self, images):
         h, w = self._hw(images)
-        u = self._uniform((2,))
-        top = K.floor(u[0] * float(h - self.height + 1))
-        left = K.floor(u[1] * float(w - self.width + 1))
+        # One position for the whole batch (Keras); a draw shaped by the batch
+        # is a graph node even outside a traced step.
+        u = self._uniform((K.shape(images)[0], 2))
+        top = K.floor(u[0, 0] * float(h - self.height + 1))
+        left = K.floor(u[0, 1] * float(w - self.width + 1))
         return top, left
 
     def _apply(self, images, top, left):

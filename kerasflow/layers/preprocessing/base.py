@@ -20,7 +20,15 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow.layers.base import Layer
 
-__all__ = ["EagerArrayLayer", "ImageLayer", "adapt_batches", "training_flag"]
+__all__ = ["EagerArrayLayer", "ImageLayer", "adapt_batches", "check_numeric",
+           "training_flag"]
+
+
+def check_numeric(layer, x):
+    """Raises TypeError naming the layer unless ``x`` has a numeric dtype."""
+    if np.dtype(x.dtype).kind not in "biuf":
+        raise TypeError(f"Layer '{layer.name}' ({type(layer).__name__}) expects "
+                        f"numeric inputs. Received: dtype={np.dtype(x.dtype)}.")
 
 
 def training_flag(training) -> bool:
@@ -78,6 +86,7 @@ class ImageLayer(Layer):
         return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, training=None):
+        check_numeric(self, inputs)
         rank = self._check_images(inputs)
         if rank == 3:
             return K.squeeze(self._call_batch(K.expand_dims(inputs, 0), training), 0)

@@ -13,7 +13,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.layers.base import Layer
-from kerasflow.layers.preprocessing.base import adapt_batches
+from kerasflow.layers.preprocessing.base import adapt_batches, check_numeric
 
 __all__ = ["Normalization", "Rescaling"]
 
@@ -180,6 +180,7 @@ class Normalization(Layer):
                 K.reshape(self.adapt_variance, self._broadcast_shape))
 
     def call(self, inputs):
+        check_numeric(self, inputs)
         x = inputs if inputs.dtype == np.dtype(self.dtype) else K.cast(
             inputs, self.dtype)
         mean, variance = self._stats()
@@ -218,6 +219,7 @@ class Rescaling(Layer):
         self.scale, self.offset = scale, offset
 
     def call(self, inputs):
+        check_numeric(self, inputs)
         scale = np.asarray(self.scale, self.dtype)
         offset = np.asarray(self.offset, self.dtype)
         if scale.ndim > 0 and K.image_data_format() == "channels_first":
