@@ -219,3 +219,14 @@ def test_text_vectorization_errors():
         L.TextVectorization(vocabulary=["a"])(np.array([1, 2]))
     with pytest.raises(TypeError, match="runs eagerly"):
         L.TextVectorization(vocabulary=["a"])(K.placeholder("float32", (None, 1)))
+
+
+def test_output_shapes_of_the_eager_layers():
+    assert L.StringLookup(vocabulary=VOCAB).compute_output_shape((2, 3)) == (2, 3)
+    hot = L.StringLookup(vocabulary=VOCAB, output_mode="multi_hot")
+    assert hot.compute_output_shape((2, 3)) == hot(DATA).shape == (2, 5)
+    one = L.StringLookup(vocabulary=VOCAB, output_mode="one_hot")
+    assert one.compute_output_shape((4, 1)) == one(np.array([["a"]] * 4)).shape
+    assert L.Hashing(4, output_mode="count").compute_output_shape((2, 3)) == (2, 4)
+    tv = L.TextVectorization(vocabulary=["a"], output_sequence_length=5)
+    assert tv.compute_output_shape((3,)) == tv(["a", "b", "a a"]).shape == (3, 5)

@@ -98,6 +98,13 @@ class Hashing(EagerArrayLayer):
         return np.asarray(encode_categorical(out, self.output_mode, self.num_bins,
                                              self.dtype))
 
+    def compute_output_shape(self, input_shape):
+        """The input shape ('int'), else the last axis replaced by num_bins."""
+        shape = tuple(input_shape)
+        if self.output_mode == "int":
+            return shape
+        return shape[:-1] + (self.num_bins,) if shape else (self.num_bins,)
+
     def get_config(self):
         return {**super().get_config(), "num_bins": self.num_bins,
                 "salt": self.salt, "mask_value": self.mask_value,

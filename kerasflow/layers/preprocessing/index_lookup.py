@@ -314,6 +314,17 @@ class IndexLookup(EagerArrayLayer):
             return out.astype("float32") * self._idf
         return out
 
+    def compute_output_shape(self, input_shape):
+        """The input shape ('int'), else the last axis replaced (one_hot of a
+        trailing 1) or appended by the vocabulary size."""
+        shape = tuple(input_shape)
+        if self.output_mode == "int":
+            return shape
+        depth = self.max_tokens if self.pad_to_max_tokens else self._frozen_vocab_size
+        if self.output_mode == "one_hot" and not (len(shape) > 1 and shape[-1] == 1):
+            return shape + (depth,)
+        return shape[:-1] + (depth,)
+
     def get_config(self):
         # An adapted vocabulary rides in the config (Keras keeps it in a saved
         # model's assets), so from_config / load_model rebuild the table.

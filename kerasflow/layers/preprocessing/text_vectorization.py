@@ -237,6 +237,15 @@ class TextVectorization(EagerArrayLayer):
             return counts.astype("float32") * lookup._idf
         return counts
 
+    def compute_output_shape(self, input_shape):
+        """(batch, output_sequence_length) in 'int' mode, else (batch,
+        vocabulary size)."""
+        if self._output_mode == "int":
+            return (input_shape[0], self._output_sequence_length)
+        lookup = self._lookup_layer
+        return (input_shape[0], lookup.max_tokens if self._pad
+                else lookup._frozen_vocab_size)
+
     def get_config(self):
         lookup = self._lookup_layer.get_config()
         return {**super().get_config(), "max_tokens": self._max_tokens,
