@@ -230,3 +230,15 @@ def test_output_shapes_of_the_eager_layers():
     assert L.Hashing(4, output_mode="count").compute_output_shape((2, 3)) == (2, 4)
     tv = L.TextVectorization(vocabulary=["a"], output_sequence_length=5)
     assert tv.compute_output_shape((3,)) == tv(["a", "b", "a a"]).shape == (3, 5)
+
+
+def test_integer_lookup_oov_methods():
+    floormod = L.IntegerLookup(vocabulary=[5], num_oov_indices=3, salt=9)
+    np.testing.assert_array_equal(floormod(np.array([7, -1, 5])), [1, 2, 3])
+    hashed = L.IntegerLookup(vocabulary=[5], num_oov_indices=3, oov_method="farmhash")
+    np.testing.assert_array_equal(hashed(np.array([7, 12])),
+                                  L.Hashing(3)(np.array(["7", "12"])))
+    salted = L.IntegerLookup(vocabulary=[5], num_oov_indices=3, oov_method="farmhash",
+                             salt=9)
+    np.testing.assert_array_equal(salted(np.array([7, 12])),
+                                  L.Hashing(3, salt=9)(np.array(["7", "12"])))

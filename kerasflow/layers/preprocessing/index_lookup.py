@@ -251,8 +251,9 @@ class IndexLookup(EagerArrayLayer):
 
     # -- lookup ------------------------------------------------------------------------
     def _oov_buckets(self, keys: np.ndarray) -> np.ndarray:
-        if self.vocabulary_dtype != "string" and self.oov_method != "farmhash" \
-                and self.salt is None:
+        # Keras: integer keys use floormod unless oov_method='farmhash' (the
+        # salt only keys the hash).
+        if self.vocabulary_dtype != "string" and self.oov_method != "farmhash":
             return np.mod(keys.astype(np.int64), self.num_oov_indices)
         return hash_bucket(keys, self.num_oov_indices, self.salt)
 
