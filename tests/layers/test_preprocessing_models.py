@@ -80,3 +80,15 @@ def test_augmentation_is_on_in_training_steps_only():
     np.testing.assert_allclose(clean, np.mean(x.sum(axis=(1, 2, 3)) ** 2), rtol=1e-5)
     trained = [model.train_on_batch(x, y) for _ in range(2)]
     assert trained[0] != clean and trained[1] != trained[0]
+
+
+def test_text_classification_example_classifies_held_out_sentences():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / \
+        "text_classification_preprocessing.py"
+    spec = importlib.util.spec_from_file_location("text_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(epochs=60, seed=0) == 1.0
