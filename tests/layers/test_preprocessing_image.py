@@ -237,3 +237,19 @@ def test_integer_images_dtypes_match_keras():
         got, want = ours(x), np.asarray(theirs(x))
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name,kw", [
+    ("RandomRotation", {"factor": 0.0}),
+    ("RandomZoom", {"height_factor": 0.0}),
+    ("RandomTranslation", {"height_factor": 0.0, "width_factor": 0.0}),
+    ("RandomContrast", {"factor": 0.0}),
+    ("RandomBrightness", {"factor": 0.0}),
+    ("CenterCrop", {"height": 5, "width": 4, "data_format": "channels_first"}),
+])
+def test_deterministic_settings_equal_keras_in_training(name, kw):
+    keras = keras_numpy()
+    x = _images((2, 3, 8, 9)) if kw.get("data_format") else _images()
+    ours = getattr(L, name)(**kw)(x, training=True)
+    theirs = np.asarray(getattr(keras.layers, name)(**kw)(x, training=True))
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-3)
