@@ -29,6 +29,10 @@ _DOC_ARGS = """
         pad_to_max_tokens: vector outputs of ``max_tokens`` entries.
         salt: with more than one OOV bucket, hash with keyed SipHash (an int
             k means (k, k)) instead of FarmHash.
+        sparse: False only (dense outputs).
+        encoding / vocabulary_dtype / oov_method: StringLookup's bytes
+            decoding; IntegerLookup's 'int64' keys and 'floormod' or
+            'farmhash' OOV buckets.
 
     Raises:
         ValueError: invalid arguments (named, with the received value), a
@@ -49,8 +53,7 @@ class StringLookup(IndexLookup):
 
     Inputs: str/bytes/object arrays of any shape (bytes decoded with
     ``encoding``); with ``invert=True``, int indices (output: str array).
-    """ + _DOC_ARGS.format(bucket="farmhash64(token) % num_oov_indices (TF's "
-                                  "to_hash_bucket_fast)") + """
+    {args}
     Example::
 
         >>> layer = StringLookup(vocabulary=["a", "b", "c"])
@@ -100,8 +103,7 @@ class IntegerLookup(IndexLookup):
 
     Inputs: integer arrays of any shape (int64 tokens); with ``invert=True``,
     indices (output: int64 tokens).
-    """ + _DOC_ARGS.format(bucket="token % num_oov_indices (``oov_method="
-                                  "'floormod'``) or its farmhash") + """
+    {args}
     Example::
 
         >>> layer = IntegerLookup(vocabulary=[12, 36, 1138])
@@ -130,3 +132,10 @@ class IntegerLookup(IndexLookup):
             return values.astype(np.int64)
         raise TypeError(f"Layer '{self.name}' (IntegerLookup) expects integer "
                         f"inputs. Received: dtype={values.dtype}.")
+
+
+if StringLookup.__doc__:  # (python -OO strips docstrings)
+    StringLookup.__doc__ = StringLookup.__doc__.replace("{args}", _DOC_ARGS.format(
+        bucket="farmhash64(token) % num_oov_indices (TF's to_hash_bucket_fast)"))
+    IntegerLookup.__doc__ = IntegerLookup.__doc__.replace("{args}", _DOC_ARGS.format(
+        bucket="token % num_oov_indices (oov_method='floormod') or its farmhash"))
