@@ -253,3 +253,14 @@ def test_deterministic_settings_equal_keras_in_training(name, kw):
     ours = getattr(L, name)(**kw)(x, training=True)
     theirs = np.asarray(getattr(keras.layers, name)(**kw)(x, training=True))
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("fill_mode", ["constant", "reflect"])
+def test_affine_resampling_gradient(float64, fill_mode):
+    from tests.backend.gradcheck import check_gradients
+
+    x = np.random.RandomState(0).randn(2, 4, 5, 2)
+    layer = L.RandomRotation(0.1, fill_mode=fill_mode, dtype="float64")
+    check_gradients(lambda t: layer._apply(t, np.array([17.0, -40.0])), [x])
+    crop = L.RandomCrop(2, 3, dtype="float64")
+    check_gradients(lambda t: crop._apply(t, np.float32(1), np.float32(2)), [x])
