@@ -44,6 +44,10 @@ from kerasflow.layers.recurrent import *  # noqa: F403
 from kerasflow.layers.reshaping import *  # noqa: F403
 from kerasflow.layers.wrappers import *  # noqa: F403
 
+# -- preprocessing layers (issue 25) --
+from kerasflow.layers import preprocessing as _preprocessing
+from kerasflow.layers.preprocessing import *  # noqa: F403
+
 _FAMILIES = (_activation, _attention, _convolutional, _pooling, _normalization, _embedding,
              _recurrent, _wrappers, _reshaping, _merging_extra, _merging_functions,
              _noise)
@@ -51,7 +55,9 @@ _FAMILIES = (_activation, _attention, _convolutional, _pooling, _normalization, 
 __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation",
            "Dropout", "Flatten", "Reshape", "Lambda", "Concatenate", "Add",
            "Subtract", "Multiply", "Average", "serialize", "deserialize",
-           *(n for m in _FAMILIES for n in m.__all__)]
+           *(n for m in _FAMILIES for n in m.__all__),
+           # -- preprocessing layers (issue 25) --
+           *_preprocessing.__all__]
 
 
 def serialize(layer) -> dict:
