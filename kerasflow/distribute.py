@@ -38,12 +38,25 @@ from kerasflow.distribute_lib import (
     Strategy,
     get_strategy,
 )
+from kerasflow.replica_fn import ReplicaContext, compute_average_loss, get_replica_context
+
+
+def has_strategy() -> bool:
+    """True inside a strategy's ``scope()`` (tf.distribute.has_strategy)."""
+    return not isinstance(get_strategy(), DefaultStrategy)
+
+
+def in_cross_replica_context() -> bool:
+    """True under a strategy's scope outside ``strategy.run`` (TF's rule)."""
+    return has_strategy() and get_replica_context() is None
 
 __all__ = ["BatchRef", "CommunicationOptions", "DefaultStrategy", "DistributedDataset",
            "DistributedDatasetsFromFunction", "InputOptions", "PerReplica",
            "FixedShardsPartitioner", "InputContext", "MinSizePartitioner",
            "MirroredStrategy", "MultiWorkerMirroredStrategy", "ParameterServerStrategy",
-           "ReduceOp", "Strategy", "get_strategy"]
+           "ReduceOp", "ReplicaContext", "Strategy", "compute_average_loss",
+           "get_replica_context", "get_strategy", "has_strategy",
+           "in_cross_replica_context"]
 
 _LAZY = {
     "MirroredStrategy": "kerasflow.strategies.mirrored",

@@ -51,6 +51,14 @@ class PerReplica:
     def __repr__(self):
         return f"PerReplica({len(self.values)} values)"
 
+    def _refuse(self, *_, **__):
+        raise TypeError(
+            f"A PerReplica value ({len(self.values)} replicas) is not one tensor: "
+            f"combine it with strategy.reduce(ReduceOp.SUM or MEAN, value, axis) "
+            f"or read strategy.experimental_local_results(value).")
+
+    __array__ = __float__ = __int__ = _refuse
+
 
 class InputOptions:
     """Options of a distributed dataset (tf.distribute's ``InputOptions``).
@@ -108,12 +116,13 @@ def batch_len(batch):
 
 
 def split_batch(batch, world):
-    """``PerReplica`` of ``world`` contiguous slices of a global ``batch`` (a
-    nested structure of arrays, batch axis first), in rank order."""
+    """A global ``batch`` (a nested structure of arrays, batch axis first)
+    split over ``world`` replicas, as tf.distribute yields it: the same
+    structure with a ``PerReplica`` at each leaf, whose value r is replica r's
+    contiguous slice (rank order)."""
     n = batch_len(batch)
-    return PerReplica(
-        tree.map_structure(lambda a, lo=lo, hi=hi: a[lo:hi], batch)
-        for lo, hi in (shard_bounds(n, world, r) for r in range(world)))
+    bounds = [shard_bounds(n, world, r) for r in range(world)]
+    return tree.map_structure(lambda a: PerReplica(a[lo:hi] for lo, hi in bounds), batch)
 
 
 def check_dataset(value, owner):
@@ -260,8 +269,9 @@ class DistributedDataset(ReplicaInput):
     """What ``experimental_distribute_dataset`` returns (tf.distribute's
     ``DistributedDataset``).
 
-    Iterating it yields one ``PerReplica`` per global batch of ``dataset``:
-    the batch split contiguously in rank order (sizes differ by at most one).
+    Iterating it yields each global batch of ``dataset`` with a
+    ``PerReplica`` at each leaf: the batch split contiguously in rank order
+    (sizes differ by at most one), as tf.distribute yields it.
     ``Model.fit`` trains on it as on ``dataset``. With ``make_source`` (a
     multi-worker strategy, as TF shards across workers) every replica reads
     its own copy of the pipeline, ``make_source(dataset, rank, world)`` (an

@@ -234,6 +234,47 @@ class Strategy:
         source.passes()  # calls and checks dataset_fn
         return source.dataset
 
+    # -- custom training loops (kerasflow.replica_fn) ------------------------------
+    def run(self, fn, args=(), kwargs=None):
+        """Runs ``fn(*args, **kwargs)`` on every replica (tf.distribute's
+        ``Strategy.run``): eagerly in one process, traced once per input
+        signature and run on the replica actors otherwise; see
+        :mod:`kerasflow.replica_fn` (returns, errors).
+
+        Args:
+            fn: the step function (``GradientTape``, ``apply_gradients``,
+                metric updates; returns scalars on replicas).
+            args, kwargs: ``PerReplica`` values (from iterating
+                ``experimental_distribute_dataset``) or plain Python values.
+        """
+        from kerasflow import replica_fn
+
+        return replica_fn.run(self, fn, args, kwargs)
+
+    def experimental_run_v2(self, fn, args=(), kwargs=None):
+        """TF 1.15's name of :meth:`run`."""
+        return self.run(fn, args, kwargs)
+
+    def reduce(self, reduce_op, value, axis=None):
+        """One value from a per-replica one (``ReduceOp.SUM`` / ``MEAN``,
+        optionally over ``axis`` of each value too): see
+        ``kerasflow.replica_fn.reduce``."""
+        from kerasflow import replica_fn
+
+        return replica_fn.reduce(self, reduce_op, value, axis)
+
+    def experimental_local_results(self, value):
+        """The replicas' values of ``value`` as a tuple (rank order)."""
+        from kerasflow import replica_fn
+
+        return replica_fn.local_results(value)
+
+    def gather(self, value, axis=0):
+        """The replicas' values concatenated along ``axis``."""
+        from kerasflow import replica_fn
+
+        return replica_fn.gather(value, axis)
+
     @contextlib.contextmanager
     def scope(self):
         """Context in which models train, evaluate and predict with this strategy."""

@@ -57,6 +57,8 @@ class StepWorker:
         draw independent masks for their different rows."""
         if self.rank:
             _offset_seeds(step, self.rank)
+        if hasattr(step, "bind_replica"):  # strategy.run's step: where its values go
+            step.bind_replica(self.rank, self.world)
         self.steps[key] = step
         return True
 

@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from kerasflow.distribute_input import DistributedDatasetsFromFunction, InputOptions
-from kerasflow.distribute_lib import ReduceOp, check_dataset_fn
+from kerasflow.distribute_lib import check_dataset_fn
 from kerasflow.strategies.base import ActorStrategy, changed_state
 from kerasflow.strategies.errors import (
     ReplicaDiedError,
@@ -264,46 +264,8 @@ class SyncReplicaStrategy(ActorStrategy):
         self.recoveries.append(dict(step=self._global_step, error=str(err),
                                     seconds=time.monotonic() - t0))
 
-    # -- tf.distribute conveniences ---------------------------------------------------
-    def reduce(self, reduce_op, value, axis=None):
-        """Reduces a per-replica value (a list with one entry per replica, or
-        one value for all) to one value, as ``Strategy.reduce``.
-
-        Args:
-            reduce_op: ``ReduceOp.SUM`` or ``ReduceOp.MEAN``.
-            value: list of arrays (one per replica) or one array.
-            axis: also reduce this axis of each value (e.g. the batch axis).
-
-        Raises:
-            ValueError: another ``reduce_op``.
-        """
-        op = str(getattr(reduce_op, "value", reduce_op)).upper()
-        if op not in (ReduceOp.SUM, ReduceOp.MEAN):
-            raise ValueError(f"reduce expects ReduceOp.SUM or ReduceOp.MEAN. "
-                             f"Received: {reduce_op!r}")
-        values = list(value) if isinstance(value, (list, tuple)) else [value]
-        arrays = [np.asarray(v) for v in values]
-        if axis is not None:
-            total = sum(np.sum(a, axis=axis) for a in arrays)
-            count = sum(a.shape[axis] for a in arrays)
-            return total / count if op == ReduceOp.MEAN else total
-        total = arrays[0].copy()
-        for a in arrays[1:]:
-            total = total + a
-        return total / len(arrays) if op == ReduceOp.MEAN else total
-
-    def run(self, fn, args=(), kwargs=None):
-        """Not implemented yet: custom training loops (``strategy.run(step_fn)``
-        traced once and run on every replica) are planned.
-
-        Raises:
-            NotImplementedError: always; train with ``Model.fit`` or
-                ``Estimator.train``, which run on the replicas.
-        """
-        raise NotImplementedError(
-            f"{type(self).__name__}.run(fn) is not implemented: running a step "
-            f"function on the replicas (custom training loops) is planned. Train "
-            f"with Model.fit or Estimator.train inside strategy.scope().")
+    # strategy.run(fn) traces fn and runs it on the replicas (kerasflow.replica_fn)
+    runs_replica_fns = True
 
     def distribute_datasets_from_function(self, dataset_fn, options=None):
         """Datasets built on the replicas (tf.distribute's

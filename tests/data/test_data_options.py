@@ -106,9 +106,9 @@ def test_replica_source_rebatches_file_shards_and_keeps_data_global(tmp_path):
 def test_split_batch_is_contiguous_in_rank_order():
     x = np.arange(14).reshape(7, 2)
     parts = split_batch({"a": x, "b": (x[:, 0], x[:, 1])}, 3)
-    assert [p["a"].tolist() for p in parts.values] == [
+    assert [p.tolist() for p in parts["a"].values] == [
         [[0, 1], [2, 3]], [[4, 5], [6, 7]], [[8, 9], [10, 11], [12, 13]]]
-    assert [p["b"][1].tolist() for p in parts.values] == [[1, 3], [5, 7], [9, 11, 13]]
+    assert [p.tolist() for p in parts["b"][1].values] == [[1, 3], [5, 7], [9, 11, 13]]
     with pytest.raises(ValueError, match="needs batched elements"):
         split_batch(np.int64(3), 2)
 

@@ -107,10 +107,12 @@ def test_experimental_distribute_dataset_splits_in_rank_order(float64, reference
     per_replica = list(dist)
     assert len(per_replica) == len(batches) == 10
     for whole, pr in zip(batches, per_replica):
-        assert isinstance(pr, kf.distribute.PerReplica)
-        assert [len(v[0]) for v in pr.values] == [6, 7, 7]  # 20 = 6 + 7 + 7
-        for part, glued in zip(whole, zip(*pr.values)):
-            np.testing.assert_array_equal(np.concatenate(glued), part)
+        # tf.distribute's structure: the batch's tuple, a PerReplica per leaf
+        assert isinstance(pr, tuple) and all(
+            isinstance(p, kf.distribute.PerReplica) for p in pr)
+        assert [len(v) for v in pr[0].values] == [6, 7, 7]  # 20 = 6 + 7 + 7
+        for part, glued in zip(whole, pr):
+            np.testing.assert_array_equal(np.concatenate(glued.values), part)
     with pytest.raises(TypeError, match="expects a kerasflow.data.Dataset"):
         strategy.experimental_distribute_dataset(np.zeros((4, 2)))
     # A fresh one: each pass over a dataset reshuffles (pass k uses (seed, k)).
