@@ -37,13 +37,16 @@ from kerasflow.distribute_lib import (
     ReduceOp,
     Strategy,
     get_strategy,
+    has_strategy,
+)
+from kerasflow.distribute_names import (
+    CollectiveCommunication,
+    InputReplicationMode,
+    OneDeviceStrategy,
+    cluster_resolver,
+    experimental,
 )
 from kerasflow.replica_fn import ReplicaContext, compute_average_loss, get_replica_context
-
-
-def has_strategy() -> bool:
-    """True inside a strategy's ``scope()`` (tf.distribute.has_strategy)."""
-    return not isinstance(get_strategy(), DefaultStrategy)
 
 
 def in_cross_replica_context() -> bool:
@@ -55,6 +58,8 @@ __all__ = ["BatchRef", "CommunicationOptions", "DefaultStrategy", "DistributedDa
            "FixedShardsPartitioner", "InputContext", "MinSizePartitioner",
            "MirroredStrategy", "MultiWorkerMirroredStrategy", "ParameterServerStrategy",
            "ReduceOp", "ReplicaContext", "Strategy", "compute_average_loss",
+           "CollectiveCommunication", "InputReplicationMode", "OneDeviceStrategy",
+           "cluster_resolver", "experimental",
            "get_replica_context", "get_strategy", "has_strategy",
            "in_cross_replica_context"]
 

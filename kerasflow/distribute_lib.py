@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["BatchRef", "DefaultStrategy", "InputContext", "ReduceOp", "StepResult",
-           "Strategy", "check_dataset_fn", "get_strategy", "take_rows"]
+           "Strategy", "check_dataset_fn", "get_strategy", "has_strategy", "take_rows"]
 
 _current = threading.local()
 
@@ -301,3 +301,8 @@ _DEFAULT = DefaultStrategy()
 def get_strategy() -> Strategy:
     """The strategy of the innermost ``scope()``, else the default one."""
     return getattr(_current, "strategy", None) or _DEFAULT
+
+
+def has_strategy() -> bool:
+    """True inside a strategy's ``scope()`` (tf.distribute.has_strategy)."""
+    return getattr(_current, "strategy", None) is not None

@@ -79,10 +79,9 @@ def get_replica_context():
     ctx = getattr(_ctx, "value", None)
     if ctx is not None:
         return ctx
-    from kerasflow.distribute_lib import DefaultStrategy, get_strategy
+    from kerasflow.distribute_lib import get_strategy, has_strategy
 
-    strategy = get_strategy()
-    return ReplicaContext(strategy) if isinstance(strategy, DefaultStrategy) else None
+    return None if has_strategy() else ReplicaContext(get_strategy())
 
 
 @contextlib.contextmanager

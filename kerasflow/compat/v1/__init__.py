@@ -106,6 +106,11 @@ def gradients(ys, xs, grad_ys=None, name="gradients", **kwargs):
     return list(grads)
 
 
+from kerasflow.backend import GradientTape  # noqa: E402  (tf.GradientTape)
+from kerasflow.compat.v1.tf2_names import control_dependencies, function  # noqa: E402
+from kerasflow.compat.v1.tf2_names import print_op as print  # noqa: E402,A001
+
+
 def disable_v2_behavior():
     """Nothing to disable: this module is TF1 graph mode."""
 
@@ -206,8 +211,14 @@ __all__ = [
     "RunMetadata", "RunOptions", "Session", "device", "get_default_session",
     "gradients", "disable_v2_behavior", "disable_eager_execution",
     "enable_eager_execution", "enable_v2_behavior", "executing_eagerly", "Tensor",
-    "Operation", "TensorShape", "Dimension", "VERSION",
+    "Operation", "TensorShape", "Dimension", "VERSION", "GradientTape",
+    "control_dependencies", "function", "print", "compat",
 ]
+
+import sys as _sys  # noqa: E402
+
+# tf.compat.v1 is this module itself (TF 1.15 programs write tf.compat.v1.X).
+compat = _Namespace("tf.compat", {"v1": _sys.modules[__name__]})
 
 _missing = _missing_attribute("tf", globals())
 
@@ -215,6 +226,8 @@ _missing = _missing_attribute("tf", globals())
 # Namespaces loaded on first use: the Estimator (L5) and its metric pairs, and
 # contrib (whose strategies import ray).
 _LAZY_MODULES = {"estimator": "kerasflow.estimators",
+                 "keras": "kerasflow",             # tf.keras: kerasflow's Keras API
+                 "distribute": "kerasflow.distribute",
                  "feature_column": "kerasflow.feature_column",
                  "metrics": "kerasflow.estimators.metrics",
                  "contrib": "kerasflow.compat.v1.contrib"}

@@ -59,6 +59,7 @@ class Graph:
         self.var_store: dict = {}    # get_variable name -> Variable
         self.layer_store: dict = {}  # tf.layers name -> Layer (reuse)
         self.devices: list = []      # (first node id, last node id, device spec)
+        self.control_deps: list = []  # (first node id, last node id, deps)
         self.device_stack: list = []  # active tf.device specs/functions
         self.ps_vars: dict = {}      # Variable -> (ps task index, key)
         self.sync_replicas: dict = {}  # train op -> (to aggregate, total replicas)

@@ -15,8 +15,10 @@ from kerasflow import backend as K
 from kerasflow.compat.v1 import graph as G
 from kerasflow.compat.v1._missing import missing_attribute
 
+from kerasflow.replica_fn import compute_average_loss  # noqa: E402  tf.nn's name
+
 __all__ = [
-    "relu", "relu6", "elu", "selu", "sigmoid", "tanh", "softplus", "softsign",
+    "compute_average_loss", "relu", "relu6", "elu", "selu", "sigmoid", "tanh", "softplus", "softsign",
     "leaky_relu", "softmax", "log_softmax", "bias_add", "dropout", "conv2d",
     "max_pool", "avg_pool", "max_pool2d", "avg_pool2d",
     "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",

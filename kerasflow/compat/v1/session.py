@@ -26,6 +26,7 @@ from kerasflow import tree
 from kerasflow.backend import default_session as _default
 from kerasflow.compat.v1 import graph as G
 from kerasflow.compat.v1.summary_ops import expand_fetches
+from kerasflow.compat.v1.tf2_names import control_deps_of
 from kerasflow.data import iterator as iterator_lib
 from kerasflow.utils.graph_def import collect_nodes
 
@@ -222,6 +223,14 @@ class Session(K.Session):
             return None
         plain, rebuild = expand_fetches(fetches)
         flat = [t for t in tree.flatten(plain) if isinstance(t, K.SymbolicTensor)]
+        if self._graph.control_deps:  # tf.control_dependencies: deps run first
+            cache = self.__dict__.setdefault("_deps_cache", {})
+            key = (tuple(id(t) for t in flat), len(self._graph.control_deps))
+            if key not in cache:
+                cache[key] = control_deps_of(self._graph, collect_nodes(flat))
+            deps = cache[key]
+            if deps:
+                self.run(deps, feed_dict)
         feed_dict = self._iterator_feeds(flat, feed_dict)
         target = self._placement(flat)
         if target is not None and target[0] == "gpu":

@@ -1,0 +1,118 @@
+"""TF 1.14+ names under kerasflow.compat.v1: aliases of the one kerasflow
+object (never copies), and the graph-mode behaviour of control_dependencies,
+print and function."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import kerasflow as kf
+import kerasflow.compat.v1 as tf
+
+
+def test_keras_data_estimator_and_compat_are_the_kerasflow_objects():
+    assert tf.keras is kf
+    for name in ("layers", "models", "optimizers", "losses", "metrics", "callbacks",
+                 "datasets", "utils", "backend"):
+        assert getattr(tf.keras, name) is getattr(kf, name)
+    assert tf.data is kf.data and tf.data.Dataset is kf.data.Dataset
+    assert tf.estimator.DNNClassifier is kf.estimator.DNNClassifier
+    assert tf.feature_column.numeric_column is kf.feature_column.numeric_column
+    assert tf.compat.v1 is tf
+    assert tf.GradientTape is kf.GradientTape
+    assert tf.nn.compute_average_loss is kf.distribute.compute_average_loss
+
+
+def test_distribute_names():
+    d = tf.distribute
+    assert d is kf.distribute
+    assert d.MirroredStrategy is kf.distribute.MirroredStrategy
+    assert d.ReduceOp.SUM == "SUM" and d.InputContext is kf.distribute.InputContext
+    assert d.InputReplicationMode.PER_WORKER.value == "PER_WORKER"
+    assert d.experimental.CollectiveCommunication.RING.value == "RING"
+    assert d.experimental.ParameterServerStrategy is not None
+    assert not d.has_strategy() and not d.in_cross_replica_context()
+    assert d.get_replica_context().num_replicas_in_sync == 1
+    one = d.OneDeviceStrategy("/cpu:0")
+    with one.scope():
+        assert d.get_strategy() is one and d.has_strategy()
+        assert d.in_cross_replica_context()  # in scope, outside run
+        assert one.run(lambda: d.get_replica_context().num_replicas_in_sync) == 1
+    with pytest.raises(ValueError, match="expects a device like '/cpu:0'"):
+        d.OneDeviceStrategy("tpu")
+    with pytest.raises(TypeError, match="expects a CollectiveCommunication"):
+        d.experimental.MultiWorkerMirroredStrategy(communication="RING")
+
+
+def test_tf_config_cluster_resolver(monkeypatch):
+    r = tf.distribute.cluster_resolver
+    monkeypatch.setenv("TF_CONFIG", json.dumps(
+        {"cluster": {"chief": ["h0:1"], "worker": ["h1:2", "h2:3"]},
+         "task": {"type": "worker", "index": 1}}))
+    res = r.TFConfigClusterResolver()
+    assert (res.task_type, res.task_id, res.num_workers) == ("worker", 1, 3)
+    assert res.master() == "grpc://h2:3"
+    assert res.cluster_spec().as_dict()["worker"] == ["h1:2", "h2:3"]
+    monkeypatch.setenv("TF_CONFIG", json.dumps(
+        {"cluster": {"worker": ["h1:2"]}, "task": {"type": "ps", "index": 0}}))
+    with pytest.raises(ValueError, match="Job name 'ps' is not in the ClusterSpec"):
+        r.TFConfigClusterResolver()
+    monkeypatch.setenv("TF_CONFIG", "{not json")
+    with pytest.raises(ValueError, match="TF_CONFIG must be valid JSON"):
+        r.TFConfigClusterResolver()
+
+
+def test_control_dependencies_run_first():
+    tf.reset_default_graph()
+    v = tf.Variable(1.0)
+    inc = tf.assign_add(v, 1.0)
+    with tf.control_dependencies([inc]):
+        read = tf.identity(v) * 1.0
+    plain = tf.identity(v) * 1.0  # outside the block: no dependency
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(read) == 2.0 and sess.run(read) == 3.0
+        assert sess.run(plain) == 3.0 and sess.run(plain) == 3.0
+    with pytest.raises(TypeError, match="expects a list of ops"):
+        with tf.control_dependencies(inc):
+            pass
+    tf.reset_default_graph()
+
+
+def test_print_in_a_graph_and_eagerly(capsys):
+    import sys
+
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [None])
+    op = tf.print("x =", x, "sum", tf.reduce_sum(x), output_stream=sys.stdout)
+    with tf.Session() as sess:
+        sess.run(op, feed_dict={x: [1.0, 2.0]})
+    assert capsys.readouterr().out == "x = [1. 2.] sum 3.0\n"
+    assert tf.print("plain", 3, output_stream=sys.stdout) is None
+    assert capsys.readouterr().out == "plain 3\n"
+    tf.reset_default_graph()
+
+
+def test_function_counts_input_signatures():
+    calls = []
+
+    @tf.function
+    def double(a):
+        calls.append(1)
+        return a * 2
+
+    np.testing.assert_array_equal(double(np.ones(2)), [2.0, 2.0])
+    double(np.ones(3))
+    double(np.ones(3))
+    double(np.ones(3, "int32"))
+    assert double.experimental_get_tracing_count() == 3  # shapes (2,), (3,); int32
+    assert len(calls) == 4 and double.python_function.__name__ == "double"
+    assert tf.function(input_signature=None)(lambda: 5)() == 5
+
+
+def test_missing_names_still_raise_naming_them():
+    with pytest.raises(NotImplementedError, match="tf.while_loop is not provided"):
+        tf.while_loop  # noqa: B018
