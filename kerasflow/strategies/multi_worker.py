@@ -21,6 +21,7 @@ import os
 from kerasflow.data.sharding import DatasetShardSource
 from kerasflow.strategies.base import check_count
 from kerasflow.strategies.cluster import parse_tf_config, resolver_workers
+from kerasflow.strategies.spmd import SpmdStrategy, spmd_task
 from kerasflow.strategies.sync_strategy import CommunicationOptions, SyncReplicaStrategy
 from kerasflow.strategies.worker_group import cluster_summary
 
@@ -35,6 +36,11 @@ class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
     ``ds.options().experimental_distribute.auto_shard_policy`` (as TF's
     workers do: by file for ``TextLineDataset``/``CsvDataset`` sources, else
     by data; see ``kerasflow/data/sharding.py``).
+
+    With ``TF_CONFIG`` naming this process's ``task`` (one process started
+    per worker, as TF launches multi-worker jobs), the constructor returns a
+    ``SpmdStrategy`` instead: this process is one replica
+    (``kerasflow/strategies/spmd.py``).
 
     Args:
         num_workers: nodes to use (default: TF_CONFIG, the resolver, else every
@@ -54,6 +60,15 @@ class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
     """
 
     dataset_source = DatasetShardSource
+
+    def __new__(cls, *args, **kwargs):
+        # TF_CONFIG naming this process's task: one process per worker (SPMD),
+        # each process one replica (kerasflow/strategies/spmd.py).
+        if cls is MultiWorkerMirroredStrategy and kwargs.get("cluster_resolver") is None \
+                and spmd_task() is not None:
+            opts = kwargs.get("communication_options")
+            return SpmdStrategy(timeout=getattr(opts, "timeout_seconds", None))
+        return super().__new__(cls)
 
     def __init__(self, num_workers=None, replicas_per_worker=1,
                  communication_options=None, cluster_resolver=None, max_failures=3):

@@ -52,12 +52,14 @@ class TcpRing(Collective):
         host: address to listen on (the node's IP; loopback by default).
         timeout: deadline of connecting and of every allreduce, in seconds.
         token: group identifier checked in the handshake.
+        port: port to listen on (0: any free one).
 
     Attributes:
         address: ``(host, port)`` to hand to the neighbours.
     """
 
-    def __init__(self, rank, world_size, host="127.0.0.1", timeout=300.0, token=""):
+    def __init__(self, rank, world_size, host="127.0.0.1", timeout=300.0, token="",
+                 port=0):
         if not 0 <= rank < world_size:
             raise ValueError(f"TcpRing expects 0 <= rank < world_size. "
                              f"Received: rank={rank}, world_size={world_size}")
@@ -67,7 +69,7 @@ class TcpRing(Collective):
         self._seq = 0
         self._next = self._prev = None
         self._sender = None
-        self._server = socket.create_server((host, 0), backlog=world_size + 2)
+        self._server = socket.create_server((host, int(port)), backlog=world_size + 2)
         self.address = (host, self._server.getsockname()[1])
         self._scratch = np.empty(0, np.uint8)
 

@@ -1,0 +1,75 @@
+"""Multi-worker training as TF's multi-worker guide launches it: the same
+script once per worker, each with its own ``TF_CONFIG``; each process is one
+replica of ``MultiWorkerMirroredStrategy`` (kerasflow's SPMD mode).
+
+On two machines (port 12345 open between them)::
+
+    # h0:  TF_CONFIG='{"cluster": {"worker": ["h0:12345", "h1:12345"]},
+    #                  "task": {"type": "worker", "index": 0}}' python multi_worker_tf_config.py
+    # h1:  ... "task": {"type": "worker", "index": 1} ...
+
+On one machine, two terminals (or ``&``) with 127.0.0.1 addresses. Without
+``TF_CONFIG`` the script trains in one process on the same global batches
+(the baseline). The processes find each other through the TF_CONFIG
+addresses (each task's gradient ring listens on its own address); no Ray is
+started. Every task trains on its share of each global batch and ends with
+the same weights; the chief (task 0) prints the test accuracy and, with
+``--out``, every task saves its weights to ``OUT.task<N>.npz``.
+
+Run: KERASFLOW_DATA_DIR=../shared/data python examples/multi_worker_tf_config.py
+(MNIST, 784-128-10, 3 epochs of 12,000 samples, global batch 64: ~0.93
+test accuracy in ~10 s per process on 2 cores.)
+"""
+
+import argparse
+import json
+import os
+
+import numpy as np
+
+import kerasflow as kf
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--samples", type=int, default=12000)
+    p.add_argument("--batch_size", type=int, default=64, help="the global batch")
+    p.add_argument("--float64", action="store_true")
+    p.add_argument("--out", default=None)
+    p.add_argument("--log_epochs", action="store_true", help="print EPOCH n lines")
+    args = p.parse_args(argv)
+    if args.float64:
+        kf.backend.set_floatx("float64")
+    (x, y), (x_test, y_test) = kf.datasets.mnist.load_data()
+    dtype = kf.backend.floatx()
+    x = x[:args.samples].reshape(-1, 784).astype(dtype) / 255.0
+    y = y[:args.samples]
+    x_test = x_test.reshape(-1, 784).astype(dtype) / 255.0
+
+    strategy = (kf.distribute.MultiWorkerMirroredStrategy()
+                if os.environ.get("TF_CONFIG") else kf.distribute.get_strategy())
+    rank = getattr(strategy, "task_rank", 0)
+    kf.utils.set_random_seed(7)  # the same initial weights and shuffles everywhere
+    with strategy.scope():
+        model = kf.Sequential([kf.layers.Dense(128, activation="relu", input_shape=(784,)),
+                               kf.layers.Dense(10)])
+        model.compile(optimizer=kf.optimizers.SGD(0.1, momentum=0.9),
+                      loss=kf.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      metrics=["accuracy"])
+        log = kf.callbacks.LambdaCallback(
+            on_epoch_end=lambda epoch, logs: print(f"EPOCH {epoch}", flush=True))
+        hist = model.fit(x, y, batch_size=args.batch_size, epochs=args.epochs,
+                         verbose=0, callbacks=[log] if args.log_epochs else [])
+    result = dict(task=rank, replicas=strategy.num_replicas_in_sync,
+                  loss=[float(v) for v in hist.history["loss"]])
+    if rank == 0:
+        result["test_accuracy"] = float(model.evaluate(x_test, y_test, verbose=0)[1])
+    if args.out:
+        np.savez(f"{args.out}.task{rank}.npz", *model.get_weights())
+    print("RESULT " + json.dumps(result), flush=True)
+    return result
+
+
+if __name__ == "__main__":
+    main()
