@@ -54,3 +54,12 @@ def test_mnist_fit_dataset_mirrored_reaches_97_percent(ray_cluster, data_dir):
                                                    data=str(data_dir / "mnist"),
                                                    verbose=0)
     assert acc >= 0.97
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_custom_loop_mirrored_reaches_85_percent(ray_cluster, data_dir, monkeypatch):
+    # strategy.run(train_step) on 2 replicas, Fashion-MNIST, 3 epochs.
+    monkeypatch.setenv("KERASFLOW_DATA_DIR", str(data_dir))
+    assert _load("custom_loop_mirrored").main(["--epochs", "3"]) >= 0.85
