@@ -1,4 +1,5 @@
-"""``kf.train``: TF1's global step helpers.
+"""``kf.train``: TF1's global step helpers, and TF 2's object-based
+``Checkpoint`` / ``CheckpointManager`` (``kerasflow/train_checkpoint.py``).
 
 There is no global default graph in kerasflow, so "the" global step belongs to
 the innermost ``global_step_scope`` (an ``Estimator`` opens one around each
@@ -11,8 +12,11 @@ import contextlib
 import threading
 
 from kerasflow import backend as K
+from kerasflow.train_checkpoint import Checkpoint, CheckpointManager
 
 __all__ = [
+    "Checkpoint",
+    "CheckpointManager",
     "create_global_step",
     "get_global_step",
     "get_or_create_global_step",

@@ -26,8 +26,11 @@ __all__ = [
     "replica_device_setter", "GreedyLoadBalancingStrategy", "byte_size_load_fn",
     "Supervisor", "SyncReplicasOptimizer", "MonitoredTrainingSession",
     "MonitoredSession", "Scaffold", "SessionRunHook", "SessionRunArgs",
-    "SessionRunContext", "SessionRunValues", "StopAtStepHook",
+    "SessionRunContext", "SessionRunValues", "StopAtStepHook", "Checkpoint",
+    "CheckpointManager",
 ]
+
+from kerasflow.train_checkpoint import Checkpoint, CheckpointManager  # noqa: E402
 
 
 class _TensorRate(LearningRateSchedule):
