@@ -48,7 +48,8 @@ __all__ = ["backend", "config", "ops", "activations", "constraints", "initialize
 
 
 _LAZY = {"estimators": "kerasflow.estimators", "estimator": "kerasflow.estimators",
-         "feature_column": "kerasflow.feature_column", "train": "kerasflow.train"}
+         "feature_column": "kerasflow.feature_column", "train": "kerasflow.train",
+         "experimental": "kerasflow.experimental"}
 
 
 def __getattr__(name):  # estimators, feature columns, train load on first use

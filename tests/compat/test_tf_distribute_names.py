@@ -116,3 +116,21 @@ def test_function_counts_input_signatures():
 def test_missing_names_still_raise_naming_them():
     with pytest.raises(NotImplementedError, match="tf.while_loop is not provided"):
         tf.while_loop  # noqa: B018
+
+
+def test_saving_inside_a_scope_and_keras_experimental(tmp_path):
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.layers.Dense(2, input_shape=(3,),
+                                                           name="d")])
+        model.compile("sgd", "mse")
+        model.save(str(tmp_path / "m.keras"))
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    np.testing.assert_array_equal(
+        tf.keras.models.load_model(str(tmp_path / "m.keras")).predict(x, verbose=0),
+        model.predict(x, verbose=0))
+    tf.keras.experimental.export_saved_model(model, str(tmp_path / "export"))
+    back = tf.keras.experimental.load_from_saved_model(str(tmp_path / "export"))
+    np.testing.assert_array_equal(back.predict(x, verbose=0), model.predict(x, verbose=0))
+    with pytest.raises(FileNotFoundError, match="written by export_saved_model"):
+        tf.keras.experimental.load_from_saved_model(str(tmp_path))
