@@ -10,8 +10,8 @@ Test accuracy is measured in this process after training (the weights come
 back from the replicas after each step).
 
 Run: KERASFLOW_DATA_DIR=../shared/data python examples/custom_loop_mirrored.py
-(Fashion-MNIST, MLP 784-256-10, 3 epochs at global batch 128: ~0.86 test
-accuracy, ~2 min on 2 cores.)
+(Fashion-MNIST, MLP 784-256-10, 3 epochs at global batch 128: 0.865 test
+accuracy after 57 s of training on 2 cores, shared with other work.)
 """
 
 import argparse
