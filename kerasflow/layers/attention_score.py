@@ -21,8 +21,9 @@ from kerasflow.layers.base import Layer
 __all__ = ["Attention", "AdditiveAttention"]
 
 
-def _check_list(layer, value, what):
-    if not isinstance(value, (list, tuple)):
+def _check_list(layer, value, what, shapes=False):
+    if not isinstance(value, (list, tuple)) or (shapes and not all(
+            isinstance(s, (list, tuple)) for s in value)):
         raise ValueError(
             f"{type(layer).__name__} layer must be called on a list of {what}, "
             f"namely [query, value] or [query, value, key]. Received: "
@@ -79,7 +80,7 @@ class Attention(Layer):
         self.dropout, self.seed = float(dropout), seed
 
     def build(self, input_shape):
-        _check_list(self, input_shape, "inputs")
+        _check_list(self, input_shape, "inputs", shapes=True)
         q, v = input_shape[0], input_shape[1]
         k = input_shape[2] if len(input_shape) > 2 else v
         if q[-1] is not None and k[-1] is not None and q[-1] != k[-1]:
@@ -165,7 +166,7 @@ class AdditiveAttention(Attention):
         super().__init__(use_scale=use_scale, dropout=dropout, **kwargs)
 
     def build(self, input_shape):
-        _check_list(self, input_shape, "inputs")
+        _check_list(self, input_shape, "inputs", shapes=True)
         dim = input_shape[0][-1]
         if dim is None:
             raise ValueError(f"Layer '{self.name}' needs a known query dimension. "

@@ -40,8 +40,7 @@ def analyze(equation, bias_axes, input_shape, output_shape):
         output_shape)
     out_shape.insert(0, input_shape[0])
     if elided > 0 and left:
-        for i in range(1, elided):
-            out_shape.insert(1, input_shape[i])
+        out_shape[1:1] = input_shape[1:elided]  # in order (Keras reverses them)
     elif elided > 0:
         out_shape.extend(input_shape[len(input_shape) - elided:])
     if left:
