@@ -25,6 +25,13 @@ from kerasflow.utils.serialization import serialize_object
 __all__ = ["RNN"]
 
 
+def _against(mask, x):
+    """``mask`` with trailing unit axes to broadcast against ``x``."""
+    for _ in range(len(x.shape) - len(mask.shape)):
+        mask = K.expand_dims(mask, -1)
+    return mask
+
+
 def _is_cell(cell):
     return hasattr(cell, "call") and hasattr(cell, "state_size")
 
@@ -78,15 +85,23 @@ class RNN(Layer):
             bool(go_backwards), bool(stateful), bool(unroll))
         self.zero_output_for_mask = bool(zero_output_for_mask)
         self._state_vars = None
-        self.input_spec = InputSpec(ndim=3)
+        # A step of a convolutional cell is an image, not a vector.
+        self._step_ndim = int(getattr(cell, "step_ndim", 2))
+        if self.stateful and self._step_ndim != 2:
+            raise NotImplementedError(f"stateful=True is supported for cells of "
+                                      f"vector states only. Received: cell="
+                                      f"{type(cell).__name__}.")
+        self.input_spec = InputSpec(ndim=self._step_ndim + 1)
 
     # -- build ------------------------------------------------------------------------
     def build(self, input_shape):
         if isinstance(input_shape, list) and input_shape and not isinstance(
                 input_shape[0], (int, np.integer, type(None))):
             input_shape = input_shape[0]  # [x, *initial_states]
-        check_rank(self, input_shape, 3, "(batch, timesteps, features)")
-        step = (input_shape[0], input_shape[2])
+        check_rank(self, input_shape, self._step_ndim + 1,
+                   "(batch, timesteps, features)" if self._step_ndim == 2 else
+                   "(batch, timesteps, *spatial, channels)")
+        step = (input_shape[0],) + tuple(input_shape[2:])
         if not self.cell.built:
             with K.name_scope(self.cell.name):
                 self.cell.build(step)
@@ -154,7 +169,7 @@ class RNN(Layer):
             out = hs
             if mask is not None:
                 if self.zero_output_for_mask:
-                    out = K.where(K.expand_dims(mask, -1), hs, K.zeros_like(hs))
+                    out = K.where(_against(mask, hs), hs, K.zeros_like(hs))
                 set_mask(out, mask)
         if not self.return_state:
             return out
@@ -169,6 +184,9 @@ class RNN(Layer):
         if initial_state is None:
             if self._state_vars is not None:
                 return list(self._state_vars)
+            like = getattr(self.cell, "zero_states_like", None)
+            if like is not None:  # states whose shape follows the input's
+                return like(x[:, 0])
             zero = K.zeros_like(x[:, 0, :1])
             return [zero * np.zeros(n, self.dtype) for n in sizes]
         given = tree.flatten(initial_state)
@@ -242,10 +260,11 @@ class RNN(Layer):
                 out, new = self.cell.call(x[:, t], self._step_states(states), **kw)
                 new = tree.flatten(new)
                 if mask is not None:
-                    m = mask[:, t:t + 1]
-                    new = [K.where(m, n, s) for n, s in zip(new, states)]
-                    out = K.where(m, out, K.zeros_like(out) if prev is None
-                                  else prev)
+                    m = mask[:, t]
+                    new = [K.where(_against(m, n), n, s)
+                           for n, s in zip(new, states)]
+                    out = K.where(_against(m, out), out, K.zeros_like(out)
+                                  if prev is None else prev)
                 outs.append(out)
                 states, prev = new, out
         finally:
