@@ -107,7 +107,8 @@ def get(identifier) -> Optimizer:
     """An optimizer from a name, a config dict or an instance.
 
     Args:
-        identifier: 'sgd', 'adam', 'adamw', 'rmsprop', 'adagrad' (any case;
+        identifier: 'sgd', 'adam', 'adamw', 'rmsprop', 'adagrad', 'adadelta',
+            'ftrl', 'nadam', 'adamax', 'lion', 'lamb', 'adafactor' (any case;
             Keras defaults), a ``serialize()`` dict, or an ``Optimizer``
             (returned as is).
 
