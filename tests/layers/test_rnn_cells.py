@@ -229,3 +229,18 @@ def test_errors():
         L.LSTMCell(0)
     with pytest.raises(ValueError, match="non-empty"):
         L.StackedRNNCells([])
+
+
+def test_cell_called_directly_and_bidirectional_rnn_match_keras():
+    keras = keras_numpy()
+    zeros = [np.zeros((3, 3), "float32")] * 2
+    cell, k_cell = L.LSTMCell(3, name="cell_direct"), keras.layers.LSTMCell(3)
+    out, states = cell(X[:, 0], zeros)
+    k_cell(X[:, 0], zeros)
+    k_cell.set_weights(cell.get_weights())
+    k_out, k_states = k_cell(X[:, 0], zeros)
+    for a, b in zip([out, *states], [k_out, *k_states]):
+        np.testing.assert_allclose(a, np.asarray(b), rtol=1e-5, atol=1e-6)
+    _compare(L.Bidirectional(L.RNN(L.GRUCell(2)), name="rnn_bidir"),
+             keras.layers.Bidirectional(keras.layers.RNN(keras.layers.GRUCell(2))),
+             X)
