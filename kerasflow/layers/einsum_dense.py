@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 import string
 
-from kerasflow import activations
+import numpy as np
+
+from kerasflow import activations, initializers
 from kerasflow import backend as K
 from kerasflow.layers._utils import WeightArgs
 from kerasflow.layers.base import InputSpec, Layer
@@ -111,8 +113,9 @@ class EinsumDense(Layer):
             input.
         activation: name or callable; None for linear.
         bias_axes: letters of the output that get a bias (None: no bias).
-        kernel_/bias_ initializer, regularizer, constraint: as Dense's (the
-            kernel's fans are those of its shape's first and last axes).
+        kernel_/bias_ initializer, regularizer, constraint: as Dense's; a
+            variance-scaling initializer (glorot, he, lecun) takes as fans the
+            products of the kernel's input and output axes, as Keras.
 
     Input: float tensor of the rank the equation names. Output: float tensor
     of shape (batch, *output_shape) (with the elided axes), the input's dtype.
@@ -146,15 +149,36 @@ class EinsumDense(Layer):
     def build(self, input_shape):
         kernel, bias, _, self._explicit = analyze(
             self.equation, self.bias_axes, input_shape, self.partial_output_shape)
+        self._kernel_shape = tuple(kernel)
         if None in kernel:
             raise ValueError(f"Layer '{self.name}' needs known sizes for every "
                              f"kernel axis. Received: input_shape="
                              f"{tuple(input_shape)}, kernel shape {kernel}.")
         self.input_spec = InputSpec(ndim=len(input_shape))
-        self.kernel = self._w.add(self, "kernel", tuple(kernel))
+        self.kernel = self.add_weight(
+            "kernel", tuple(kernel), self._kernel_initial(input_shape),
+            self._w.reg["kernel"], constraint=self._w.con["kernel"])
         self.bias = self._w.add(self, "bias", tuple(bias)) if bias is not None \
             else None
         self.built = True
+
+    def _kernel_initial(self, input_shape):
+        """The kernel initializer, with Keras' fans for variance scaling: the
+        product of the kernel's input axes and of its output axes."""
+        init = self._w.init["kernel"]
+        if not isinstance(init, initializers.VarianceScaling):
+            return init
+        ins, ws, _, _ = _split(self.equation)
+        fan_in = int(np.prod([n for c, n in zip(ws, self._kernel_shape)
+                              if c in ins] or [1]))
+        fan_out = int(np.prod([n for c, n in zip(ws, self._kernel_shape)
+                               if c not in ins] or [1]))
+
+        def initial(shape, dtype=None):
+            # Elements are i.i.d. given the fans: draw them as a 2-D matrix.
+            return np.reshape(init((fan_in, fan_out), dtype=dtype), shape)
+
+        return initial
 
     def call(self, inputs):
         x = K.einsum(self._explicit, inputs, self.kernel)

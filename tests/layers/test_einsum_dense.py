@@ -73,3 +73,16 @@ def test_errors():
         L.EinsumDense("abc,cd->abd", (5, 7), bias_axes="x", name="ed_err2")(x)
     with pytest.raises(ValueError, match="Weight dimension 'e'"):
         L.EinsumDense("abc,cde->abd", (5, 7), name="ed_err3")(x)
+
+
+def test_variance_scaling_uses_the_kernels_input_and_output_axes():
+    keras = keras_numpy()
+    x = np.ones((2, 5, 64), "float32")
+    ours = L.EinsumDense("abc,cde->abde", (5, 16, 32), name="ed_fans")
+    theirs = keras.layers.EinsumDense("abc,cde->abde", (5, 16, 32))
+    ours(x)
+    theirs(x)
+    # glorot_uniform with fan_in = c = 64 and fan_out = d * e = 512.
+    want = np.sqrt(6 / (64 + 512) / 3)
+    assert abs(ours.kernel.numpy().std() / want - 1) < 0.03
+    assert abs(np.asarray(theirs.kernel.value).std() / want - 1) < 0.03
