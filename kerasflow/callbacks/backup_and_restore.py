@@ -33,6 +33,8 @@ class BackupAndRestore(Callback):
     ``save_freq='epoch'`` ends with the weights of an uninterrupted one (for
     models without random layers such as dropout). At the end of a ``fit``
     that completes, the backup folder is deleted (``delete_checkpoint``).
+    The optimizer state backed up is what ``optimizer.get_weights()`` reads in
+    the driver process: all of it under the default strategy.
 
     Args:
         backup_dir: folder of the backup (created when first written).

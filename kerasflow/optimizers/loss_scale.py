@@ -42,7 +42,8 @@ class LossScaleOptimizer(Optimizer):
     doubles. Otherwise no variable (nor the inner optimizer's state) changes
     and the scale halves. ``fit`` multiplies the loss by the scale before
     differentiating (``scale_loss``); a custom loop calls ``scale_loss``
-    itself.
+    itself. Checked under the default strategy; where replicas each apply
+    their slice of the gradients, each slice is checked on its own.
 
     Args:
         inner_optimizer: the ``Optimizer`` that applies the unscaled gradients.
