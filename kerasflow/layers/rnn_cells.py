@@ -26,6 +26,16 @@ __all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells"]
 _LOOP_ACTS = ("tanh", "sigmoid", "relu", "linear", "hard_sigmoid")
 
 
+_W = ("kernel_initializer", "recurrent_initializer", "bias_initializer",
+      "kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
+      "kernel_constraint", "recurrent_constraint", "bias_constraint")
+
+
+def _weight_kwargs(values):
+    """The initializer / regularizer / constraint arguments among ``values``."""
+    return {k: values[k] for k in _W}
+
+
 def state_sizes(cell):
     """The cell's states' sizes as a flat list of ints."""
     return [int(s) for s in tree.flatten(cell.state_size)]
@@ -150,9 +160,17 @@ class SimpleRNNCell(_Cell):
 
     kind, gates = "simple", 1
 
-    def __init__(self, units, activation="tanh", **kwargs):
+    def __init__(self, units, activation="tanh", use_bias=True,
+                 kernel_initializer="glorot_uniform",
+                 recurrent_initializer="orthogonal", bias_initializer="zeros",
+                 kernel_regularizer=None, recurrent_regularizer=None,
+                 bias_regularizer=None, kernel_constraint=None,
+                 recurrent_constraint=None, bias_constraint=None, dropout=0.0,
+                 recurrent_dropout=0.0, seed=None, **kwargs):
         kwargs.pop("recurrent_activation", None)
-        super().__init__(units, activation=activation, **kwargs)
+        super().__init__(units, activation=activation, use_bias=use_bias,
+                         dropout=dropout, recurrent_dropout=recurrent_dropout,
+                         seed=seed, **_weight_kwargs(locals()), **kwargs)
 
     def call(self, inputs, states, training=None):
         (h,) = self._states(states, 1)
@@ -186,11 +204,18 @@ class LSTMCell(_Cell):
     kind, gates = "lstm", 4
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid",
-                 unit_forget_bias=True, implementation=2, **kwargs):
+                 use_bias=True, kernel_initializer="glorot_uniform",
+                 recurrent_initializer="orthogonal", bias_initializer="zeros",
+                 unit_forget_bias=True, kernel_regularizer=None,
+                 recurrent_regularizer=None, bias_regularizer=None,
+                 kernel_constraint=None, recurrent_constraint=None,
+                 bias_constraint=None, dropout=0.0, recurrent_dropout=0.0,
+                 seed=None, implementation=2, **kwargs):
         self.unit_forget_bias = bool(unit_forget_bias)
         self.implementation = int(implementation)
-        super().__init__(units, activation=activation,
-                         recurrent_activation=recurrent_activation, **kwargs)
+        super().__init__(units, activation, recurrent_activation, use_bias,
+                         dropout, recurrent_dropout, seed,
+                         **_weight_kwargs(locals()), **kwargs)
 
     @property
     def state_size(self):
@@ -239,13 +264,20 @@ class GRUCell(_Cell):
     kind, gates = "gru", 3
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid",
-                 reset_after=True, implementation=2, **kwargs):
+                 use_bias=True, kernel_initializer="glorot_uniform",
+                 recurrent_initializer="orthogonal", bias_initializer="zeros",
+                 kernel_regularizer=None, recurrent_regularizer=None,
+                 bias_regularizer=None, kernel_constraint=None,
+                 recurrent_constraint=None, bias_constraint=None, dropout=0.0,
+                 recurrent_dropout=0.0, reset_after=True, seed=None,
+                 implementation=2, **kwargs):
         self.reset_after = bool(reset_after)
         self.implementation = int(implementation)
         if not self.reset_after:
             self.kind = "gru_v1"
-        super().__init__(units, activation=activation,
-                         recurrent_activation=recurrent_activation, **kwargs)
+        super().__init__(units, activation, recurrent_activation, use_bias,
+                         dropout, recurrent_dropout, seed,
+                         **_weight_kwargs(locals()), **kwargs)
 
     def _bias_shape(self):
         return (2, 3 * self.units) if self.reset_after else (3 * self.units,)
