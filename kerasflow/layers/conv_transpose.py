@@ -13,8 +13,9 @@ class Conv1DTranspose(Conv2DTranspose):
     """Transposed 1-D convolution (Keras 3's ``Conv1DTranspose``).
 
     The kernel is (kernel_size, filters, channels); the output length is
-    ``steps * stride`` for 'same' and ``(steps - 1) * stride + dilated
-    kernel`` for 'valid' (``output_padding`` is not supported).
+    ``steps * stride`` for 'same' and ``(steps - 1) * stride + max(dilated
+    kernel, stride)`` for 'valid', as Keras 3 (``output_padding`` is not
+    supported).
 
     Args:
         filters, kernel_size, strides, padding ('valid' or 'same'),
