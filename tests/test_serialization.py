@@ -98,5 +98,5 @@ def test_optimizer_class_names_match_in_any_case():
                                      "config": {"learning_rate": 0.25}})
     assert isinstance(opt, kf.optimizers.RMSprop)
     assert opt.learning_rate == pytest.approx(0.25)
-    with pytest.raises(ValueError, match="Unknown optimizer class: 'Adamax'"):
-        kf.optimizers.deserialize({"class_name": "Adamax", "config": {}})
+    with pytest.raises(ValueError, match="Unknown optimizer class: 'Adamaxx'"):
+        kf.optimizers.deserialize({"class_name": "Adamaxx", "config": {}})

@@ -16,6 +16,10 @@ from kerasflow.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
 from kerasflow.callbacks.tensorboard import TensorBoard
 from kerasflow.callbacks.terminate_on_nan import TerminateOnNaN
 
+# -- Keras 3 callbacks of issue 25 --------------------------------------------------
+from kerasflow.callbacks.backup_and_restore import BackupAndRestore  # noqa: E402
+from kerasflow.callbacks.swap_ema_weights import SwapEMAWeights  # noqa: E402
+
 __all__ = [
     "Callback",
     "CallbackList",
@@ -30,4 +34,6 @@ __all__ = [
     "ReduceLROnPlateau",
     "TensorBoard",
     "TerminateOnNaN",
+    "BackupAndRestore",
+    "SwapEMAWeights",
 ]

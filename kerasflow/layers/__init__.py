@@ -59,6 +59,30 @@ __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation",
            # -- preprocessing layers (issue 25) --
            *_preprocessing.__all__]
 
+# -- Keras 3 names of issue 25: attention scores, normalization, EinsumDense,
+# -- noise, Conv1DTranspose and the cell-based RNN API (one block, one import
+# -- per module).
+from kerasflow.layers import attention_score as _attention_score  # noqa: E402
+from kerasflow.layers import conv_lstm as _conv_lstm  # noqa: E402
+from kerasflow.layers import conv_transpose as _conv_transpose  # noqa: E402
+from kerasflow.layers import einsum_dense as _einsum_dense  # noqa: E402
+from kerasflow.layers import noise_extra as _noise_extra  # noqa: E402
+from kerasflow.layers import normalization_extra as _normalization_extra  # noqa: E402
+from kerasflow.layers import rnn_cells as _rnn_cells  # noqa: E402
+from kerasflow.layers import rnn_layer as _rnn_layer  # noqa: E402
+from kerasflow.layers.attention_score import *  # noqa: E402,F403
+from kerasflow.layers.conv_lstm import *  # noqa: E402,F403
+from kerasflow.layers.conv_transpose import *  # noqa: E402,F403
+from kerasflow.layers.einsum_dense import *  # noqa: E402,F403
+from kerasflow.layers.noise_extra import *  # noqa: E402,F403
+from kerasflow.layers.normalization_extra import *  # noqa: E402,F403
+from kerasflow.layers.rnn_cells import *  # noqa: E402,F403
+from kerasflow.layers.rnn_layer import *  # noqa: E402,F403
+
+_FAMILIES_25 = (_attention_score, _conv_lstm, _conv_transpose, _einsum_dense,
+                _noise_extra, _normalization_extra, _rnn_cells, _rnn_layer)
+__all__ += [n for m in _FAMILIES_25 for n in m.__all__]
+
 
 def serialize(layer) -> dict:
     """``{"class_name": ..., "config": layer.get_config()}``."""

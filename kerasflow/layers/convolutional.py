@@ -265,8 +265,9 @@ class Conv2DTranspose(BaseConv):
     """Transposed 2-D convolution (Keras' ``Conv2DTranspose``, "deconvolution").
 
     The kernel is (kh, kw, filters, channels); the output size along an axis is
-    ``size * stride`` for 'same' and ``(size - 1) * stride + dilated kernel``
-    for 'valid' (``output_padding`` is not supported).
+    ``size * stride`` for 'same' and ``(size - 1) * stride + max(dilated
+    kernel, stride)`` for 'valid', as Keras 3 (``output_padding`` is not
+    supported).
 
     Input: (batch, height, width, channels). Output: (batch, H', W', filters).
     With ``data_format='channels_first'``: (batch, channels, height, width) ->

@@ -31,6 +31,38 @@ def _act_name(layer, arg, value):
     return name
 
 
+def run_loop(x, kernel, recurrent_kernel, bias, *, kind, units, activation,
+             recurrent_activation, dropout, recurrent_dropout, seed, mask, states,
+             training, dtype):
+    """One built-in cell over the whole of ``x`` (batch, steps, features) in one
+    ``rnn_loop`` op, with Keras' per-sequence dropout masks; the recurrent
+    layers and ``RNN`` over the built-in cells share it.
+
+    Returns:
+        (hs, cs): outputs at every step (batch, steps, units) and the LSTM
+        cell states (width 0 for other cells).
+    """
+    x = x if x.dtype == np.dtype(dtype) else K.cast(x, dtype)
+    if training and dropout > 0:
+        x = x * K.dropout(K.ones_like(x[:, :1, :]), dropout, seed=seed)
+    rmask = None
+    if training and recurrent_dropout > 0:
+        ones = K.ones_like(x[:, 0, :1]) * np.ones(units, dtype)
+        rmask = K.dropout(ones, recurrent_dropout,
+                          seed=None if seed is None else seed + 1)
+    if mask is not None and mask.dtype != np.dtype(bool):
+        mask = K.cast(mask, "bool")
+    if bias is None:
+        gates = {"simple": 1, "lstm": 4}.get(kind, 3)
+        bias = np.zeros((2, 3 * units) if kind == "gru" else (gates * units,),
+                        dtype)
+    hs, cs, _ = K.rnn_loop(
+        x, kernel, recurrent_kernel, bias, cell=kind, activation=activation,
+        recurrent_activation=recurrent_activation, initial_state=states,
+        mask=mask, recurrent_mask=rmask)
+    return hs, cs
+
+
 class _RNN(Layer):
     """Base of the recurrent layers: arguments, weights, masks, outputs."""
 
@@ -144,9 +176,6 @@ class _RNN(Layer):
     reset_state = reset_states  # Keras 3's name
 
     # -- call ------------------------------------------------------------------------
-    def _zeros_bias(self):
-        return np.zeros(self._bias_shape(), self.dtype)
-
     def call(self, inputs, mask=None, training=None, initial_state=None):
         if isinstance(inputs, (list, tuple)):
             # ``layer([x, h0, c0])``: states as inputs, which functional models
@@ -155,29 +184,19 @@ class _RNN(Layer):
             initial_state = states or initial_state
         if mask is None:
             mask = get_mask(inputs)
-        x = inputs if inputs.dtype == np.dtype(self.dtype) else K.cast(
-            inputs, self.dtype)
+        x = inputs
         if self.go_backwards:
             x = x[:, ::-1]
             mask = None if mask is None else mask[:, ::-1]
-        if training and self.dropout > 0:
-            x = x * K.dropout(K.ones_like(x[:, :1, :]), self.dropout, seed=self.seed)
-        rmask = None
-        if training and self.recurrent_dropout > 0:
-            ones = K.ones_like(x[:, 0, :1]) * np.ones(self.units, self.dtype)
-            rmask = K.dropout(ones, self.recurrent_dropout,
-                              seed=None if self.seed is None else self.seed + 1)
         states = self._check_states(initial_state)
         if states is None and self._state_vars is not None:
             states = list(self._state_vars)
-        if mask is not None and mask.dtype != np.dtype(bool):
-            mask = K.cast(mask, "bool")
-        hs, cs, _ = K.rnn_loop(
-            x, self.kernel, self.recurrent_kernel,
-            self.bias if self.bias is not None else self._zeros_bias(),
-            cell=self.cell, activation=self.activation,
-            recurrent_activation=self.recurrent_activation,
-            initial_state=states, mask=mask, recurrent_mask=rmask)
+        hs, cs = run_loop(
+            x, self.kernel, self.recurrent_kernel, self.bias, kind=self.cell,
+            units=self.units, activation=self.activation,
+            recurrent_activation=self.recurrent_activation, dropout=self.dropout,
+            recurrent_dropout=self.recurrent_dropout, seed=self.seed, mask=mask,
+            states=states, training=training, dtype=self.dtype)
         last = hs[:, -1]
         if self._state_vars is not None:  # the next batch starts from here
             finals = [last] + ([cs[:, -1]] if self.cell == "lstm" else [])

@@ -178,7 +178,11 @@ class TrainStep(_Step):
         self.inputs = list(inputs) + [scale]
         scaled = loss * scale
         self.outputs = [scaled] + [o * scale for o in output_losses]
-        grads = K.gradients(scaled, var_list)
+        # A LossScaleOptimizer differentiates the loss times its dynamic scale
+        # (Keras 3's trainers call ``optimizer.scale_loss``).
+        scale_loss = getattr(optimizer, "scale_loss", None)
+        grads = K.gradients(scaled if scale_loss is None else scale_loss(scaled),
+                            var_list)
         pairs = [(g, v) for g, v in zip(grads, var_list) if g is not None]
         if not pairs:
             raise ValueError(f"No gradient reaches any trainable variable. "

@@ -281,6 +281,9 @@ class Trainer(StepBuilder, KerasStepsMixin, OnBatchMixin):
         spe = self._spe(strategy)
         self.stop_training = False
         cbs.on_train_begin()
+        # BackupAndRestore sets where a resumed fit starts (Keras 3's trainers).
+        initial_epoch = getattr(self, "_initial_epoch", None) or initial_epoch
+        self._initial_epoch = None
         logs = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
@@ -310,7 +313,9 @@ class Trainer(StepBuilder, KerasStepsMixin, OnBatchMixin):
                 raise ValueError("The training data yielded no batches.")
             epoch_logs = dict(logs)
             if val is not None and (epoch + 1) % validation_freq == 0:
-                vlogs = self._evaluate_batches(val)
+                cbs.on_test_begin()  # Keras 3: validation runs the test hooks
+                vlogs = self._evaluate_batches(val, cbs)
+                cbs.on_test_end(vlogs)
                 epoch_logs.update({f"val_{k}": v for k, v in vlogs.items()})
             cbs.on_epoch_end(epoch, epoch_logs)
             logs = epoch_logs

@@ -29,6 +29,16 @@ from kerasflow.optimizers.rmsprop import RMSprop
 from kerasflow.optimizers.sgd import SGD, GradientDescentOptimizer
 from kerasflow.utils.serialization import deserialize_object
 
+# -- Keras 3 optimizers of issue 25 (one block) ------------------------------------
+from kerasflow.optimizers.adafactor import Adafactor  # noqa: E402
+from kerasflow.optimizers.adam_family import Adamax, Nadam  # noqa: E402
+from kerasflow.optimizers.lamb import Lamb  # noqa: E402
+from kerasflow.optimizers.lion import Lion  # noqa: E402
+from kerasflow.optimizers.loss_scale import LossScaleOptimizer  # noqa: E402
+
+_ISSUE_25 = {"nadam": Nadam, "adamax": Adamax, "lion": Lion, "lamb": Lamb,
+             "adafactor": Adafactor, "lossscaleoptimizer": LossScaleOptimizer}
+
 __all__ = [
     "SGD",
     "Adadelta",
@@ -48,6 +58,7 @@ __all__ = [
     "serialize",
     "train_op_info",
     "trainable_variables_of",
+    *(cls.__name__ for cls in _ISSUE_25.values()),
 ]
 
 _BY_NAME = {
@@ -56,6 +67,7 @@ _BY_NAME = {
     "gradientdescentoptimizer": GradientDescentOptimizer,
     "ftrl": Ftrl, "proximalgradientdescent": ProximalGradientDescent,
     "proximaladagrad": ProximalAdagrad,
+    **{k: v for k, v in _ISSUE_25.items() if v is not LossScaleOptimizer},
 }
 
 
@@ -86,7 +98,8 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Optimizer:
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"deserialize expects a dict with 'class_name' and "
                          f"'config'. Received: {config!r}.")
-    return deserialize_object(config, _BY_NAME, "optimizer", custom_objects,
+    return deserialize_object(config, {**_BY_NAME, **_ISSUE_25}, "optimizer",
+                              custom_objects,
                               case_insensitive=True)
 
 
@@ -94,7 +107,8 @@ def get(identifier) -> Optimizer:
     """An optimizer from a name, a config dict or an instance.
 
     Args:
-        identifier: 'sgd', 'adam', 'adamw', 'rmsprop', 'adagrad' (any case;
+        identifier: 'sgd', 'adam', 'adamw', 'rmsprop', 'adagrad', 'adadelta',
+            'ftrl', 'nadam', 'adamax', 'lion', 'lamb', 'adafactor' (any case;
             Keras defaults), a ``serialize()`` dict, or an ``Optimizer``
             (returned as is).
 

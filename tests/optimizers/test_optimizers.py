@@ -324,8 +324,9 @@ def test_get():
     opt = O.Adam()
     assert O.get(opt) is opt
     assert isinstance(O.get({"class_name": "AdamW", "config": {}}), O.AdamW)
+    assert isinstance(O.get("adamax"), O.Adamax)  # a Keras 3 name since issue 25
     with pytest.raises(ValueError, match="Could not interpret optimizer"):
-        O.get("adamax")
+        O.get("adamaxx")
 
 
 def test_weights_restore_continues_identically(float64):

@@ -89,7 +89,9 @@ def _transpose_out(size, k, s, d, padding):
     keff = (k - 1) * d + 1
     if size is None:
         return None
-    return size * s if padding == "SAME" else (size - 1) * s + keff
+    # Keras 3: 'valid' gives (size - 1) * s + max(keff, s); with s > keff the
+    # last s - keff positions are reached by no input (zeros, before the bias).
+    return size * s if padding == "SAME" else (size - 1) * s + max(keff, s)
 
 
 def _conv2d_transpose_infer(x, kernel, strides, padding, dilation_rate,
