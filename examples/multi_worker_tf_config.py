@@ -38,6 +38,8 @@ def main(argv=None):
     p.add_argument("--float64", action="store_true")
     p.add_argument("--out", default=None)
     p.add_argument("--log_epochs", action="store_true", help="print EPOCH n lines")
+    p.add_argument("--backup_dir", default=None,
+                   help="BackupAndRestore: a restarted job resumes from the last epoch")
     args = p.parse_args(argv)
     if args.float64:
         kf.backend.set_floatx("float64")
@@ -59,8 +61,11 @@ def main(argv=None):
                       metrics=["accuracy"])
         log = kf.callbacks.LambdaCallback(
             on_epoch_end=lambda epoch, logs: print(f"EPOCH {epoch}", flush=True))
+        callbacks = [log] if args.log_epochs else []
+        if args.backup_dir:
+            callbacks.append(kf.callbacks.BackupAndRestore(args.backup_dir))
         hist = model.fit(x, y, batch_size=args.batch_size, epochs=args.epochs,
-                         verbose=0, callbacks=[log] if args.log_epochs else [])
+                         verbose=0, callbacks=callbacks)
     result = dict(task=rank, replicas=strategy.num_replicas_in_sync,
                   loss=[float(v) for v in hist.history["loss"]])
     if rank == 0:
