@@ -171,3 +171,23 @@ def test_killed_job_restarted_with_backup_and_restore_resumes(tmp_path):
         for a, b in zip(ref, _weights(tmp_path / f"w.task{rank}.npz")):
             np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
     assert not (tmp_path / "backup").exists()  # the chief removed it at the end
+
+
+@pytest.mark.slow  # ~40 s
+def test_estimator_train_and_evaluate_one_process_per_worker(tmp_path):
+    est = ["--epochs=2", "--samples=1024"]
+    single = subprocess.run([sys.executable, str(EXAMPLE), f"--out={tmp_path}/one",
+                             "--float64", *est, f"--estimator_dir={tmp_path}/one_dir"],
+                            env=_env(), capture_output=True, text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+    procs = _launch(2, tmp_path / "w", [*est, f"--estimator_dir={tmp_path}/job"])
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-3000:]
+    results = [json.loads(o.splitlines()[-1][len("RESULT "):]) for o in outs]
+    assert results[0]["global_step"] == 32 and "test_accuracy" not in results[1]
+    for a, b in zip(_weights(tmp_path / "one.task0.npz"),
+                    _weights(tmp_path / "w.task0.npz")):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+    # Only the chief wrote into model_dir: one events file there.
+    assert len(list((tmp_path / "job").glob("events.out.tfevents.*"))) == 1
