@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import kerasflow as kf
+import kerasflow.compat.v1 as tf
 from kerasflow import backend as K
 from kerasflow.distribute import PerReplica, ReduceOp
 
@@ -21,7 +22,7 @@ def _data():
     return x, y
 
 
-def _loop(strategy, epochs=2):
+def _loop(strategy, epochs=2, wrap=False):
     """TF's custom-training guide, as written: returns weights, the summed
     per-replica losses, the metric, and how often the step fn was traced/run."""
     x, y = _data()
@@ -46,6 +47,12 @@ def _loop(strategy, epochs=2):
         accuracy.update_state(labels, logits)
         return loss
 
+    def distributed_step(features, labels):
+        per_replica = strategy.run(train_step, args=(features, labels))
+        return strategy.reduce(ReduceOp.SUM, per_replica, axis=None)
+
+    if wrap:  # TF 2's spelling: strategy.run inside a tf.function
+        distributed_step = tf.function(distributed_step)
     ds = kf.data.Dataset.from_tensor_slices((x, y)).batch(GLOBAL_BATCH)
     dist = strategy.experimental_distribute_dataset(ds)
     losses = []
@@ -53,8 +60,7 @@ def _loop(strategy, epochs=2):
         for _ in range(epochs):
             total = 0.0
             for features, labels in dist:
-                per_replica = strategy.run(train_step, args=(features, labels))
-                total += strategy.reduce(ReduceOp.SUM, per_replica, axis=None)
+                total += distributed_step(features, labels)
             losses.append(total)
         weights = model.get_weights()
         acc = float(accuracy.result())
@@ -67,7 +73,7 @@ def test_custom_loop_mirrored_two_equals_one_process(ray_cluster, float64):
     ref_w, ref_l, ref_acc, ref_calls = _loop(kf.distribute.get_strategy())
     assert ref_calls == 8  # eager in one process: fn runs every step
     strategy = kf.distribute.MirroredStrategy(num_replicas=2)
-    got_w, got_l, got_acc, got_calls = _loop(strategy)
+    got_w, got_l, got_acc, got_calls = _loop(strategy, wrap=True)
     assert got_calls == 1  # traced once; the 8 steps ran on the replica actors
     assert strategy.compute_seconds > 0
     for a, b in zip(ref_w, got_w):
