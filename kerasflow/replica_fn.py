@@ -149,6 +149,18 @@ def run(strategy, fn, args=(), kwargs=None):
                         f"{type(args).__name__}")
     kwargs = dict(kwargs or {})
     n = int(strategy.num_replicas_in_sync)
+    if any(K.is_symbolic(v) for v in _leaves(args, kwargs)):  # TF 1.15 graph mode
+        from kerasflow import replica_fn_graph
+
+        if n > 1 and not getattr(strategy, "runs_replica_fns", False):
+            raise NotImplementedError(f"{type(strategy).__name__}.experimental_run_v2 "
+                                      f"in a graph is not provided.")
+
+        def trace(call, inputs):
+            with _replica(ReplicaContext(strategy, traced=True)):
+                from kerasflow.models.replica_fn_step import trace_replica_fn
+                return trace_replica_fn(call, inputs, n)
+        return replica_fn_graph.run_in_graph(strategy, fn, args, kwargs, trace)
     for leaf in _leaves(args, kwargs):
         if isinstance(leaf, PerReplica) and len(leaf) != n:
             raise ValueError(f"strategy.run expects PerReplica values of "
@@ -242,6 +254,10 @@ def reduce(strategy, reduce_op, value, axis=None):
     if op not in (ReduceOp.SUM, ReduceOp.MEAN):
         raise ValueError(f"reduce expects ReduceOp.SUM or ReduceOp.MEAN. "
                          f"Received: {reduce_op!r}")
+    from kerasflow.replica_fn_graph import SymbolicPerReplica
+
+    if isinstance(value, SymbolicPerReplica):  # a graph tensor (TF 1.15 graph mode)
+        return (K.sum if op == ReduceOp.SUM else K.mean)(value.tensor)
     if isinstance(value, PerReplica):
         values = list(value.values)
     elif isinstance(value, (list, tuple)):

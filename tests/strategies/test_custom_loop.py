@@ -120,3 +120,50 @@ def test_one_process_run_reduce_and_local_results():
     loss = kf.distribute.compute_average_loss(np.array([1.0, 2.0, 3.0]),
                                               global_batch_size=6)
     assert float(loss) == pytest.approx(1.0)
+
+
+def _graph_loop(strategy):
+    """TF 1.15's graph-mode custom loop, as its MirroredStrategy guide wrote it."""
+    x, y = _data()
+    tf.reset_default_graph()
+    with strategy.scope():
+        np.random.seed(0)
+        model = kf.Sequential([kf.layers.Dense(6, activation="tanh", input_shape=(5,),
+                                               name="h"), kf.layers.Dense(2, name="o")])
+        optimizer = tf.train.GradientDescentOptimizer(0.2)
+        loss_obj = kf.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="none")
+
+        def step_fn(inputs):
+            features, labels = inputs
+            loss = tf.reduce_sum(loss_obj(labels, model(features))) / GLOBAL_BATCH
+            train_op = optimizer.minimize(loss, var_list=model.trainable_variables)
+            with tf.control_dependencies([train_op]):
+                return tf.identity(loss)
+
+        ds = kf.data.Dataset.from_tensor_slices((x, y)).batch(GLOBAL_BATCH)
+        iterator = strategy.make_dataset_iterator(ds)
+        per_replica = strategy.experimental_run_v2(step_fn, args=(iterator.get_next(),))
+        total = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+        losses = []
+        with tf.Session() as sess:
+            sess.run(iterator.initialize())
+            while True:
+                try:
+                    losses.append(float(sess.run(total)))
+                except tf.errors.OutOfRangeError:
+                    break
+        weights = model.get_weights()
+    tf.reset_default_graph()
+    return weights, losses
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(300)
+def test_tf115_graph_mode_loop_mirrored_equals_one_process(ray_cluster, float64):
+    ref_w, ref_l = _graph_loop(kf.distribute.get_strategy())
+    assert len(ref_l) == 4 and ref_l[-1] < ref_l[0]  # 64 rows / 16, then OutOfRange
+    got_w, got_l = _graph_loop(kf.distribute.MirroredStrategy(num_replicas=2))
+    np.testing.assert_allclose(got_l, ref_l, rtol=1e-9)
+    for a, b in zip(ref_w, got_w):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
