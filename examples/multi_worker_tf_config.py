@@ -65,6 +65,42 @@ def train_estimator(args, strategy, rank, x, y, x_test, y_test):
     return out
 
 
+def train_custom_loop(args, strategy, rank, x, y):
+    """The same job as a custom loop: ``strategy.run(train_step)`` on the
+    distributed dataset; each process runs its share of every global batch."""
+    kf.utils.set_random_seed(7)
+    with strategy.scope():
+        model = kf.Sequential([kf.layers.Dense(128, activation="relu", input_shape=(784,)),
+                               kf.layers.Dense(10)])
+        optimizer = kf.optimizers.SGD(0.1, momentum=0.9)
+        loss_obj = kf.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                           reduction="none")
+
+    def train_step(images, labels):
+        with kf.GradientTape() as tape:
+            loss = kf.distribute.compute_average_loss(
+                loss_obj(labels, model(images, training=True)),
+                global_batch_size=args.batch_size)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    ds = kf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch_size)
+    losses = []
+    with strategy.scope():
+        for _ in range(args.epochs):
+            total = 0.0
+            for images, labels in strategy.experimental_distribute_dataset(ds):
+                per_replica = strategy.run(train_step, args=(images, labels))
+                total += strategy.reduce(kf.distribute.ReduceOp.SUM, per_replica)
+            losses.append(total)
+    if args.out:
+        np.savez(f"{args.out}.task{rank}.npz", *model.get_weights())
+    out = dict(task=rank, replicas=strategy.num_replicas_in_sync, loss=losses)
+    print("RESULT " + json.dumps(out), flush=True)
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--epochs", type=int, default=3)
@@ -76,6 +112,8 @@ def main(argv=None):
     p.add_argument("--estimator_dir", default=None,
                    help="train a canned DNNClassifier there with train_and_evaluate "
                         "(RunConfig(train_distribute=strategy)) instead of fit")
+    p.add_argument("--custom_loop", action="store_true",
+                   help="train with strategy.run(train_step) instead of fit")
     p.add_argument("--backup_dir", default=None,
                    help="BackupAndRestore: a restarted job resumes from the last epoch")
     args = p.parse_args(argv)
@@ -92,6 +130,8 @@ def main(argv=None):
     rank = getattr(strategy, "task_rank", 0)
     if args.estimator_dir:
         return train_estimator(args, strategy, rank, x, y, x_test, y_test)
+    if args.custom_loop:
+        return train_custom_loop(args, strategy, rank, x, y)
     kf.utils.set_random_seed(7)  # the same initial weights and shuffles everywhere
     with strategy.scope():
         model = kf.Sequential([kf.layers.Dense(128, activation="relu", input_shape=(784,)),

@@ -96,7 +96,8 @@ class SpmdStrategy(Strategy):
         is_chief: rank 0 (the task that should write checkpoints and logs).
     """
 
-    runs_replica_fns = False  # custom loops: one process per replica is planned
+    # strategy.run(fn): traced once, this process runs its share (kerasflow.replica_fn)
+    runs_replica_fns = True
 
     def __init__(self, tf_config=None, timeout=None):
         task = spmd_task(tf_config)

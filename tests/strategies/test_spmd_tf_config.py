@@ -191,3 +191,23 @@ def test_estimator_train_and_evaluate_one_process_per_worker(tmp_path):
         np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
     # Only the chief wrote into model_dir: one events file there.
     assert len(list((tmp_path / "job").glob("events.out.tfevents.*"))) == 1
+
+
+def test_custom_loop_one_process_per_worker(tmp_path):
+    loop = ["--epochs=1", "--custom_loop"]
+    single = subprocess.run([sys.executable, str(EXAMPLE), f"--out={tmp_path}/one",
+                             *ARGS, *loop], env=_env(), capture_output=True,
+                            text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+    procs = _launch(2, tmp_path / "w", loop)
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-3000:]
+    results = [json.loads(o.splitlines()[-1][len("RESULT "):]) for o in outs]
+    one = json.loads(single.stdout.splitlines()[-1][len("RESULT "):])
+    np.testing.assert_allclose(results[0]["loss"], one["loss"], rtol=1e-9)
+    assert results[0]["loss"] == results[1]["loss"]
+    for rank in range(2):
+        for a, b in zip(_weights(tmp_path / "one.task0.npz"),
+                        _weights(tmp_path / f"w.task{rank}.npz")):
+            np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
