@@ -167,3 +167,25 @@ def test_tf115_graph_mode_loop_mirrored_equals_one_process(ray_cluster, float64)
     np.testing.assert_allclose(got_l, ref_l, rtol=1e-9)
     for a, b in zip(ref_w, got_w):
         np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.ray
+def test_replica_id_is_fed_per_replica(ray_cluster, float64):
+    """fn reads replica_id_in_sync_group: replica r's returned value shows r."""
+    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    with strategy.scope():
+        w = kf.Variable(np.ones((3, 1)), name="w")
+        opt = kf.optimizers.SGD(0.0)
+
+    def step(a):
+        ctx = kf.distribute.get_replica_context()
+        with kf.GradientTape() as tape:
+            loss = K.sum(K.matmul(a, w))
+        opt.apply_gradients([(tape.gradient(loss, w), w)])
+        return K.cast(ctx.replica_id_in_sync_group, "float64") * 10.0 + loss
+
+    x = PerReplica([np.ones((2, 3)), 2 * np.ones((2, 3))])
+    with strategy.scope():
+        got = strategy.run(step, args=(x,))
+    assert got.values == (6.0, 22.0)  # replica 0: 0 + 6; replica 1: 10 + 12
+    strategy.close()
