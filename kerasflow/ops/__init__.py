@@ -14,7 +14,9 @@ from kerasflow.backend.ops import __all__ as _ops_all
 from kerasflow.backend.keras_ops import one_hot, shape  # noqa: F401  (Keras' forms)
 
 from kerasflow.ops import image, linalg, nn, numpy  # noqa: E402  (sub-namespaces)
+from kerasflow.ops.numpy_more import *  # noqa: F403, E402
+from kerasflow.ops.numpy_more import NUMPY_NAMES as _numpy_more
 from kerasflow.ops.linalg import norm  # noqa: E402, F401  (Keras: ops.norm too)
 
-__all__ = sorted(set(_ops_all) | set(_keras_all)
+__all__ = sorted(set(_ops_all) | set(_keras_all) | set(_numpy_more)
                  | {"image", "linalg", "nn", "numpy", "norm"})

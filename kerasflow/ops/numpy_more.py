@@ -1,0 +1,12 @@
+"""The numpy-style ops added to ``kerasflow.ops`` and ``kerasflow.ops.numpy``
+beyond the backend's: one import point for their modules."""
+
+from kerasflow.ops.numpy_array import *  # noqa: F403
+from kerasflow.ops.numpy_index import *  # noqa: F403
+from kerasflow.ops.numpy_math import *  # noqa: F403
+from kerasflow.ops.numpy_stats import *  # noqa: F403
+from kerasflow.ops import numpy_array, numpy_index, numpy_math, numpy_stats
+
+NUMPY_NAMES = sorted(n for m in (numpy_array, numpy_index, numpy_math, numpy_stats)
+                     for n in m.__all__)
+__all__ = list(NUMPY_NAMES)
