@@ -22,7 +22,8 @@ def tensor(x, dtype=None):
     """Symbolic tensors pass through; anything else becomes an array (Python
     floats floatx), as Keras' ``convert_to_tensor``."""
     if is_sym(x) or (isinstance(x, np.ndarray) and dtype is None):
-        return x if dtype is None else K.cast(x, dtype)
+        same = dtype is None or np.dtype(x.dtype) == np.dtype(dtype)
+        return x if same else K.cast(x, dtype)
     return convert_to_tensor(x, dtype)
 
 

@@ -110,7 +110,8 @@ def bincount(x, weights=None, minlength=0, sparse=False):
         raise ValueError("bincount: sparse=True is not supported.")
     x = np.asarray(x)
     w = None if weights is None else np.asarray(weights)
-    dt = "int32" if w is None else np.result_type(x.dtype, w.dtype)
+    dt = "int32" if w is None else (w.dtype if w.dtype.kind == "f" else
+                                    np.result_type(x.dtype, w.dtype))
     if x.ndim == 2:
         n = builtins.max(int(minlength), int(x.max()) + 1 if x.size else 0)
         return np.stack([np.bincount(r, None if w is None else wr, n)

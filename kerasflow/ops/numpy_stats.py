@@ -208,17 +208,23 @@ def nanmin(x, axis=None, keepdims=False):
 def _nan_arg(x, axis, keepdims, fill, name):
     x = tensor(x)
     kw = {"axis": None if axis is None else int(axis), "keepdims": bool(keepdims)}
-    return K.cast(numpy_call(name, x, **kw), "int64")
+    if dtype_of(x).kind != "f":
+        return K.cast(numpy_call(name[3:], x, **kw), "int32")
+    nan = K.isnan(x)
+    best = numpy_call(name[3:], K.where(nan, K.cast(K.ones_like(x) * fill,
+                                                    dtype_of(x).name), x), **kw)
+    return K.where(numpy_call("all", nan, **kw), -1, K.cast(best, "int32"))
 
 
 def nanargmax(x, axis=None, keepdims=False):
-    """The index of the maximum ignoring NaN (int64, no gradient; -1 where all
-    are NaN is numpy's error: here numpy raises)."""
+    """The index of the maximum ignoring NaN (int32, -1 where all are NaN; no
+    gradient)."""
     return _nan_arg(x, axis, keepdims, -np.inf, "nanargmax")
 
 
 def nanargmin(x, axis=None, keepdims=False):
-    """The index of the minimum ignoring NaN (int64, no gradient)."""
+    """The index of the minimum ignoring NaN (int32, -1 where all are NaN; no
+    gradient)."""
     return _nan_arg(x, axis, keepdims, np.inf, "nanargmin")
 
 
@@ -240,8 +246,9 @@ def nanquantile(x, q, axis=None, method="linear", keepdims=False):
     """``quantile`` of the non-NaN values (``numpy.nanquantile``; no gradient)."""
     x = tensor(x)
     x = K.cast(x, _q_dtype(x))
-    return numpy_call("nanquantile", x, q=np.asarray(q).tolist(), axis=_axis(axis),
-                      method=method, keepdims=bool(keepdims))
+    return K.cast(numpy_call("nanquantile", x, q=np.asarray(q).tolist(),
+                             axis=_axis(axis), method=method,
+                             keepdims=bool(keepdims)), dtype_of(x).name)
 
 
 def nanpercentile(x, q, axis=None, method="linear", keepdims=False):
