@@ -7,6 +7,8 @@ from kerasflow.ops.numpy_math import *  # noqa: F403
 from kerasflow.ops.numpy_stats import *  # noqa: F403
 from kerasflow.ops import numpy_array, numpy_index, numpy_math, numpy_stats
 
-NUMPY_NAMES = sorted(n for m in (numpy_array, numpy_index, numpy_math, numpy_stats)
-                     for n in m.__all__)
+from kerasflow.ops.linalg_more import slogdet  # noqa: E402  (numpy.linalg's)
+
+NUMPY_NAMES = sorted([n for m in (numpy_array, numpy_index, numpy_math, numpy_stats)
+                      for n in m.__all__] + ["slogdet"])
 __all__ = list(NUMPY_NAMES)
