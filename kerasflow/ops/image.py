@@ -8,7 +8,10 @@ import numpy as np
 
 from kerasflow import backend as K
 
-__all__ = ["resize"]
+from kerasflow.ops.image_more import *  # noqa: F403, E402
+from kerasflow.ops.image_more import __all__ as _more  # noqa: E402
+
+__all__ = sorted({"resize"} | set(_more))
 
 
 def _weights(n_in, n_out, method, dtype):
