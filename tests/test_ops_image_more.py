@@ -70,6 +70,17 @@ def test_sobel_edges_equals_keras():
     _img("sobel_edges", (IMG_CF,), {"data_format": "channels_first"}, atol=1e-5)
 
 
+def test_ssim_equals_keras():
+    other = np.clip(IMG + R.randn(*IMG.shape).astype("float32") * 0.1, 0, 1)
+    big = R.rand(2, 13, 12, 2).astype("float32")
+    _img("ssim", (IMG, other), {"filter_size": 3}, rtol=1e-4)
+    _img("ssim", (big, big[::-1]), {}, rtol=1e-4)
+    _img("ssim", (big[0] * 255, big[1] * 255), {"max_val": 255.0, "filter_size": 5,
+                                                "filter_sigma": 1.0}, rtol=1e-4)
+    _img("ssim", (IMG_CF, IMG_CF * 0.8), {"data_format": "channels_first",
+                                          "filter_size": 3}, rtol=1e-4)
+
+
 COORDS = (R.rand(2, 5, 4) * [[[8.0]], [[9.0]]] - 1.5).astype("float32")
 
 
@@ -130,6 +141,8 @@ GRADS = [
     ("extract_patches", lambda x: kf.ops.image.extract_patches(x, 2),
      [R.rand(1, 4, 4, 2)]),
     ("sobel_edges", kf.ops.image.sobel_edges, [R.rand(1, 3, 4, 1)]),
+    ("ssim", lambda a, b: kf.ops.image.ssim(a, b, filter_size=3),
+     [R.rand(2, 4, 4, 1), R.rand(2, 4, 4, 1)]),
 ]
 
 

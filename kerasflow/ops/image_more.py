@@ -29,6 +29,8 @@ FILL_MODES = ("constant", "nearest", "wrap", "mirror", "reflect")
 
 
 def _images(images, data_format, name):
+    """NHWC images (a batch of one for a single image), the format and
+    whether the input was batched."""
     x = tensor(images)
     if rank(x) not in (3, 4):
         raise ValueError(f"Invalid images rank: expected rank 3 (single image) or "
