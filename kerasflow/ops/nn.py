@@ -228,4 +228,6 @@ def dot_product_attention(query, key, value, bias=None, mask=None, scale=None,
 from kerasflow.ops.nn_more import *  # noqa: F403, E402
 from kerasflow.ops.nn_more import __all__ as _more  # noqa: E402
 
-__all__ = sorted(set(__all__) | set(_more))
+from kerasflow.ops.signal import polar  # noqa: E402, F401
+
+__all__ = sorted(set(__all__) | set(_more) | {"polar"})
