@@ -59,6 +59,17 @@ def test_encodings_and_metrics_equal_keras():
         assert_matches_keras("in_top_k", (t, p, k))
 
 
+def test_ctc_decode_equals_keras():
+    logits = R.randn(3, 7, 5).astype("float32")
+    logits[0, 2:4, 2] += 5.0  # a repeat to merge
+    lengths = np.array([7, 4, 6], "int32")
+    assert_matches_keras("ctc_decode", (logits, lengths))
+    assert_matches_keras("ctc_decode", (logits, lengths),
+                         {"merge_repeated": False, "mask_index": 4})
+    with pytest.raises(NotImplementedError, match="greedy"):
+        kf.ops.ctc_decode(logits, lengths, strategy="beam_search")
+
+
 CONVS = [
     ((2, 5, 3), (3, 4, 3), {"strides": 2}),
     ((2, 5, 3), (3, 4, 3), {"strides": 2, "padding": "same"}),

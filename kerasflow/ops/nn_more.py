@@ -17,7 +17,7 @@ from kerasflow import backend as K
 from kerasflow.ops.common import dtype_of, rank, tensor, to_float
 
 __all__ = [
-    "batch_normalization", "celu",
+    "batch_normalization", "celu", "ctc_decode",
     "glu",
     "hard_shrink", "hard_silu", "hard_swish", "hard_tanh", "in_top_k",
     "layer_normalization", "multi_hot", "psnr", "rms_normalization",
@@ -245,6 +245,48 @@ def in_top_k(targets, predictions, k):
     kth = K.top_k(p, int(k))[0][..., -1:]
     own = K.take_along_axis(p, K.expand_dims(t, -1), axis=-1)
     return K.squeeze(K.greater_equal(own, kth), -1)
+
+
+
+def ctc_decode(inputs, sequence_lengths, strategy="greedy", beam_width=100,
+               top_paths=1, merge_repeated=True, mask_index=0):
+    """Greedy CTC decoding (Graves et al., 2006) of ``inputs`` (batch, steps,
+    classes): the best class per step, repeats merged, blanks (``mask_index``)
+    and steps past ``sequence_lengths`` dropped. Returns (decoded (1, batch,
+    steps) int32, -1-padded at the end; scores (batch, 1): minus the summed
+    best logits), as Keras.
+
+    Raises:
+        NotImplementedError: ``strategy='beam_search'``.
+        ValueError: another strategy.
+    """
+    if strategy == "beam_search":
+        raise NotImplementedError("ctc_decode supports strategy='greedy' here; "
+                                  "beam search is not implemented.")
+    if strategy != "greedy":
+        raise ValueError(f"Invalid strategy {strategy}. Supported values are "
+                         f"'greedy' and 'beam_search'.")
+    x = tensor(inputs)
+    if dtype_of(x).kind != "f" or dtype_of(x).itemsize < 4:
+        x = K.cast(x, "float32")
+    steps = x.shape[1]
+    lengths = K.cast(tensor(sequence_lengths), "int32")
+    idx = K.cast(K.argmax(x, axis=-1), "int32")
+    scores = K.max(x, axis=-1)
+    past = K.greater_equal(np.arange(steps, dtype="int32")[None, :],
+                           K.expand_dims(lengths, 1))
+    idx = K.where(past, mask_index, idx)
+    scores = K.where(past, K.zeros_like(scores), scores)
+    if merge_repeated:
+        same = K.equal(idx[:, 1:], idx[:, :-1])
+        same = K.concatenate([K.zeros_like(same[:, :1]), same], axis=1)
+        idx = K.where(same, mask_index, idx)
+    blank = K.equal(idx, mask_index)
+    idx = K.where(blank, -1, idx)
+    order = K.where(blank, steps, np.arange(steps, dtype="int32")[None, :]
+                    + K.zeros_like(idx))
+    idx = K.take_along_axis(idx, K.argsort(order, axis=-1), axis=-1)
+    return K.expand_dims(idx, 0), -K.sum(scores, axis=1, keepdims=True)
 
 
 from kerasflow.ops.nn_conv import *  # noqa: F403, E402
