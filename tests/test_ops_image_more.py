@@ -81,6 +81,30 @@ def test_ssim_equals_keras():
                                           "filter_size": 3}, rtol=1e-4)
 
 
+@pytest.mark.parametrize("method", ["linear", "bicubic", "lanczos3", "lanczos5"])
+@pytest.mark.parametrize("antialias", [True, False])
+def test_scale_and_translate_equals_keras(method, antialias):
+    # scale and translation as tuples: concrete in the graph run too.
+    _img("scale_and_translate", (IMG, (2, 4, 11, 3), (0.7, 1.6), (0.3, -1.2), (1, 2),
+                                 method),
+         {"antialias": antialias}, rtol=1e-4, atol=1e-5)
+    ints = (IMG * 255).astype("uint8")
+    _img("scale_and_translate", (ints, (2, 9, 7, 3), np.array([1.5], "float32"),
+                                 np.array([0.0], "float32"), (1,), method),
+         {"antialias": antialias}, symbolic=False)
+
+
+@pytest.mark.parametrize("kwargs", [{"seed": 3}, {"seed": 11, "alpha": 5.0,
+                                                  "sigma": 1.5,
+                                                  "interpolation": "nearest",
+                                                  "fill_mode": "constant"},
+                                    {"seed": 2, "sigma": 2.0, "fill_mode": "wrap"}])
+def test_elastic_transform_equals_keras_for_a_seed(kwargs):
+    _img("elastic_transform", (IMG,), kwargs, rtol=1e-4, atol=1e-4)
+    _img("elastic_transform", (IMG_CF[:1],), dict(kwargs, data_format="channels_first"),
+         rtol=1e-4, atol=1e-4)
+
+
 COORDS = (R.rand(2, 5, 4) * [[[8.0]], [[9.0]]] - 1.5).astype("float32")
 
 
@@ -141,6 +165,11 @@ GRADS = [
     ("extract_patches", lambda x: kf.ops.image.extract_patches(x, 2),
      [R.rand(1, 4, 4, 2)]),
     ("sobel_edges", kf.ops.image.sobel_edges, [R.rand(1, 3, 4, 1)]),
+    ("scale_and_translate", lambda x: kf.ops.image.scale_and_translate(
+        x, (1, 3, 5, 1), np.array([0.6, 1.3]), np.array([0.1, 0.2]), (1, 2),
+        "cubic"), [R.rand(1, 4, 4, 1)]),
+    ("elastic_transform", lambda x: kf.ops.image.elastic_transform(
+        x, seed=1, sigma=1.0, alpha=2.0), [R.rand(1, 4, 5, 1)]),
     ("ssim", lambda a, b: kf.ops.image.ssim(a, b, filter_size=3),
      [R.rand(2, 4, 4, 1), R.rand(2, 4, 4, 1)]),
 ]

@@ -11,7 +11,10 @@ from kerasflow import backend as K
 from kerasflow.ops.image_more import *  # noqa: F403, E402
 from kerasflow.ops.image_more import __all__ as _more  # noqa: E402
 
-__all__ = sorted({"resize", "ssim"} | set(_more))
+from kerasflow.ops.image_warp import *  # noqa: F403, E402
+from kerasflow.ops.image_warp import __all__ as _warp  # noqa: E402
+
+__all__ = sorted({"resize", "ssim"} | set(_more) | set(_warp))
 
 
 def _weights(n_in, n_out, method, dtype):
