@@ -345,8 +345,3 @@ def diagflat(x, k=0):
     """``diag`` of ``x`` flattened."""
     return diag(ravel(x), k)
 
-
-from kerasflow.ops.numpy_products import *  # noqa: F403, E402
-from kerasflow.ops.numpy_products import __all__ as _products  # noqa: E402
-
-__all__ = sorted(__all__ + _products)

@@ -15,22 +15,10 @@ from kerasflow import backend as K
 from kerasflow.ops.common import (
     axis_slice, dtype_of, floatx, rank, result_dtype, tensor, to_float,
 )
+from kerasflow.ops.numpy_array import moveaxis, ravel
 
 __all__ = ["cross", "diff", "dot", "inner", "kron", "meshgrid", "outer",
            "trapezoid", "vander", "vdot"]
-
-
-def ravel(x):
-    """``x`` flattened to one dimension."""
-    return K.reshape(tensor(x), (-1,))
-
-
-def moveaxis(x, source, destination):
-    """``x`` with axis ``source`` moved to ``destination`` (ints)."""
-    n = rank(x)
-    order = [a for a in range(n) if a != int(source) % n]
-    order.insert(int(destination) % n, int(source) % n)
-    return K.transpose(x, tuple(order))
 
 
 # -- products ----------------------------------------------------------------------------

@@ -259,8 +259,8 @@ def polar(abs_, angle):
 
 
 def _groups(side):
-    return [g.split() if g.startswith("(") is False else g[1:-1].split()
-            for g in re.findall(r"\w+|\(.*?\)", side)]
+    """einops groups of one side of a pattern: "b (h w) c" -> [[b], [h, w], [c]]."""
+    return [g.strip("()").split() for g in re.findall(r"\w+|\(.*?\)", side)]
 
 
 def rearrange(tensor_, pattern, **axes_lengths):
