@@ -269,3 +269,20 @@ GRADS = [
 @pytest.mark.parametrize("name,fn,inputs", GRADS, ids=[g[0] for g in GRADS])
 def test_gradients(float64, name, fn, inputs):
     check_gradients(fn, inputs)
+
+
+def test_ops_build_on_an_unknown_batch_dimension():
+    from kerasflow import backend as K
+
+    x = K.placeholder("float32", (None, 4))
+    outs = [kf.ops.quantile(x, [0.2, 0.5], axis=1), kf.ops.kron(x, np.ones((2, 2),
+                                                                          "float32")),
+            kf.ops.diff(x), kf.ops.cross(x[:, :3], x[:, 1:]), kf.ops.nanmean(x, 0),
+            kf.ops.hstack([x, x]), kf.ops.array_split(x, 3, axis=1)[0],
+            kf.ops.layer_normalization(x), kf.ops.sparsemax(x), kf.ops.rfft(x)[0]]
+    got = K.Function([x], outs)(F)
+    want = [np.quantile(F, [0.2, 0.5], axis=1), np.kron(F, np.ones((2, 2))),
+            np.diff(F), np.cross(F[:, :3], F[:, 1:]), np.nanmean(F, 0),
+            np.hstack([F, F]), np.array_split(F, 3, axis=1)[0]]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

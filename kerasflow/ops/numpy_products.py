@@ -63,14 +63,18 @@ def dot(x1, x2):
 
 def kron(x1, x2):
     """The Kronecker product: blocks ``x1[i] * x2`` (ranks matched by leading
-    ones)."""
+    ones); one dimension may be unknown."""
     a, b = _same_dtype(x1, x2)
     n = builtins.max(rank(a), rank(b))
     sa = (1,) * (n - rank(a)) + tuple(a.shape)
     sb = (1,) * (n - rank(b)) + tuple(b.shape)
-    a2 = K.reshape(a, tuple(d for s in sa for d in (s, 1)))
-    b2 = K.reshape(b, tuple(d for s in sb for d in (1, s)))
-    return K.reshape(a2 * b2, tuple(p * q for p, q in zip(sa, sb)))
+    def known(d):
+        return -1 if d is None else d
+
+    a2 = K.reshape(a, tuple(known(d) for s in sa for d in (s, 1)))
+    b2 = K.reshape(b, tuple(known(d) for s in sb for d in (1, s)))
+    return K.reshape(a2 * b2, tuple(-1 if None in (p, q) else p * q
+                                    for p, q in zip(sa, sb)))
 
 
 def cross(x1, x2, axisa=-1, axisb=-1, axisc=-1, axis=None):
