@@ -1,7 +1,7 @@
 """The ``ops.linalg`` names added for Keras 3 against ``keras.ops.linalg``
 (numpy backend; Keras needs scipy for a few), eagerly and in graphs;
 gradients of cholesky, eigh, solve_triangular, cholesky_inverse and
-slogdet checked numerically in float64; ``jvp`` against finite
+slogdet, qr and the singular values checked numerically in float64; ``jvp`` against finite
 differences."""
 
 from __future__ import annotations
@@ -52,6 +52,14 @@ def test_eig_slogdet_logdet_equal_keras():
     assert_matches_keras("logdet", (SPD,), rtol=1e-5)
 
 
+def test_svd_gradient_through_u_or_v_raises():
+    import kerasflow.backend as K
+
+    a = K.placeholder("float64", (3, 2))
+    with pytest.raises(NotImplementedError, match="singular values only"):
+        K.gradients(kf.ops.sum(kf.ops.svd(a)[0]), [a])
+
+
 def test_jvp_matches_finite_differences():
     x, t = np.array([0.3, -1.2, 2.0]), np.array([1.0, 0.5, -2.0])
 
@@ -83,6 +91,10 @@ GRADS = [
      [np.tril(R.randn(3, 3)) + 3 * np.eye(3)]),
     ("slogdet", lambda a: kf.ops.slogdet(a)[1], [R.randn(2, 3, 3)]),
     ("norm_1", lambda a: kf.ops.linalg.norm(a, 1, (0, 1)), [R.randn(3, 4)]),
+    ("qr_tall", lambda a: kf.ops.qr(a), [R.randn(2, 5, 3)]),
+    ("qr_square_r", lambda a: kf.ops.qr(a, mode="complete")[1], [R.randn(3, 3)]),
+    ("svd_values", lambda a: kf.ops.svd(a, compute_uv=False), [R.randn(2, 4, 3)]),
+    ("norm_nuc", lambda a: kf.ops.linalg.norm(a, "nuc", (0, 1)), [R.randn(3, 4)]),
 ]
 
 

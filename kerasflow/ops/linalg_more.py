@@ -69,7 +69,8 @@ def eig(x):
 
 
 def qr(x, mode="reduced"):
-    """(Q, R) with ``x = Q R`` (``mode`` 'reduced' or 'complete'; no gradient).
+    """(Q, R) with ``x = Q R`` (``mode`` 'reduced' or 'complete');
+    differentiable for reduced mode with m >= n.
 
     Raises:
         ValueError: another mode.
@@ -77,18 +78,14 @@ def qr(x, mode="reduced"):
     if mode not in ("reduced", "complete"):
         raise ValueError(f"`mode` argument value not supported. Expected one of "
                          f"{{'reduced', 'complete'}}. Received: mode={mode}")
-    return numpy_call("linalg.qr", to_float(x), num_outputs=2, mode=mode)
+    return _lm.qr(to_float(x), mode=mode)
 
 
 def svd(x, full_matrices=True, compute_uv=True):
     """(U, S, V^H) with ``x = U diag(S) V^H``, or the singular values alone
-    (``compute_uv=False``); no gradient."""
-    x = to_float(x)
-    if not compute_uv:
-        return numpy_call("linalg.svd", x, full_matrices=bool(full_matrices),
-                          compute_uv=False)
-    return numpy_call("linalg.svd", x, num_outputs=3,
-                      full_matrices=bool(full_matrices))
+    (``compute_uv=False``); differentiable through ``S``."""
+    u, s, vh = _lm.svd(to_float(x), full_matrices=bool(full_matrices))
+    return s if not compute_uv else (u, s, vh)
 
 
 def pinv(x, rcond=None):
