@@ -286,3 +286,26 @@ def test_ops_build_on_an_unknown_batch_dimension():
             np.hstack([F, F]), np.array_split(F, 3, axis=1)[0]]
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda: kf.ops.diag(F3), ValueError, r"1-D or 2-D input.*\(2, 3, 4\)"),
+    (lambda: kf.ops.cross(F, U), ValueError, "2 or 3 components. Received: 4"),
+    (lambda: kf.ops.quantile(F, 0.5, method="cubic"), ValueError, "method=.cubic"),
+    (lambda: kf.ops.moveaxis(F3, [0, 1], [2]), ValueError, "as many destinations"),
+    (lambda: kf.ops.vsplit(D, 3), ValueError, "dimension of 4 into 3"),
+    (lambda: kf.ops.select([F > 0], [F, U]), ValueError, "Received: 1 and 2"),
+    (lambda: kf.ops.average(F3, weights=P[0]), ValueError, "weights.shape=\\(4,\\)"),
+    (lambda: kf.ops.glu(F3[:, :, :3]), ValueError, "divisible by 2"),
+    (lambda: kf.ops.scatter_update(F, np.array([[0, 0]]), F[0, :1], "sum"),
+     ValueError, "Unsupported reduction: 'sum'"),
+    (lambda: kf.ops.matrix_rank(F[0]), ValueError, "rank >= 2"),
+    (lambda: kf.ops.image.map_coordinates(F, F3[:1], 1), ValueError,
+     "First dim of `coordinates`"),
+    (lambda: kf.ops.bitwise_and(kf.backend.placeholder("int32", (2, 3)),
+                                np.zeros((4,), "int32")), ValueError,
+     "bitwise_and cannot take inputs"),
+])
+def test_bad_input_errors_name_expected_and_received(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
