@@ -114,8 +114,7 @@ def fori_loop(lower, upper, body_fun, init_val):
 
 
 def _stack(values):
-    return K.stack(values, axis=0) if _any_sym(values) else np.stack(
-        [np.asarray(v) for v in values])
+    return K.stack([tensor(v) for v in values], axis=0)
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
@@ -171,8 +170,7 @@ def associative_scan(f, elems, reverse=False, axis=0):
     if reverse:
         outs = outs[::-1]
     parts = zip(*[tree.flatten(o) for o in outs])
-    joined = [K.concatenate(list(p), axis=axis) if _any_sym(list(p)) else
-              np.concatenate([np.asarray(v) for v in p], axis=axis) for p in parts]
+    joined = [K.concatenate(list(p), axis=axis) for p in parts]
     return tree.pack_sequence_as(elems, joined)
 
 

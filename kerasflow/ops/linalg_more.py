@@ -16,7 +16,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.backend.ops import linalg_more as _lm
-from kerasflow.backend.ops.npcall import numpy_call, register_kernel
+from kerasflow.backend.ops.npcall import host, numpy_call, register_kernel
 from kerasflow.ops.common import dtype_of, is_sym, rank, tensor, to_float
 
 __all__ = ["cholesky", "cholesky_inverse", "eig", "eigh", "jvp", "logdet", "lstsq",
@@ -136,8 +136,7 @@ def _lu_factor(xp, a):
             if t[j, j] != 0:
                 t[j + 1:, j] /= t[j, j]
             t[j + 1:, j + 1:] -= np.outer(t[j + 1:, j], t[j, j + 1:])
-    return (xp.asarray(lu.reshape(a.shape)),
-            xp.asarray(piv.reshape(a.shape[:-2] + (k,))))
+    return lu.reshape(a.shape), piv.reshape(a.shape[:-2] + (k,))
 
 
 def lu_factor(x):
@@ -179,13 +178,13 @@ def jvp(fun, primals, tangents, has_aux=False):
     if any(is_sym(p) for p in primals):
         raise ValueError("jvp runs on concrete primals (arrays) here. Received "
                          "symbolic tensors.")
-    prims = [np.asarray(p) for p in primals]
+    prims = [host(p) for p in primals]
     phs = [K.placeholder(p.dtype.name, p.shape) for p in prims]
     result = fun(*phs)
     out, aux = (result if has_aux else (result, None))
     u = K.placeholder(np.dtype(out.dtype).name, tuple(out.shape))
     grads = K.gradients(K.sum(out * u), phs)
-    inner = K.add_n([K.sum(g * np.asarray(t, np.dtype(g.dtype)))
+    inner = K.add_n([K.sum(g * host(t).astype(np.dtype(g.dtype)))
                      for g, t in zip(grads, tangents) if g is not None])
     tangent_out = K.gradients(inner, [u])[0]
     fetch = [out, tangent_out if tangent_out is not None else K.zeros_like(out)]

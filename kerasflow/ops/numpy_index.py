@@ -18,7 +18,7 @@ import builtins
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow.backend.ops.npcall import numpy_call, register_kernel, require_eager
+from kerasflow.backend.ops.npcall import host, numpy_call, register_kernel, require_eager
 from kerasflow.ops.common import arg, dtype_of, is_sym, rank, tensor
 
 __all__ = [
@@ -108,8 +108,8 @@ def bincount(x, weights=None, minlength=0, sparse=False):
     require_eager("bincount", x, weights)
     if sparse:
         raise ValueError("bincount: sparse=True is not supported.")
-    x = np.asarray(x)
-    w = None if weights is None else np.asarray(weights)
+    x = host(x)
+    w = None if weights is None else host(weights)
     dt = "int32" if w is None else (w.dtype if w.dtype.kind == "f" else
                                     np.result_type(x.dtype, w.dtype))
     if x.ndim == 2:
@@ -123,14 +123,14 @@ def histogram(x, bins=10, range=None):  # noqa: A002  (numpy's name)
     """(counts, bin_edges) of the values of ``x`` (``numpy.histogram``).
     Eager only."""
     require_eager("histogram", x)
-    return np.histogram(np.asarray(x), bins=bins, range=range)
+    return np.histogram(host(x), bins=bins, range=range)
 
 
 def nonzero(x):
     """The indices of the non-zero elements, one int32 array per axis.
     Eager only (the count depends on the values)."""
     require_eager("nonzero", x)
-    return tuple(i.astype("int32") for i in np.nonzero(np.asarray(x)))
+    return tuple(i.astype("int32") for i in np.nonzero(host(x)))
 
 
 def unique(x, sorted=True, return_index=False, return_inverse=False,  # noqa: A002
@@ -139,7 +139,7 @@ def unique(x, sorted=True, return_index=False, return_inverse=False,  # noqa: A0
     counts), as ``numpy.unique``; ``size`` pads with ``fill_value`` (0) or
     truncates. Eager only."""
     require_eager("unique", x)
-    x = np.asarray(x)
+    x = host(x)
     out = np.unique(x, return_index=return_index, return_inverse=return_inverse,
                     return_counts=return_counts, axis=axis, equal_nan=False)
     extra = return_index or return_inverse or return_counts
@@ -255,7 +255,8 @@ def _segment_ids(segment_ids, num_segments, name):
     ids = K.cast(tensor(segment_ids), "int64")
     if num_segments is None:
         require_eager(f"{name} without num_segments", ids)
-        num_segments = int(np.max(ids)) + 1 if np.size(ids) else 0
+        ids_host = host(ids)
+        num_segments = int(ids_host.max()) + 1 if ids_host.size else 0
     return ids, int(num_segments)
 
 

@@ -17,7 +17,7 @@ import re
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow.backend.ops.npcall import require_eager
+from kerasflow.backend.ops.npcall import host, require_eager
 from kerasflow.ops.common import dtype_of, rank, tensor, to_float
 
 __all__ = ["cdist", "extract_sequences", "fft", "fft2", "ifft2", "irfft", "istft",
@@ -145,7 +145,7 @@ def _window(window, length, dtype):
         # Periodic windows, as scipy.signal.get_window.
         return (a - (1.0 - a) * np.cos(2.0 * np.pi * np.arange(length) / length)
                 ).astype(dtype)
-    win = np.asarray(K.to_numpy(window), dtype)
+    win = host(K.to_numpy(window)).astype(dtype)
     if win.shape != (length,):
         raise ValueError(f"The shape of `window` must be equal to [sequence_length]."
                          f"Received: window shape={win.shape}")
@@ -232,7 +232,7 @@ def cdist(x, y):
 def view_as_real(x):
     """A complex array as real pairs on a new last axis (eager)."""
     require_eager("view_as_real", x)
-    x = np.asarray(x)
+    x = host(x)
     return np.stack([x.real, x.imag], axis=-1)
 
 
@@ -243,7 +243,7 @@ def view_as_complex(x):
         ValueError: a last axis of size other than 2.
     """
     require_eager("view_as_complex", x)
-    x = np.asarray(x)
+    x = host(x)
     if x.shape[-1] != 2:
         raise ValueError(f"view_as_complex needs a last axis of size 2. Received: "
                          f"x.shape={x.shape}")
@@ -254,7 +254,7 @@ def polar(abs_, angle):
     """The complex number ``abs_ * (cos(angle) + i sin(angle))`` (eager: a
     complex array)."""
     require_eager("polar", abs_, angle)
-    a, t = np.asarray(abs_), np.asarray(angle)
+    a, t = host(abs_), host(angle)
     return a * np.cos(t) + 1j * (a * np.sin(t))
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from kerasflow.backend.graph import is_symbolic
 from kerasflow.backend.registry import apply, register_op, register_op_family
 
-__all__ = ["numpy_call", "register_kernel", "require_eager"]
+__all__ = ["host", "numpy_call", "register_kernel", "require_eager"]
 
 # Kernels of NumpyCall written here ("kf.<name>"), each fn(xp, *arrays, **kw).
 _KERNELS: dict = {}
@@ -30,15 +30,32 @@ def register_kernel(name):
     return wrap
 
 
-def _resolve(xp, fn):
-    if fn.startswith("kf."):
-        import functools  # noqa: PLC0415
+def host(x):
+    """``x`` as a numpy array (a cupy array copied to the host)."""
+    return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else \
+        np.asarray(x)
 
-        return functools.partial(_KERNELS[fn[3:]], xp)
-    out = xp
+
+def _on_host(xp, fn):
+    """``fn`` (a numpy function) run on host copies, results moved to ``xp``."""
+    def call(*arrays, **kwargs):
+        out = fn(*[host(a) for a in arrays], **kwargs)
+        return tuple(xp.asarray(o) for o in out) if isinstance(out, tuple) else \
+            xp.asarray(out)
+    return call
+
+
+def _resolve(xp, fn):
+    import functools  # noqa: PLC0415
+
+    if fn.startswith("kf."):  # numpy code: on the host for cupy
+        kernel = functools.partial(_KERNELS[fn[3:]], np)
+        return kernel if xp is np else _on_host(xp, kernel)
+    out, ref = xp, np
     for part in fn.split("."):
-        out = getattr(out, part)
-    return out
+        out, ref = getattr(out, part, None), getattr(ref, part)
+    # A function cupy lacks (linalg.eig, nanquantile, ...) runs on the host.
+    return out if out is not None else _on_host(xp, ref)
 
 
 def _probe(specs, fn, kwargs, size):
