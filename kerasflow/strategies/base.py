@@ -14,7 +14,7 @@ import numpy as np
 
 from kerasflow.distribute_lib import DefaultStrategy, StepResult, Strategy
 
-__all__ = ["ActorStrategy", "changed_state", "check_count"]
+__all__ = ["ActorStrategy", "changed_state", "check_batch_size", "check_count"]
 
 
 def check_count(owner, name, value, allow_none=False):
@@ -41,6 +41,20 @@ def changed_state(step, last):
     if any(not np.array_equal(a, b) for a, b in zip(now, last)):
         return now
     return None
+
+
+def check_batch_size(strategy, batches, unit):
+    """Refuses global batches smaller than the number of parts they split into.
+
+    Raises:
+        ValueError: naming the strategy, the parts and the batch size.
+    """
+    n = strategy.num_replicas_in_sync
+    if batches[0].feed is None and batches[0].size < n:
+        raise ValueError(
+            f"{type(strategy).__name__} splits each global batch over {n} {unit}, so "
+            f"batch_size must be at least {n}. Received: a batch of "
+            f"{batches[0].size} samples.")
 
 
 class ActorStrategy(Strategy):
@@ -95,12 +109,7 @@ class ActorStrategy(Strategy):
             return []
         if step.kind != "train":
             return DefaultStrategy().run_steps(step, batches)
-        n = self.num_replicas_in_sync
-        if batches[0].feed is None and batches[0].size < n:
-            raise ValueError(
-                f"{type(self).__name__} splits each global batch over {n} "
-                f"{self._unit}, so batch_size must be at least {n}. Received: a "
-                f"batch of {batches[0].size} samples.")
+        check_batch_size(self, batches, self._unit)
         while True:
             try:
                 out = self._run_call(step, batches)
