@@ -140,9 +140,15 @@ class SyncReplicaStrategy(ActorStrategy):
         return self._group
 
     def close(self):
-        """Shuts the replica actors down (a later ``run_steps`` restarts them)."""
+        """Closes the replicas' collectives and shuts the replica actors down
+        (a later ``run_steps`` restarts them); idempotent."""
+        self._teardown(graceful=True)
+
+    def _teardown(self, graceful):
+        # A failed group is killed at once: its live replicas may be blocked
+        # in a collective until the deadline, and dead ones free their memory.
         if self._group is not None:
-            self._group.shutdown()
+            self._group.shutdown(graceful=graceful)
         self._group = None
         self._steps, self._data, self._coll = {}, None, None
         self._feeds = set()
@@ -249,7 +255,7 @@ class SyncReplicaStrategy(ActorStrategy):
             and isinstance(err.cause, CollectiveError))
         name = type(self).__name__
         if not recoverable or len(self.recoveries) >= self._max_failures:
-            self.close()
+            self._teardown(graceful=False)
             if recoverable:
                 raise type(err)(
                     f"{name} gives up after {len(self.recoveries)} recoveries "
@@ -259,7 +265,7 @@ class SyncReplicaStrategy(ActorStrategy):
         t0 = time.monotonic()
         log.warning("%s: %s; rebuilding the replica group from the last commit "
                     "(step %d).", name, err, self._global_step)
-        self.close()
+        self._teardown(graceful=False)
         self._start_group()
         self.recoveries.append(dict(step=self._global_step, error=str(err),
                                     seconds=time.monotonic() - t0))
