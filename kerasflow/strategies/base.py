@@ -56,6 +56,7 @@ class ActorStrategy(Strategy):
     """
 
     _depth = 0
+    _runs = 0  # open ``training()`` contexts
     _global_step = 0
     _unit = "replicas"  # what a global batch is split over, for messages
 
@@ -74,6 +75,19 @@ class ActorStrategy(Strategy):
         finally:
             self._depth -= 1
             if self._depth == 0:
+                self.close()
+
+    @contextlib.contextmanager
+    def training(self):
+        """One ``fit`` / ``Estimator.train``: outside every ``scope()`` of this
+        strategy, its actors are closed when the run ends (a model compiled
+        in the scope and fit outside it, an Estimator's ``train_distribute``)."""
+        self._runs += 1
+        try:
+            yield self
+        finally:
+            self._runs -= 1
+            if self._depth == 0 and self._runs == 0:
                 self.close()
 
     def run_steps(self, step, batches) -> list:
