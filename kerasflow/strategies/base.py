@@ -14,7 +14,7 @@ import numpy as np
 
 from kerasflow.distribute_lib import DefaultStrategy, StepResult, Strategy
 
-__all__ = ["ActorStrategy", "changed_state", "check_count"]
+__all__ = ["ActorStrategy", "changed_state", "check_count", "check_metric_merge"]
 
 
 def check_count(owner, name, value, allow_none=False):
@@ -32,6 +32,30 @@ def check_count(owner, name, value, allow_none=False):
     if value < 1:
         raise ValueError(f"{owner} expects {name} >= 1. Received: {name}={value}")
     return value
+
+
+def check_metric_merge(owner, step, additive_only=False):
+    """Raises when replicas cannot merge ``step``'s metric state: a metric
+    assigns (not adds to) its state and has no ``merge_state`` of its own, or
+    ``additive_only`` (the strategy only sums deltas) and any metric assigns.
+
+    Raises:
+        ValueError: naming the metrics and how to fix it.
+    """
+    refused = list(getattr(step, "merge_refused", ()))
+    if additive_only:
+        refused += [step.metric_variables[i].name
+                    for i in getattr(step, "merge_index", ())]
+    if refused:
+        how = ("Train with MirroredStrategy or one process, or without these "
+               "metrics." if additive_only else
+               "Give the metric a merge_state(metrics) written with backend ops "
+               "(a running maximum: self.best.assign(ops.maximum(self.best, "
+               "m.best)) for each m in metrics), or train with one process.")
+        raise ValueError(
+            f"{owner} cannot merge the state of metric(s) {refused} across "
+            f"replicas: their update_state assigns the state (e.g. a running "
+            f"maximum), and summing the replicas' changes would be wrong. {how}")
 
 
 def changed_state(step, last):

@@ -32,7 +32,7 @@ from kerasflow.distribute_lib import take_rows
 from kerasflow.strategies.collective import CollectiveMember
 from kerasflow.strategies.replica_input import InputReader
 
-__all__ = ["Replica", "StepWorker", "shard_bounds"]
+__all__ = ["Replica", "StepWorker", "buffer_layout", "shard_bounds"]
 
 
 class StepWorker:
@@ -111,10 +111,8 @@ class Replica(StepWorker, InputReader, CollectiveMember):
     def _buffer(self, key, step):
         buf = self.buffers.get(key)
         if buf is None:
-            layout = step.layout
-            sizes = [int(np.prod(v.shape, dtype=np.int64)) for v in step.metric_variables]
-            size = layout.size + sum(sizes) + step.num_outputs + 1  # + count
-            buf = self.buffers[key] = (np.zeros(size, layout.dtype), sizes)
+            size, sizes, merged = buffer_layout(step, self.world)
+            buf = self.buffers[key] = (np.zeros(size, step.layout.dtype), sizes, merged)
         return buf
 
     def run_steps(self, key, data_key, batches, first_step=0, return_state=False):
@@ -161,9 +159,16 @@ class Replica(StepWorker, InputReader, CollectiveMember):
 
     def _train(self, key, rows, first_step, return_state):
         step = self.steps[key]
-        buf, metric_sizes = self._buffer(key, step)
+        buf, metric_sizes, merged = self._buffer(key, step)
         g = step.layout.size
-        d_end, c = g + sum(metric_sizes), len(buf) - 1
+        # [grads | metric deltas | partial metric states, one slot per rank
+        #  (an allgather inside the SUM: the other slots are zeros) | loss |
+        #  per-output losses | count]
+        m0, mlen = g + sum(metric_sizes), sum(merged)
+        d_end, c = m0 + self.world * mlen, len(buf) - 1
+        mine_at = m0 + self.rank * mlen
+        initial = np.concatenate([np.ravel(a) for a in step.merge_initial]) \
+            if mlen else None
         losses, counts, outs = [], [], []
         t_comm = t_total = 0.0
         for i, (n, mine) in enumerate(rows):
@@ -178,6 +183,10 @@ class Replica(StepWorker, InputReader, CollectiveMember):
                 for delta, size in zip(res.metric_deltas, metric_sizes):
                     buf[pos:pos + size] = np.ravel(delta)
                     pos += size
+                if mlen:
+                    buf[m0:d_end] = 0.0
+                    buf[mine_at:mine_at + mlen] = np.concatenate(
+                        [np.ravel(res.metric_deltas[i]) for i in step.merge_index])
                 buf[d_end] = res.loss
                 buf[d_end + 1:c] = res.output_losses or 0.0
                 if n is None:
@@ -186,6 +195,8 @@ class Replica(StepWorker, InputReader, CollectiveMember):
                 buf[c] = local
             else:  # no rows here (a short last batch, or input ran out): zeros
                 buf[:] = 0.0
+                if mlen:  # merging the initial state changes nothing
+                    buf[mine_at:mine_at + mlen] = initial
             t1 = time.perf_counter()
             self.coll.allreduce(buf, "SUM", step=first_step + i)
             t_comm += time.perf_counter() - t1
@@ -202,6 +213,9 @@ class Replica(StepWorker, InputReader, CollectiveMember):
                 pos += size
             if deltas:
                 step.add_metric_deltas(deltas)
+            if mlen:
+                step.merge_partials([_split(buf[m0 + r * mlen:m0 + (r + 1) * mlen],
+                                            merged) for r in range(self.world)])
             losses.append(float(buf[d_end]))
             counts.append(total if n is None else n)
             outs.append([float(v) for v in buf[d_end + 1:c]])
@@ -212,6 +226,25 @@ class Replica(StepWorker, InputReader, CollectiveMember):
         if return_state:
             out["state"] = step.get_state()
         return out
+
+
+def buffer_layout(step, world):
+    """``(size, metric_sizes, merged_sizes)`` of a replica's flat buffer for
+    ``step`` in a group of ``world``: gradients, one delta per metric
+    variable, ``world`` slots of the merged metrics' partial states (see
+    ``kerasflow/metrics/merge.py``), the loss, per-output losses, the count."""
+    metric = [int(np.prod(v.shape, dtype=np.int64)) for v in step.metric_variables]
+    merged = [metric[i] for i in step.merge_index]
+    size = step.layout.size + sum(metric) + world * sum(merged) + step.num_outputs + 1
+    return size, metric, merged
+
+
+def _split(flat, sizes):
+    out, pos = [], 0
+    for n in sizes:
+        out.append(flat[pos:pos + n])
+        pos += n
+    return out
 
 
 def _offset_seeds(step, rank):

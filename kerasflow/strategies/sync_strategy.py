@@ -34,13 +34,13 @@ import numpy as np
 
 from kerasflow.distribute_input import DistributedDatasetsFromFunction, InputOptions
 from kerasflow.distribute_lib import ReduceOp, check_dataset_fn
-from kerasflow.strategies.base import ActorStrategy, changed_state
+from kerasflow.strategies.base import ActorStrategy, changed_state, check_metric_merge
 from kerasflow.strategies.errors import (
     ReplicaDiedError,
     ReplicaFailedError,
     ReplicaTimeoutError,
 )
-from kerasflow.strategies.replica import Replica
+from kerasflow.strategies.replica import Replica, buffer_layout
 from kerasflow.strategies.shipping import ship_arrays
 from kerasflow.strategies.transport import CollectiveError
 from kerasflow.strategies.worker_group import WorkerGroup, check_placement
@@ -172,9 +172,7 @@ class SyncReplicaStrategy(ActorStrategy):
             if now is not None:  # replicas take the driver's values
                 group.execute("set_state", entry[1], group.put(now))
                 entry[2] = now
-        size = (step.layout.size + step.num_outputs + 1  # + the sample count
-                + sum(int(np.prod(v.shape, dtype=np.int64))
-                      for v in step.metric_variables))
+        size = buffer_layout(step, self.num_replicas_in_sync)[0]
         want = (size, np.dtype(step.layout.dtype).name)
         if self._coll != want:
             group.setup_collective(want[0], want[1], self._transport, self._timeout)
@@ -219,6 +217,7 @@ class SyncReplicaStrategy(ActorStrategy):
 
     # -- running -------------------------------------------------------------------------
     def _run_call(self, step, batches):
+        check_metric_merge(type(self).__name__, step)
         if batches[0].feed is not None:
             self._load_feed(batches[0].feed.feed)
         entry, data_key = self._ship(step, batches)
