@@ -74,24 +74,44 @@ def _round_up(n, a=_ALIGN):
     return (n + a - 1) // a * a
 
 
+def _attach_untracked(name):
+    """Attaches to an existing segment without registering it with this
+    process's resource tracker: only the creator may unlink the name (or a
+    departing rank would destroy the group), and a tracker shared with the
+    creator (multiprocessing children) must not see it unregistered twice."""
+    try:
+        return shared_memory.SharedMemory(name, track=False)  # Python >= 3.13
+    except TypeError:
+        pass
+    register = resource_tracker.register
+    resource_tracker.register = lambda *args, **kwargs: None
+    try:
+        return shared_memory.SharedMemory(name)
+    finally:
+        resource_tracker.register = register
+
+
 def unlink_segment(name) -> bool:
     """Removes the shared-memory name ``name`` from ``/dev/shm`` if it is still
     there (a group torn down before every rank attached). Processes that map
     it keep their memory. Returns True when a name was removed."""
     try:
-        shm = shared_memory.SharedMemory(name)
+        shm = _attach_untracked(name)
     except (FileNotFoundError, ValueError):
         return False
+    shm.close()
+    import _posixshmem  # POSIX only, like the abstract sockets before
+
     try:
-        # On Python < 3.13 the attach registered the name with the resource
-        # tracker; unlink() unregisters it again.
-        shm.unlink()
-        _CREATED_HERE.discard(name)
-        return True
+        # The POSIX call itself: SharedMemory.unlink() would also unregister
+        # a name this process's tracker never saw.
+        _posixshmem.shm_unlink("/" + name.lstrip("/"))
     except FileNotFoundError:
         return False
-    finally:
-        shm.close()
+    if name in _CREATED_HERE:  # created in this process: its tracker knows it
+        _CREATED_HERE.discard(name)
+        resource_tracker.unregister("/" + name.lstrip("/"), "shared_memory")
+    return True
 
 
 class ShmAllreduce(Collective):
@@ -198,7 +218,7 @@ class ShmAllreduce(Collective):
         deadline = time.monotonic() + self.timeout
         while True:
             try:
-                shm = shared_memory.SharedMemory(self.name)
+                shm = _attach_untracked(self.name)
                 if shm.size >= self._nbytes:
                     break
                 shm.close()  # created but not sized yet
@@ -210,10 +230,6 @@ class ShmAllreduce(Collective):
                     f"rank 0 to create shared memory {self.name!r} of "
                     f"{self._nbytes} bytes.")
             time.sleep(0.001)
-        # Python < 3.13 registers attached segments for unlinking at exit; only
-        # the creator may unlink, or a departing rank destroys the group.
-        if self.name not in _CREATED_HERE:
-            resource_tracker.unregister(shm._name, "shared_memory")
         return shm
 
     def _wait_header(self):
