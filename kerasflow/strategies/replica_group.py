@@ -101,7 +101,7 @@ class WorkerGroup:
         try:
             ray.get(self.pg.ready(), timeout=placement_timeout)
         except ray.exceptions.GetTimeoutError:
-            self.shutdown()
+            self.shutdown(graceful=False)
             raise PlacementError(
                 f"Cannot place {num_workers} {name}s with {bundle} each "
                 f"({num_workers // per} bundles of {big}, {strategy}) within "
@@ -124,7 +124,7 @@ class WorkerGroup:
                                    timeout=max(60.0, placement_timeout),
                                    what="actor start")
         except BaseException:
-            self.shutdown()
+            self.shutdown(graceful=False)
             raise
 
     # -- calls -----------------------------------------------------------------
