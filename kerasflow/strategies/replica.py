@@ -5,12 +5,14 @@ each ``run_steps`` call carries only the global batches' row indices. For every
 batch the replica takes its contiguous share of the rows (rank order), and:
 
 1. ``compute_gradients`` on its rows, scaled by the global batch size;
-2. packs ``[gradients | metric deltas | loss | per-output losses]`` into one
-   flat buffer and allreduces it (SUM, fixed order: every replica gets the
-   same bits);
-3. ``apply_gradients`` of the reduced gradients and adds the reduced metric
-   deltas, so weights, optimizer slots and metric state stay identical on all
-   replicas without ever being exchanged.
+2. packs ``[gradients | metric deltas | partial metric states | loss |
+   per-output losses | count]`` into one flat buffer and allreduces it (SUM,
+   fixed order: every replica gets the same bits);
+3. ``apply_gradients`` of the reduced gradients, adds the reduced metric
+   deltas and merges the other replicas' partial states of metrics that
+   assign their state (``merge_state``, ``kerasflow/metrics/merge.py``), so
+   weights, optimizer slots and metric state stay identical on all replicas
+   without ever being exchanged.
 
 This is ``tf.distribute.MirroredStrategy``'s all-reduce of per-replica
 gradients (loss scaled by the global batch, ``tf.nn.compute_average_loss``),
