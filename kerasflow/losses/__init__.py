@@ -103,3 +103,9 @@ __all__ = [
     "sparse_categorical_crossentropy", "squared_hinge",
     "squeeze_or_expand_to_same_rank",
 ]
+
+
+def __getattr__(name):  # a Keras name kerasflow lacks: NotImplementedError
+    from kerasflow.utils.keras_surface import missing_attribute
+
+    raise missing_attribute("losses", name)
