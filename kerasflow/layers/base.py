@@ -169,6 +169,10 @@ class Layer(TracingMixin):
             subs.append(layer)
 
     def _flatten_layers(self, include_self=True):
+        """This layer and its sublayers, depth first in tracking order (each
+        layer before its own sublayers), as Keras 3 orders ``weights``: a
+        nested layer's weights stay together, so ``get_weights`` lists match
+        Keras' for the same model."""
         seen, out, stack = set(), [], [self] if include_self else list(
             self._sub_layers)
         while stack:
@@ -177,7 +181,7 @@ class Layer(TracingMixin):
                 continue
             seen.add(id(layer))
             out.append(layer)
-            stack.extend(layer._sub_layers)
+            stack[0:0] = layer._sub_layers
         return out
 
     # -- weights --------------------------------------------------------------------
@@ -248,7 +252,7 @@ class Layer(TracingMixin):
                 continue
             seen.add(id(layer))
             out.append(layer)
-            stack.extend(layer._sub_layers)
+            stack[0:0] = layer._sub_layers  # depth first, as _flatten_layers
         return out
 
     @property
@@ -326,7 +330,16 @@ class Layer(TracingMixin):
     def __call__(self, inputs, *args, **kwargs):
         flat = tree.flatten(inputs)
         if not any(K.is_symbolic(t) for t in flat):
-            return self._call_eager(inputs, *args, **kwargs)
+            if not (getattr(_update_ctx, "calls", 0) or K.in_tracing()):
+                return self._call_eager(inputs, *args, **kwargs)
+            # Called on arrays inside another layer's symbolic call or a traced
+            # step (keras.io's position embedding: ``self.pos_emb(ops.arange(n))``):
+            # the arrays become graph constants, so this layer's weights stay in
+            # the graph and train, as in Keras' traced call.
+            inputs = tree.map_structure(
+                lambda t: K.constant(t) if hasattr(t, "shape") or isinstance(
+                    t, (list, int, float)) else t, inputs)
+            flat = tree.flatten(inputs)
         if not self.built and not self._builds_in_call:
             shapes = tree.map_structure(lambda t: t.shape, inputs)
             with K.name_scope(self.name):
