@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from kerasflow.backend.keras_backend import is_keras_tensor, standardize_dtype
 
-__all__ = ["is_keras_tensor", "pack_x_y_sample_weight", "standardize_dtype",
+__all__ = ["get_source_inputs", "is_keras_tensor", "pack_x_y_sample_weight",
+           "standardize_dtype",
            "unpack_x_y_sample_weight"]
 
 
@@ -33,3 +34,20 @@ def unpack_x_y_sample_weight(data):
         return (*data, *(None,) * (3 - len(data)))
     raise ValueError(f"Data is expected to be in format `x`, `(x,)`, `(x, y)`, "
                      f"or `(x, y, sample_weight)`, found: {data}")
+
+
+def get_source_inputs(tensor) -> list:
+    """The input tensors (``kf.Input`` / placeholders) ``tensor`` is computed
+    from, in graph order (Keras 3's ``keras.utils.get_source_inputs``); an
+    input itself gives ``[tensor]``.
+
+    Raises:
+        TypeError: ``tensor`` is not symbolic.
+    """
+    from kerasflow.backend import walk  # noqa: PLC0415
+
+    if not is_keras_tensor(tensor):
+        raise TypeError(f"get_source_inputs expects a symbolic tensor "
+                        f"(kerasflow.KerasTensor). Received: {type(tensor).__name__}.")
+    return [out for node in walk([tensor]) if node.op == "Placeholder"
+            for out in node.outputs]
