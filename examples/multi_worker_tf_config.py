@@ -30,6 +30,77 @@ import numpy as np
 import kerasflow as kf
 
 
+def train_estimator(args, strategy, rank, x, y, x_test, y_test):
+    """The same job as an Estimator: ``train_and_evaluate`` with the strategy
+    in ``RunConfig(train_distribute=...)``; the chief checkpoints and
+    evaluates, the other workers only train."""
+    default = kf.distribute.get_strategy()
+    config = kf.estimator.RunConfig(
+        model_dir=args.estimator_dir, tf_random_seed=7, save_checkpoints_steps=50,
+        train_distribute=None if strategy is default else strategy)
+    est = kf.estimator.DNNClassifier(
+        hidden_units=[64], n_classes=10, config=config,
+        feature_columns=[kf.feature_column.numeric_column("x", shape=(784,))],
+        optimizer=kf.optimizers.SGD(0.1))
+    steps = args.epochs * (len(x) // args.batch_size)
+
+    def train_input_fn():
+        return kf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(
+            args.batch_size)
+
+    def eval_input_fn():
+        return kf.data.Dataset.from_tensor_slices(({"x": x_test}, y_test)).batch(1000)
+
+    result, _ = kf.estimator.train_and_evaluate(
+        est, kf.estimator.TrainSpec(train_input_fn, max_steps=steps),
+        kf.estimator.EvalSpec(eval_input_fn, steps=None, throttle_secs=10 ** 6))
+    out = dict(task=rank, replicas=strategy.num_replicas_in_sync)
+    if result is not None:
+        out.update(test_accuracy=float(result["accuracy"]),
+                   global_step=int(result["global_step"]))
+    if args.out and rank == 0:  # the chief's checkpoint holds the job's weights
+        names = [n for n in est.get_variable_names() if "dnn/" in n]
+        np.savez(f"{args.out}.task{rank}.npz", *[est.get_variable_value(n) for n in names])
+    print("RESULT " + json.dumps(out), flush=True)
+    return out
+
+
+def train_custom_loop(args, strategy, rank, x, y):
+    """The same job as a custom loop: ``strategy.run(train_step)`` on the
+    distributed dataset; each process runs its share of every global batch."""
+    kf.utils.set_random_seed(7)
+    with strategy.scope():
+        model = kf.Sequential([kf.layers.Dense(128, activation="relu", input_shape=(784,)),
+                               kf.layers.Dense(10)])
+        optimizer = kf.optimizers.SGD(0.1, momentum=0.9)
+        loss_obj = kf.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                           reduction="none")
+
+    def train_step(images, labels):
+        with kf.GradientTape() as tape:
+            loss = kf.distribute.compute_average_loss(
+                loss_obj(labels, model(images, training=True)),
+                global_batch_size=args.batch_size)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    ds = kf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch_size)
+    losses = []
+    with strategy.scope():
+        for _ in range(args.epochs):
+            total = 0.0
+            for images, labels in strategy.experimental_distribute_dataset(ds):
+                per_replica = strategy.run(train_step, args=(images, labels))
+                total += strategy.reduce(kf.distribute.ReduceOp.SUM, per_replica)
+            losses.append(total)
+    if args.out:
+        np.savez(f"{args.out}.task{rank}.npz", *model.get_weights())
+    out = dict(task=rank, replicas=strategy.num_replicas_in_sync, loss=losses)
+    print("RESULT " + json.dumps(out), flush=True)
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--epochs", type=int, default=3)
@@ -38,6 +109,13 @@ def main(argv=None):
     p.add_argument("--float64", action="store_true")
     p.add_argument("--out", default=None)
     p.add_argument("--log_epochs", action="store_true", help="print EPOCH n lines")
+    p.add_argument("--estimator_dir", default=None,
+                   help="train a canned DNNClassifier there with train_and_evaluate "
+                        "(RunConfig(train_distribute=strategy)) instead of fit")
+    p.add_argument("--custom_loop", action="store_true",
+                   help="train with strategy.run(train_step) instead of fit")
+    p.add_argument("--backup_dir", default=None,
+                   help="BackupAndRestore: a restarted job resumes from the last epoch")
     args = p.parse_args(argv)
     if args.float64:
         kf.backend.set_floatx("float64")
@@ -50,6 +128,10 @@ def main(argv=None):
     strategy = (kf.distribute.MultiWorkerMirroredStrategy()
                 if os.environ.get("TF_CONFIG") else kf.distribute.get_strategy())
     rank = getattr(strategy, "task_rank", 0)
+    if args.estimator_dir:
+        return train_estimator(args, strategy, rank, x, y, x_test, y_test)
+    if args.custom_loop:
+        return train_custom_loop(args, strategy, rank, x, y)
     kf.utils.set_random_seed(7)  # the same initial weights and shuffles everywhere
     with strategy.scope():
         model = kf.Sequential([kf.layers.Dense(128, activation="relu", input_shape=(784,)),
@@ -59,8 +141,11 @@ def main(argv=None):
                       metrics=["accuracy"])
         log = kf.callbacks.LambdaCallback(
             on_epoch_end=lambda epoch, logs: print(f"EPOCH {epoch}", flush=True))
+        callbacks = [log] if args.log_epochs else []
+        if args.backup_dir:
+            callbacks.append(kf.callbacks.BackupAndRestore(args.backup_dir))
         hist = model.fit(x, y, batch_size=args.batch_size, epochs=args.epochs,
-                         verbose=0, callbacks=[log] if args.log_epochs else [])
+                         verbose=0, callbacks=callbacks)
     result = dict(task=rank, replicas=strategy.num_replicas_in_sync,
                   loss=[float(v) for v in hist.history["loss"]])
     if rank == 0:

@@ -294,6 +294,16 @@ class DistributedDataset(ReplicaInput):
         for batch in self.dataset:
             yield split_batch(batch, self.num_replicas_in_sync)
 
+    def make_initializable_iterator(self):
+        """TF 1.15's graph-mode iterator (``strategy.make_dataset_iterator``)."""
+        return self.strategy.make_dataset_iterator(self.dataset)
+
+    def make_one_shot_iterator(self):
+        """As ``make_initializable_iterator``, already started."""
+        it = self.make_initializable_iterator()
+        it._restart(self.dataset)
+        return it
+
     @property
     def element_spec(self):
         return getattr(self.dataset, "element_spec", None)

@@ -203,8 +203,10 @@ class Strategy:
 
         di.InputOptions.check("experimental_distribute_dataset", options)
         di.check_dataset(dataset, "experimental_distribute_dataset")
-        return di.DistributedDataset(dataset, self.num_replicas_in_sync, options,
+        dist = di.DistributedDataset(dataset, self.num_replicas_in_sync, options,
                                      make_source=self.dataset_source)
+        dist.strategy = self  # for make_initializable_iterator (TF 1.15)
+        return dist
 
     # Multi-worker strategies: ``(dataset, rank, world) -> InputSource``, so the
     # replicas read (and auto-shard) a distributed dataset's pipeline
@@ -250,6 +252,13 @@ class Strategy:
         from kerasflow import replica_fn
 
         return replica_fn.run(self, fn, args, kwargs)
+
+    def make_dataset_iterator(self, dataset):
+        """TF 1.15: an iterator over ``dataset``'s global batches for graph-mode
+        ``experimental_run_v2`` (``kerasflow.replica_fn_graph``)."""
+        from kerasflow.replica_fn_graph import DistributedIterator
+
+        return DistributedIterator(self, dataset)
 
     def experimental_run_v2(self, fn, args=(), kwargs=None):
         """TF 1.15's name of :meth:`run`."""

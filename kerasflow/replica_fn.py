@@ -55,21 +55,34 @@ class ReplicaContext:
         self.strategy = strategy
         self.num_replicas_in_sync = int(strategy.num_replicas_in_sync)
         self._id, self._traced = replica_id, traced
+        self.id_placeholder = None
 
     @property
     def replica_id_in_sync_group(self):
-        """This replica's index (0 in one process).
+        """This replica's index: an int (0) in one process; inside a ``fn``
+        traced for replicas, an int32 scalar tensor each replica feeds with
+        its rank (one graph serves every replica)."""
+        if self._traced:
+            if self.id_placeholder is None:
+                self.id_placeholder = K.placeholder("int32", (), name="replica_id")
+            return self.id_placeholder
+        return self._id
+
+    def all_reduce(self, reduce_op, value):
+        """Sums (or averages) ``value`` over the replicas: the identity with
+        one replica.
 
         Raises:
-            NotImplementedError: inside a ``fn`` traced for replicas (one
-                graph serves every replica).
+            NotImplementedError: inside a ``fn`` traced for replicas (gradients
+                are reduced by ``apply_gradients``; reduce results with
+                ``strategy.reduce`` outside ``run``).
         """
         if self._traced:
             raise NotImplementedError(
-                "replica_id_in_sync_group inside a step traced for replicas is not "
-                "provided yet (one graph serves every replica); branch on it outside "
-                "strategy.run.")
-        return self._id
+                "ReplicaContext.all_reduce inside a step traced for replicas is not "
+                "provided; apply_gradients sums gradients across replicas, and "
+                "strategy.reduce combines the values fn returns.")
+        return value
 
 
 def get_replica_context():
@@ -149,6 +162,19 @@ def run(strategy, fn, args=(), kwargs=None):
                         f"{type(args).__name__}")
     kwargs = dict(kwargs or {})
     n = int(strategy.num_replicas_in_sync)
+    if any(K.is_symbolic(v) for v in _leaves(args, kwargs)):  # TF 1.15 graph mode
+        from kerasflow import replica_fn_graph
+
+        if n > 1 and not getattr(strategy, "runs_replica_fns", False):
+            raise NotImplementedError(f"{type(strategy).__name__}.experimental_run_v2 "
+                                      f"in a graph is not provided.")
+
+        def trace(call, inputs):
+            from kerasflow.models.replica_fn_step import trace_replica_fn
+
+            with _replica(ReplicaContext(strategy, traced=True)) as ctx:
+                return trace_replica_fn(call, inputs, n, ctx)
+        return replica_fn_graph.run_in_graph(strategy, fn, args, kwargs, trace)
     for leaf in _leaves(args, kwargs):
         if isinstance(leaf, PerReplica) and len(leaf) != n:
             raise ValueError(f"strategy.run expects PerReplica values of "
@@ -218,8 +244,8 @@ def _trace(strategy, fn, args, kwargs, leaves, n):
            if isinstance(v, PerReplica) else v for i, v in enumerate(leaves)]
     a, kw = tree.pack_sequence_as((list(args), kwargs), phs)
     inputs = [p for p, v in zip(phs, leaves) if isinstance(v, PerReplica)]
-    with _replica(ReplicaContext(strategy, traced=True)):
-        return trace_replica_fn(lambda: fn(*a, **kw), inputs, n)
+    with _replica(ReplicaContext(strategy, traced=True)) as ctx:
+        return trace_replica_fn(lambda: fn(*a, **kw), inputs, n, ctx)
 
 
 def reduce(strategy, reduce_op, value, axis=None):
@@ -242,6 +268,10 @@ def reduce(strategy, reduce_op, value, axis=None):
     if op not in (ReduceOp.SUM, ReduceOp.MEAN):
         raise ValueError(f"reduce expects ReduceOp.SUM or ReduceOp.MEAN. "
                          f"Received: {reduce_op!r}")
+    from kerasflow.replica_fn_graph import SymbolicPerReplica
+
+    if isinstance(value, SymbolicPerReplica):  # a graph tensor (TF 1.15 graph mode)
+        return (K.sum if op == ReduceOp.SUM else K.mean)(value.tensor)
     if isinstance(value, PerReplica):
         values = list(value.values)
     elif isinstance(value, (list, tuple)):

@@ -36,6 +36,11 @@ class BackupAndRestore(Callback):
     The optimizer state backed up is what ``optimizer.get_weights()`` reads in
     the driver process: all of it under the default strategy.
 
+    With one process per worker (``MultiWorkerMirroredStrategy()`` under
+    ``TF_CONFIG``), only the chief writes (and deletes) the backup and every
+    worker restores from it, as TF's multi-worker ``BackupAndRestore`` does:
+    a restarted job resumes every process from the same epoch.
+
     Args:
         backup_dir: folder of the backup (created when first written).
         save_freq: ``'epoch'`` (after every epoch) or an int N > 0 (every N
@@ -76,6 +81,12 @@ class BackupAndRestore(Callback):
         self._batches_since_save = 0
 
     # -- restore ----------------------------------------------------------------------
+    def _writes(self):
+        # One process per worker: the chief alone writes; all read its file.
+        from kerasflow.distribute_lib import get_strategy
+
+        return bool(getattr(get_strategy(), "is_chief", True))
+
     def on_train_begin(self, logs=None):
         if not getattr(self.model, "built", True):
             raise ValueError("To use the BackupAndRestore callback, your model "
@@ -132,6 +143,8 @@ class BackupAndRestore(Callback):
             self._save()
 
     def _save(self):
+        if not self._writes():
+            return
         model, opt = self.model, getattr(self.model, "optimizer", None)
         arrays = {f"model/{i}": w for i, w in enumerate(model.get_weights())}
         opt_weights = opt.get_weights() if opt is not None and hasattr(
@@ -150,5 +163,5 @@ class BackupAndRestore(Callback):
         file_io.atomic_write(self._path, data)
 
     def on_train_end(self, logs=None):
-        if self.delete_checkpoint and os.path.isdir(self.backup_dir):
+        if self.delete_checkpoint and self._writes() and os.path.isdir(self.backup_dir):
             shutil.rmtree(self.backup_dir)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from typing import NamedTuple
 
@@ -71,7 +72,9 @@ def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
         step + steps if steps is not None else None)
     if target is not None and step >= target:
         return est
-    writer = open_writer(est.model_dir, flush_secs=30)
+    # A non-chief worker's events go to a folder of its own (TF's rule).
+    writer = open_writer(est.model_dir if R.writes_model_dir(est) else
+                         tempfile.mkdtemp(prefix="kf-worker-events-"), flush_secs=30)
     writer.add_graph(_graph.graph_nodes(built.spec.loss, built.spec.train_op))
     _call_hooks(hooks, "begin")
     bar = _progress(target, step, "train")

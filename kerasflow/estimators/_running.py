@@ -41,6 +41,7 @@ __all__ = [
     "run_train_step",
     "save_checkpoint",
     "warm_start",
+    "writes_model_dir",
 ]
 
 
@@ -196,8 +197,18 @@ def warm_start(built, settings):
 
 
 # -- checkpoints -----------------------------------------------------------------
+def writes_model_dir(est) -> bool:
+    """False for a non-chief worker of a one-process-per-worker job (its
+    ``train_distribute`` strategy says ``is_chief=False``): as in TF's
+    multi-worker training, only the chief writes checkpoints and events."""
+    return bool(getattr(est.config.train_distribute, "is_chief", True))
+
+
 def save_checkpoint(est, built, step):
-    """Writes ``model_dir/model.ckpt-<step>``, keeping ``keep_checkpoint_max``."""
+    """Writes ``model_dir/model.ckpt-<step>``, keeping ``keep_checkpoint_max``
+    (nothing on a non-chief worker: ``writes_model_dir``)."""
+    if not writes_model_dir(est):
+        return None
     # No copy on the host: the file is written before any step runs again.
     arrays = {v.name: np.asarray(K.to_numpy(v.value)) for v in built.variables}
     path = os.path.join(est.model_dir, f"model.ckpt-{int(step)}")

@@ -75,10 +75,17 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     if not isinstance(eval_spec, EvalSpec):
         raise TypeError(f"eval_spec must be an EvalSpec. Received: "
                         f"{type(eval_spec).__name__}.")
-    if estimator.config.distributed:  # TF_CONFIG names a cluster: run this task
+    cfg = estimator.config
+    if cfg.distributed and cfg.train_distribute is None:  # TF_CONFIG: this task
         from kerasflow.estimators.cluster_training import run_task
 
         return run_task(estimator, train_spec, eval_spec)
+    from kerasflow.estimators._running import writes_model_dir
+
+    if not writes_model_dir(estimator):  # a non-chief worker trains, the chief evaluates
+        estimator.train(train_spec.input_fn, hooks=list(train_spec.hooks),
+                        max_steps=train_spec.max_steps)
+        return None, []
     listener = _EvalAfterSave(estimator, eval_spec)
     estimator.train(train_spec.input_fn, hooks=list(train_spec.hooks),
                     max_steps=train_spec.max_steps, saving_listeners=[listener])

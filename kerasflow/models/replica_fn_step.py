@@ -37,6 +37,17 @@ class ReplicaFnStep(CustomTrainStep):
         self._rank, self._world = int(rank), int(world)
         self.num_outputs = 1 + self._world * self.num_returned
 
+    uses_replica_id = False  # fn read replica_id_in_sync_group: fed per replica
+
+    def _extra(self):
+        rank = getattr(self, "_rank", 0)
+        return [np.asarray(rank, "int32")] if self.uses_replica_id else []
+
+    def _feed(self, arrays, global_batch_size):
+        n = len(arrays[0]) if arrays else 0
+        scale = np.asarray(n / global_batch_size, self.inputs[-1].dtype)
+        return list(arrays) + self._extra() + [scale], n
+
     def compute_gradients(self, arrays, global_batch_size):
         """Gradients (unscaled), metric deltas and this replica's returned
         values spread into its slots."""
@@ -45,7 +56,8 @@ class ReplicaFnStep(CustomTrainStep):
             self.inputs, self.outputs + self.grads + self.deltas,
             updates=self.state_updates, name="replica_fn_compute"))
         n = len(arrays[0]) if arrays else 0
-        out = fn(*(list(arrays) + [np.asarray(1.0, self.inputs[-1].dtype)]))
+        out = fn(*(list(arrays) + self._extra()
+                   + [np.asarray(1.0, self.inputs[-1].dtype)]))
         k, m = len(self.outputs), len(self.grads)
         flat = self.layout.pack(out[k:k + m])
         spread = [0.0] * (self._world * self.num_returned)
@@ -54,8 +66,12 @@ class ReplicaFnStep(CustomTrainStep):
         return StepResult(0.0, n, flat, [K.to_numpy(d) for d in out[k + m:]], spread)
 
 
-def trace_replica_fn(call, inputs, world):
+def trace_replica_fn(call, inputs, world, context=None):
     """Traces ``call()`` (``fn`` on placeholders) into a ``ReplicaFnStep``.
+
+    Args:
+        context: the ``ReplicaContext`` ``fn`` saw; when ``fn`` read its
+            ``replica_id_in_sync_group`` placeholder, each replica feeds it.
 
     Returns:
         ``(step, structure of fn's return value or None)``.
@@ -82,8 +98,11 @@ def trace_replica_fn(call, inputs, world):
             "strategy.run on replicas expects fn to apply its gradients with "
             "optimizer.apply_gradients, each variable once, without reading a "
             "variable it already updated. Received: a fn that does not.")
-    step = ReplicaFnStep(inputs, [str(i) for i in range(len(flat))], fetched, [], [],
+    id_ph = getattr(context, "id_placeholder", None)
+    step = ReplicaFnStep(list(inputs) + ([id_ph] if id_ph is not None else []),
+                         [str(i) for i in range(len(flat))], fetched, [], [],
                          updates, applies)
+    step.uses_replica_id = id_ph is not None
     step.num_returned = len(flat)
     step.bind_replica(0, world)
     return step, (None if returned is None else returned)

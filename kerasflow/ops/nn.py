@@ -224,3 +224,10 @@ def dot_product_attention(query, key, value, bias=None, mask=None, scale=None,
         logits = K.where(keep, logits, neg)
     weights = K.softmax(logits, axis=-1)
     return K.einsum("bnts,bsnh->btnh", weights, value)
+
+from kerasflow.ops.nn_more import *  # noqa: F403, E402
+from kerasflow.ops.nn_more import __all__ as _more  # noqa: E402
+
+from kerasflow.ops.signal import polar  # noqa: E402, F401
+
+__all__ = sorted(set(__all__) | set(_more) | {"polar"})

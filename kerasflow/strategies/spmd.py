@@ -12,7 +12,10 @@ seed in every process, as TF requires) has each process compute the
 gradients of its contiguous share of each global batch (rank order, as the
 replicas of ``MirroredStrategy`` split it), sum them with its peers, and
 apply the same sum, so every process ends with the same weights, equal to
-one process on the global batch (up to float rounding).
+one process on the global batch (up to float rounding). Before the first
+step every process takes the chief's variables (a broadcast, as TF's
+collective strategies do), so the processes need not seed alike for the
+weights (they must for the data order).
 
 Rendezvous: the processes find each other through the TF_CONFIG addresses
 themselves. Each task's gradient ring listens on its own TF_CONFIG
@@ -33,6 +36,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+
+import numpy as np
 
 from kerasflow.distribute_lib import DefaultStrategy, StepResult, Strategy
 from kerasflow.strategies.cluster import ClusterSpec, load_tf_config
@@ -91,7 +96,8 @@ class SpmdStrategy(Strategy):
         is_chief: rank 0 (the task that should write checkpoints and logs).
     """
 
-    runs_replica_fns = False  # custom loops: one process per replica is planned
+    # strategy.run(fn): traced once, this process runs its share (kerasflow.replica_fn)
+    runs_replica_fns = True
 
     def __init__(self, tf_config=None, timeout=None):
         task = spmd_task(tf_config)
@@ -157,6 +163,7 @@ class SpmdStrategy(Strategy):
         if key is None:
             key = self._keys[id(step)] = f"s{len(self._keys)}"
             self._replica.load_step(key, step)
+            self._broadcast_state(step)
         try:
             out = self._replica.run_steps(key, None, [b.materialize() for b in batches],
                                           first_step=self._global_step)
@@ -167,6 +174,22 @@ class SpmdStrategy(Strategy):
         self._global_step += len(out["loss"])
         return [StepResult(loss, count, None, [], outs) for loss, count, outs in
                 zip(out["loss"], out["count"], out["output_losses"])]
+
+    def _broadcast_state(self, step):
+        """Every process starts from the chief's variables (weights, optimizer
+        and metric state), as TF's collective strategies broadcast initial
+        values: processes that initialized differently still train as one."""
+        values = []
+        for i, v in enumerate(step.get_state()):
+            buf = np.ascontiguousarray(v).reshape(-1).copy()
+            try:
+                self._ring.broadcast(buf, 0, step=-1)
+            except CollectiveError as e:
+                self.close()
+                raise type(e)(f"{self._task(self.task_rank)}: {e} (broadcasting the "
+                              f"chief's initial variables)") from e
+            values.append(buf.reshape(np.shape(v)))
+        step.set_state(values)
 
     def close(self):
         """Closes the ring (a later step reconnects)."""

@@ -96,12 +96,12 @@ def test_print_in_a_graph_and_eagerly(capsys):
     tf.reset_default_graph()
 
 
-def test_function_counts_input_signatures():
+def test_function_traces_once_per_signature():
     calls = []
 
     @tf.function
     def double(a):
-        calls.append(1)
+        calls.append(1)  # Python side effects run while tracing, as in TF
         return a * 2
 
     np.testing.assert_array_equal(double(np.ones(2)), [2.0, 2.0])
@@ -109,8 +109,46 @@ def test_function_counts_input_signatures():
     double(np.ones(3))
     double(np.ones(3, "int32"))
     assert double.experimental_get_tracing_count() == 3  # shapes (2,), (3,); int32
-    assert len(calls) == 4 and double.python_function.__name__ == "double"
+    assert len(calls) == 3 and double.python_function.__name__ == "double"
     assert tf.function(input_signature=None)(lambda: 5)() == 5
+
+    relaxed = tf.function(lambda a: tf.reduce_sum(a, axis=1),
+                          input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+    relaxed(np.ones((2, 3), "float32"))
+    np.testing.assert_array_equal(relaxed(np.ones((5, 3), "float32")), [3.0] * 5)
+    assert relaxed.experimental_get_tracing_count() == 1
+    with pytest.raises(TypeError, match=r"expects shape \(None, 3\). Received: \(2, 4\)"):
+        relaxed(np.ones((2, 4), "float32"))
+
+
+def test_function_training_step_equals_eager(float64):
+    x = np.random.RandomState(0).standard_normal((8, 3))
+    y = (x[:, 0] > 0).astype("int64")
+    loss_fn = kf.losses.SparseCategoricalCrossentropy(from_logits=True)
+    runs = {}
+    for traced in (False, True):
+        kf.utils.set_random_seed(0)
+        model = kf.Sequential([kf.layers.Dense(4, activation="tanh", input_shape=(3,)),
+                               kf.layers.Dense(2)])
+        opt, mean = kf.optimizers.Adam(0.1), kf.metrics.Mean()
+
+        def step(a, b):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(b, model(a, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            mean.update_state(loss)
+            return loss, mean.result()
+        fn = tf.function(step) if traced else step
+        outs = [fn(x, y) for _ in range(5)]
+        runs[traced] = (model.get_weights(), [float(o[0]) for o in outs],
+                        float(outs[-1][1]))
+        if traced:
+            assert fn.experimental_get_tracing_count() == 1
+    for a, b in zip(runs[False][0], runs[True][0]):
+        np.testing.assert_allclose(b, a, rtol=1e-12)
+    np.testing.assert_allclose(runs[True][1], runs[False][1], rtol=1e-12)
+    assert runs[True][2] == pytest.approx(runs[False][2], rel=1e-12)
 
 
 def test_missing_names_still_raise_naming_them():

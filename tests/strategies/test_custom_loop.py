@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import kerasflow as kf
+import kerasflow.compat.v1 as tf
 from kerasflow import backend as K
 from kerasflow.distribute import PerReplica, ReduceOp
 
@@ -21,7 +22,7 @@ def _data():
     return x, y
 
 
-def _loop(strategy, epochs=2):
+def _loop(strategy, epochs=2, wrap=False):
     """TF's custom-training guide, as written: returns weights, the summed
     per-replica losses, the metric, and how often the step fn was traced/run."""
     x, y = _data()
@@ -46,6 +47,12 @@ def _loop(strategy, epochs=2):
         accuracy.update_state(labels, logits)
         return loss
 
+    def distributed_step(features, labels):
+        per_replica = strategy.run(train_step, args=(features, labels))
+        return strategy.reduce(ReduceOp.SUM, per_replica, axis=None)
+
+    if wrap:  # TF 2's spelling: strategy.run inside a tf.function
+        distributed_step = tf.function(distributed_step)
     ds = kf.data.Dataset.from_tensor_slices((x, y)).batch(GLOBAL_BATCH)
     dist = strategy.experimental_distribute_dataset(ds)
     losses = []
@@ -53,8 +60,7 @@ def _loop(strategy, epochs=2):
         for _ in range(epochs):
             total = 0.0
             for features, labels in dist:
-                per_replica = strategy.run(train_step, args=(features, labels))
-                total += strategy.reduce(ReduceOp.SUM, per_replica, axis=None)
+                total += distributed_step(features, labels)
             losses.append(total)
         weights = model.get_weights()
         acc = float(accuracy.result())
@@ -67,7 +73,7 @@ def test_custom_loop_mirrored_two_equals_one_process(ray_cluster, float64):
     ref_w, ref_l, ref_acc, ref_calls = _loop(kf.distribute.get_strategy())
     assert ref_calls == 8  # eager in one process: fn runs every step
     strategy = kf.distribute.MirroredStrategy(num_replicas=2)
-    got_w, got_l, got_acc, got_calls = _loop(strategy)
+    got_w, got_l, got_acc, got_calls = _loop(strategy, wrap=True)
     assert got_calls == 1  # traced once; the 8 steps ran on the replica actors
     assert strategy.compute_seconds > 0
     for a, b in zip(ref_w, got_w):
@@ -114,3 +120,72 @@ def test_one_process_run_reduce_and_local_results():
     loss = kf.distribute.compute_average_loss(np.array([1.0, 2.0, 3.0]),
                                               global_batch_size=6)
     assert float(loss) == pytest.approx(1.0)
+
+
+def _graph_loop(strategy):
+    """TF 1.15's graph-mode custom loop, as its MirroredStrategy guide wrote it."""
+    x, y = _data()
+    tf.reset_default_graph()
+    with strategy.scope():
+        np.random.seed(0)
+        model = kf.Sequential([kf.layers.Dense(6, activation="tanh", input_shape=(5,),
+                                               name="h"), kf.layers.Dense(2, name="o")])
+        optimizer = tf.train.GradientDescentOptimizer(0.2)
+        loss_obj = kf.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="none")
+
+        def step_fn(inputs):
+            features, labels = inputs
+            loss = tf.reduce_sum(loss_obj(labels, model(features))) / GLOBAL_BATCH
+            train_op = optimizer.minimize(loss, var_list=model.trainable_variables)
+            with tf.control_dependencies([train_op]):
+                return tf.identity(loss)
+
+        ds = kf.data.Dataset.from_tensor_slices((x, y)).batch(GLOBAL_BATCH)
+        iterator = strategy.make_dataset_iterator(ds)
+        per_replica = strategy.experimental_run_v2(step_fn, args=(iterator.get_next(),))
+        total = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+        losses = []
+        with tf.Session() as sess:
+            sess.run(iterator.initialize())
+            while True:
+                try:
+                    losses.append(float(sess.run(total)))
+                except tf.errors.OutOfRangeError:
+                    break
+        weights = model.get_weights()
+    tf.reset_default_graph()
+    return weights, losses
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(300)
+def test_tf115_graph_mode_loop_mirrored_equals_one_process(ray_cluster, float64):
+    ref_w, ref_l = _graph_loop(kf.distribute.get_strategy())
+    assert len(ref_l) == 4 and ref_l[-1] < ref_l[0]  # 64 rows / 16, then OutOfRange
+    got_w, got_l = _graph_loop(kf.distribute.MirroredStrategy(num_replicas=2))
+    np.testing.assert_allclose(got_l, ref_l, rtol=1e-9)
+    for a, b in zip(ref_w, got_w):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.ray
+def test_replica_id_is_fed_per_replica(ray_cluster, float64):
+    """fn reads replica_id_in_sync_group: replica r's returned value shows r."""
+    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    with strategy.scope():
+        w = kf.Variable(np.ones((3, 1)), name="w")
+        opt = kf.optimizers.SGD(0.0)
+
+    def step(a):
+        ctx = kf.distribute.get_replica_context()
+        with kf.GradientTape() as tape:
+            loss = K.sum(K.matmul(a, w))
+        opt.apply_gradients([(tape.gradient(loss, w), w)])
+        return K.cast(ctx.replica_id_in_sync_group, "float64") * 10.0 + loss
+
+    x = PerReplica([np.ones((2, 3)), 2 * np.ones((2, 3))])
+    with strategy.scope():
+        got = strategy.run(step, args=(x,))
+    assert got.values == (6.0, 22.0)  # replica 0: 0 + 6; replica 1: 10 + 12
+    strategy.close()

@@ -23,8 +23,9 @@ def _train(tf_config):
     rng = np.random.RandomState(0)
     x = rng.standard_normal((96, 4))
     y = (x[:, 0] > x[:, 1]).astype("int64")
-    kf.utils.set_random_seed(5)
     strategy = kf.distribute.MultiWorkerMirroredStrategy()
+    # Each actor seeds differently: the chief's initial weights are broadcast.
+    kf.utils.set_random_seed(5 + strategy.task_rank)
     with strategy.scope():
         model = kf.Sequential([kf.layers.Dense(3, activation="tanh", input_shape=(4,)),
                                kf.layers.Dense(2)])

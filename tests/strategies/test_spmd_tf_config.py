@@ -22,7 +22,7 @@ from kerasflow.strategies.spmd import SpmdStrategy
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "multi_worker_tf_config.py"
-ARGS = ["--float64", "--samples=2048", "--epochs=2"]
+ARGS = ["--float64", "--samples=2048"]
 
 
 def _ports(n):
@@ -61,7 +61,7 @@ def _weights(path):
 
 @pytest.mark.parametrize("n", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_processes_end_with_one_process_weights(tmp_path, n):
-    procs = _launch(n, tmp_path / "w")
+    procs = _launch(n, tmp_path / "w", ["--epochs=2"])
     try:
         outs = [p.communicate(timeout=300)[0] for p in procs]
     finally:
@@ -71,8 +71,8 @@ def test_processes_end_with_one_process_weights(tmp_path, n):
     for p, out in zip(procs, outs):
         assert p.returncode == 0, out[-3000:]
     single = subprocess.run([sys.executable, str(EXAMPLE), f"--out={tmp_path}/one",
-                             *ARGS], env=_env(), capture_output=True, text=True,
-                            timeout=300)
+                             *ARGS, "--epochs=2"], env=_env(), capture_output=True,
+                            text=True, timeout=300)
     assert single.returncode == 0, single.stderr[-3000:]
     ref = _weights(tmp_path / "one.task0.npz")
     for rank in range(n):
@@ -137,3 +137,77 @@ def test_tf_config_task_makes_this_process_one_replica(monkeypatch):
         with pytest.raises(ValueError, match=r"TF_CONFIG task 1 \(127.0.0.1:\d+\) "
                                              r"cannot listen on its address"):
             s._connect()
+
+
+@pytest.mark.slow  # ~30 s
+def test_killed_job_restarted_with_backup_and_restore_resumes(tmp_path):
+    backup = ["--epochs=6", "--log_epochs", f"--backup_dir={tmp_path}/backup"]
+    single = subprocess.run([sys.executable, str(EXAMPLE), f"--out={tmp_path}/one",
+                             *ARGS, "--epochs=6"], env=_env(), capture_output=True,
+                            text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+    procs = _launch(2, tmp_path / "w", backup, timeout="20")
+    try:
+        line = procs[0].stdout.readline()
+        while line and not line.startswith("EPOCH 2"):
+            line = procs[0].stdout.readline()
+        assert line.startswith("EPOCH 2"), line
+        procs[1].send_signal(signal.SIGKILL)
+        procs[0].communicate(timeout=120)
+        assert procs[0].returncode != 0  # its peer died: the job stops
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    procs = _launch(2, tmp_path / "w", backup)  # the job restarted
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-3000:]
+    results = [json.loads(o.splitlines()[-1][len("RESULT "):]) for o in outs]
+    assert 1 <= len(results[0]["loss"]) <= 3  # resumed after epoch 3 or later
+    ref = _weights(tmp_path / "one.task0.npz")
+    for rank in range(2):
+        for a, b in zip(ref, _weights(tmp_path / f"w.task{rank}.npz")):
+            np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+    assert not (tmp_path / "backup").exists()  # the chief removed it at the end
+
+
+@pytest.mark.slow  # ~40 s
+def test_estimator_train_and_evaluate_one_process_per_worker(tmp_path):
+    est = ["--epochs=2", "--samples=1024"]
+    single = subprocess.run([sys.executable, str(EXAMPLE), f"--out={tmp_path}/one",
+                             "--float64", *est, f"--estimator_dir={tmp_path}/one_dir"],
+                            env=_env(), capture_output=True, text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+    procs = _launch(2, tmp_path / "w", [*est, f"--estimator_dir={tmp_path}/job"])
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-3000:]
+    results = [json.loads(o.splitlines()[-1][len("RESULT "):]) for o in outs]
+    assert results[0]["global_step"] == 32 and "test_accuracy" not in results[1]
+    for a, b in zip(_weights(tmp_path / "one.task0.npz"),
+                    _weights(tmp_path / "w.task0.npz")):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+    # Only the chief wrote into model_dir: one events file there.
+    assert len(list((tmp_path / "job").glob("events.out.tfevents.*"))) == 1
+
+
+def test_custom_loop_one_process_per_worker(tmp_path):
+    loop = ["--epochs=1", "--custom_loop"]
+    single = subprocess.run([sys.executable, str(EXAMPLE), f"--out={tmp_path}/one",
+                             *ARGS, *loop], env=_env(), capture_output=True,
+                            text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+    procs = _launch(2, tmp_path / "w", loop)
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-3000:]
+    results = [json.loads(o.splitlines()[-1][len("RESULT "):]) for o in outs]
+    one = json.loads(single.stdout.splitlines()[-1][len("RESULT "):])
+    np.testing.assert_allclose(results[0]["loss"], one["loss"], rtol=1e-9)
+    assert results[0]["loss"] == results[1]["loss"]
+    for rank in range(2):
+        for a, b in zip(_weights(tmp_path / "one.task0.npz"),
+                        _weights(tmp_path / f"w.task{rank}.npz")):
+            np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)

@@ -19,6 +19,8 @@ from kerasflow.backend.ops.scan import *  # noqa: F403
 from kerasflow.backend.ops import scan_grad  # noqa: F401  (registers RNNLoopGrad)
 from kerasflow.backend.ops.ctc import *  # noqa: F403
 from kerasflow.backend.ops.arraymath import *  # noqa: F403
+# Registered on import; their public names live in kerasflow.ops.
+from kerasflow.backend.ops import elementwise_more, linalg_more, npcall  # noqa: F401, E402
 from kerasflow.backend.ops import (  # noqa: F401
     arraymath, checks, conv, conv_extra, ctc, elementwise, embedding, linalg, math, nn,
     normalization, pooling, random, reduction, scan, shape, slicing, state,

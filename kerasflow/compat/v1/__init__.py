@@ -107,7 +107,11 @@ def gradients(ys, xs, grad_ys=None, name="gradients", **kwargs):
 
 
 from kerasflow.backend import GradientTape  # noqa: E402  (tf.GradientTape)
-from kerasflow.compat.v1.tf2_names import control_dependencies, function  # noqa: E402
+from kerasflow.compat.v1.tf2_names import (  # noqa: E402
+    TensorSpec,
+    control_dependencies,
+    function,
+)
 from kerasflow.compat.v1.tf2_names import print_op as print  # noqa: E402,A001
 
 
@@ -212,7 +216,7 @@ __all__ = [
     "gradients", "disable_v2_behavior", "disable_eager_execution",
     "enable_eager_execution", "enable_v2_behavior", "executing_eagerly", "Tensor",
     "Operation", "TensorShape", "Dimension", "VERSION", "GradientTape",
-    "control_dependencies", "function", "print", "compat",
+    "control_dependencies", "function", "print", "compat", "TensorSpec",
 ]
 
 import sys as _sys  # noqa: E402

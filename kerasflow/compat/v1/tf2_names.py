@@ -10,11 +10,9 @@
 * ``print(*inputs)``: eagerly prints at once; given a tensor, returns an op
   that prints the inputs' values each time it runs (fetch it, or name it in
   ``control_dependencies``), as TF's ``PrintV2``.
-* ``function(fn)``: accepted so TF 2-style programs run; the function runs as
-  Python each call (no tracing of its own here: ``strategy.run`` inside it
-  traces and caches its step, and kerasflow's ``fit`` compiles its graphs).
-  ``experimental_get_tracing_count()`` counts the distinct input signatures
-  seen, TF's retracing rule (structure, dtypes and shapes).
+* ``function(fn)``: traced once per input signature into a compiled plan
+  (:class:`Function`); with ``PerReplica`` arguments it runs as Python and
+  ``strategy.run`` inside traces its own step.
 """
 
 from __future__ import annotations
@@ -29,8 +27,10 @@ from kerasflow import backend as K
 from kerasflow import tree
 from kerasflow.backend.registry import apply, register_op
 from kerasflow.compat.v1 import graph as G
+from kerasflow.metrics import PendingResult
 
-__all__ = ["control_dependencies", "control_deps_of", "function", "print_op"]
+__all__ = ["Function", "TensorSpec", "control_dependencies", "control_deps_of",
+           "function", "print_op"]
 
 
 @contextlib.contextmanager
@@ -112,26 +112,124 @@ def print_op(*inputs, output_stream=sys.stderr, summarize=3, sep=" ", end="\n",
                  summarize=int(summarize))
 
 
-def _signature(args, kwargs):
-    def leaf(v):
-        if hasattr(v, "shape") and hasattr(v, "dtype"):
-            return ("array", tuple(v.shape), str(v.dtype))
-        return ("py", repr(v))
-    return repr(tree.map_structure(leaf, (list(args), dict(kwargs))))
+class TensorSpec:
+    """``tf.TensorSpec(shape, dtype, name)``: one input of a
+    ``tf.function``'s ``input_signature`` (None dims match any size)."""
+
+    def __init__(self, shape, dtype="float32", name=None):
+        self.shape = None if shape is None else tuple(shape)
+        self.dtype = np.dtype(getattr(dtype, "name", dtype)).name
+        self.name = name
+
+    def __repr__(self):
+        return f"TensorSpec(shape={self.shape}, dtype={self.dtype!r})"
+
+
+class Function:
+    """A ``tf.function``: ``fn`` traced into a graph once per input
+    signature, then run as one compiled plan per call.
+
+    The signature is TF's: the structure of the arguments, each array's
+    shape and dtype (or the ``input_signature``'s ``TensorSpec``, None dims
+    matching any size) and every other argument's value. Inside the trace,
+    Variable updates (``assign``, ``optimizer.apply_gradients``, metric
+    updates) become the plan's updates and later reads see them (TF's
+    automatic control dependencies); Python side effects run at trace time
+    only, as in TF. Called with ``PerReplica`` values (a distributed
+    dataset's) or on tensors inside another trace, ``fn`` runs as Python:
+    ``strategy.run`` traces its own step, and the caller's trace takes the
+    ops.
+
+    Raises:
+        TypeError: arguments that do not match ``input_signature``.
+    """
+
+    def __init__(self, fn, input_signature=None):
+        functools.update_wrapper(self, fn)
+        self.python_function = fn
+        self.input_signature = None if input_signature is None else list(input_signature)
+        self._traces = {}
+
+    def experimental_get_tracing_count(self) -> int:
+        """Traces made so far (one per distinct input signature)."""
+        return len(self._traces)
+
+    def _spec(self, args, kwargs):
+        leaves = tree.flatten((list(args), dict(kwargs)))
+        if self.input_signature is not None:
+            specs = tree.flatten(self.input_signature)
+            arrays = [v for v in leaves if hasattr(v, "shape")]
+            if len(specs) != len(arrays):
+                raise TypeError(f"{self.__name__} expects {len(specs)} tensors "
+                                f"(input_signature). Received: {len(arrays)}")
+            for spec, a in zip(specs, arrays):
+                shape = tuple(np.shape(a))
+                if spec.shape is not None and (len(shape) != len(spec.shape) or any(
+                        d is not None and d != s for d, s in zip(spec.shape, shape))):
+                    raise TypeError(f"{self.__name__}'s input_signature expects shape "
+                                    f"{spec.shape}. Received: {shape}")
+        return leaves
+
+    def __call__(self, *args, **kwargs):
+        leaves = self._spec(args, kwargs)
+        if any(isinstance(v, _per_replica()) or K.is_symbolic(v) for v in leaves):
+            return self.python_function(*args, **kwargs)
+        specs = iter(tree.flatten(self.input_signature or []))
+        key, phs = [], []
+        for v in leaves:
+            if hasattr(v, "shape") and hasattr(v, "dtype"):
+                spec = next(specs, None)
+                shape = spec.shape if spec is not None and spec.shape is not None \
+                    else tuple(np.shape(v))
+                key.append(("array", shape, str(np.dtype(v.dtype))))
+                phs.append((shape, str(np.dtype(v.dtype))))
+            else:
+                key.append(("py", repr(v)))
+                phs.append(None)
+        key = (repr(tree.map_structure(lambda _: 0, (list(args), dict(kwargs)))),
+               tuple(key))
+        trace = self._traces.get(key)
+        if trace is None:
+            trace = self._traces[key] = self._trace(args, kwargs, leaves, phs)
+        plan, feeds, struct, consts = trace
+        values = iter(plan(*[np.asarray(v) for v, p in zip(leaves, phs)
+                             if p is not None]) if feeds else plan())
+        flat = [next(values) if c is _FETCHED else c for c in consts]
+        # a metric's result computed on the host, after the plan's updates
+        flat = [c.metric.result() if isinstance(c, PendingResult) else c for c in flat]
+        return None if struct is None else tree.pack_sequence_as(struct, flat)
+
+    def _trace(self, args, kwargs, leaves, phs):
+        from kerasflow.backend.sequencing import sequential_reads
+        from kerasflow.layers.tracing import collect_updates
+
+        inputs = [K.placeholder(p[1], p[0], name=f"fn_in_{i}") if p else v
+                  for i, (v, p) in enumerate(zip(leaves, phs))]
+        a, kw = tree.pack_sequence_as((list(args), dict(kwargs)), inputs)
+        with collect_updates() as updates, sequential_reads():
+            out = self.python_function(*a, **kw)
+        flat = [] if out is None else tree.flatten(out)
+        fetched = [t for t in flat if K.is_symbolic(t)]
+        consts = [_FETCHED if K.is_symbolic(t) else t for t in flat]
+        feeds = [p for p, s in zip(inputs, phs) if s is not None]
+        plan = K.Function(feeds, fetched, updates=list(updates),
+                          name=f"tf_function_{self.__name__}")
+        return plan, feeds, (None if out is None else out), consts
+
+
+_FETCHED = object()
+
+
+def _per_replica():
+    from kerasflow.distribute_input import PerReplica
+
+    return PerReplica
 
 
 def function(func=None, input_signature=None, autograph=True, jit_compile=None,
              experimental_relax_shapes=False, reduce_retracing=False, **kwargs):
-    """``tf.function``: see the module docstring (runs ``func`` as Python)."""
+    """``tf.function``: see :class:`Function` (as a decorator, with or
+    without arguments)."""
     def wrap(f):
-        seen = set()
-
-        @functools.wraps(f)
-        def call(*args, **kw):
-            seen.add(_signature(args, kw))
-            return f(*args, **kw)
-        call.experimental_get_tracing_count = lambda: len(seen)
-        call.python_function = f
-        call.input_signature = input_signature
-        return call
+        return Function(f, input_signature)
     return wrap if func is None else wrap(func)
