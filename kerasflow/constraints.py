@@ -22,6 +22,7 @@ _EPSILON = 1e-7  # Keras' backend.epsilon() in the denominators
 
 
 def _norms(w, axis):
+    axis = tuple(axis) if isinstance(axis, list) else axis  # Keras takes lists
     return (w * w).sum(axis=axis, keepdims=True) ** 0.5
 
 
