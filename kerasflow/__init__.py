@@ -47,7 +47,8 @@ __all__ = ["backend", "config", "ops", "activations", "constraints", "initialize
            "data", "models", "datasets", "summary", "utils", "distribute", "random",
            "saving", "tree", "dtype_policies", "legacy", "mixed_precision",
            "preprocessing", "DTypePolicy", "FloatDTypePolicy", "Function", "Operation",
-           "RematScope", "SymbolicScope", "device", "remat", "GradientTape", "Initializer", "Input", "InputSpec",
+           "RematScope", "SymbolicScope", "device", "remat", "GradientTape",
+           "Initializer", "Input", "InputSpec",
            "KerasTensor", "Layer", "Loss", "Metric", "Model", "Optimizer",
            "Regularizer", "Sequential", "Variable", "name_scope", "version",
            "__version__"]

@@ -136,8 +136,8 @@ def deserialize(config, custom_objects=None) -> Constraint:
 
 
 def get(identifier):
-    """None, a name ('non_neg', 'max_norm', 'unit_norm', 'MinMaxNorm'...), a config dict, or a
-    callable ``f(w) -> w'`` (returned as is).
+    """None, a name ('non_neg', 'max_norm', 'unit_norm', 'MinMaxNorm'...), a
+    config dict, or a callable ``f(w) -> w'`` (returned as is).
 
     Raises:
         ValueError: an unknown name. TypeError: an identifier of another type.

@@ -4,7 +4,8 @@
 the lookup (``get``/``serialize``/``deserialize``); ``state`` records the
 updates a custom ``update_state`` makes; ``accuracy``, ``regression``,
 ``confusion``, ``thresholds``, ``iou`` and ``wrappers`` (loss-like per-sample
-metrics and correlations) hold the metrics by family. Every public name is importable here.
+metrics and correlations) hold the metrics by family. Every public name is
+importable here.
 
 Example:
     >>> m = Mean()
