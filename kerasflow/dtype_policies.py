@@ -79,14 +79,6 @@ class DTypePolicy:
         """None: kerasflow has no quantized policies."""
         return None
 
-    def convert_input(self, x, autocast, dtype):
-        """``x`` as a numpy array of ``dtype`` when it is a float array and
-        ``autocast`` is set (Keras' rule for layer inputs); else ``x``."""
-        arr = np.asarray(x)
-        if autocast and arr.dtype.kind == "f" and arr.dtype != np.dtype(dtype):
-            return arr.astype(dtype)
-        return x
-
     def get_config(self) -> dict:
         return {"name": self.name}
 

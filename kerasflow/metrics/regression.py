@@ -161,10 +161,6 @@ class R2Score(Metric):
                 r2 = 1.0 - (1.0 - r2) * (n - 1.0) / (n - p - 1.0)
         return _out(r2)
 
-    def reset_state(self):
-        for v in self.variables:
-            v.assign(np.zeros(v.shape, v.dtype))
-
     def get_config(self):
         return {**super().get_config(), "class_aggregation": self.class_aggregation,
                 "num_regressors": self.num_regressors}

@@ -95,8 +95,8 @@ class _AtConstraint(_Confusion):
             raise ValueError(f"Argument `num_thresholds` must be an integer > 0. "
                              f"Received: num_thresholds={num_thresholds}")
         super().__init__(name=name, dtype=dtype)
-        self.value, self.num_thresholds, self.class_id = value, num_thresholds, \
-            class_id
+        self.value, self.num_thresholds = value, num_thresholds
+        self.class_id = class_id
         setattr(self, self._VALUE, value)
         if num_thresholds == 1:
             thresholds = [0.5]
