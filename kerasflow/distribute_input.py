@@ -257,8 +257,8 @@ class DistributedDatasetsFromFunction(ReplicaInput):
     def __iter__(self):
         raise TypeError(
             "A dataset from distribute_datasets_from_function is read on the "
-            "replicas: pass it to Model.fit (custom loops with strategy.run are "
-            "planned).")
+            "replicas: pass it to Model.fit. For a custom loop (strategy.run), "
+            "iterate strategy.experimental_distribute_dataset(dataset).")
 
     def __repr__(self):
         return (f"<DistributedDatasetsFromFunction num_input_pipelines="

@@ -18,13 +18,15 @@ Names and semantics follow tf.distribute: ``Strategy.scope()``,
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from typing import NamedTuple
 
 import numpy as np
 
 __all__ = ["BatchRef", "DefaultStrategy", "InputContext", "ReduceOp", "StepResult",
-           "Strategy", "check_dataset_fn", "get_strategy", "has_strategy", "take_rows"]
+           "Strategy", "check_dataset_fn", "get_strategy", "has_strategy", "take_rows",
+           "training_call"]
 
 _current = threading.local()
 
@@ -178,6 +180,15 @@ class Strategy:
     def close(self) -> None:
         """Releases what the strategy started (actors); a no-op by default."""
 
+    @contextlib.contextmanager
+    def training(self):
+        """Context around one ``Model.fit`` or ``Estimator.train``: actors the
+        run starts are released when it ends (returns or raises), unless a
+        ``scope()`` of this strategy is still open -- then leaving the scope
+        releases them (tf.distribute: compile in the scope, fit anywhere).
+        A no-op for strategies that start nothing."""
+        yield self
+
     # Strategies whose replicas read ``ReplicaInput`` themselves set this True
     # and implement ``peek_input(feed)`` and ``node_ids()``.
     reads_replica_input = False
@@ -305,6 +316,17 @@ class DefaultStrategy(Strategy):
 
 
 _DEFAULT = DefaultStrategy()
+
+
+def training_call(method):
+    """Decorates a training entry point ``method(self, ...)`` of an object with
+    ``_strategy()`` (``Model.fit``): the call runs inside that strategy's
+    ``training()``, so actors it starts outside a ``scope()`` end with it."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self._strategy().training():
+            return method(self, *args, **kwargs)
+    return run
 
 
 def get_strategy() -> Strategy:

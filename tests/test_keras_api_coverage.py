@@ -95,6 +95,11 @@ def test_import_kerasflow_does_not_load_the_tool_or_keras():
     (kf, "applications", r"keras\.applications is excluded .* by design"),
     (kf.utils, "FeatureSpace", r"keras\.utils\.FeatureSpace is not offered"),
     (kf.saving, "KerasFileEditor", r"keras\.saving\.KerasFileEditor"),
+    (kf.layers, "TorchModuleWrapper", r"keras\.layers\.TorchModuleWrapper is "
+                                      r"excluded .* by design"),
+    (kf.optimizers, "Muon", r"keras\.optimizers\.Muon is not offered by kerasflow "
+                            r"\(kerasflow\.optimizers\); docs/keras_api_coverage"),
+    (kf.callbacks, "RemoteMonitor", r"keras\.callbacks\.RemoteMonitor is not offered"),
 ])
 def test_missing_keras_names_raise_not_implemented(module, name, match):
     with pytest.raises(NotImplementedError, match=match):
@@ -104,5 +109,6 @@ def test_missing_keras_names_raise_not_implemented(module, name, match):
 def test_other_names_keep_attribute_error_and_hasattr():
     assert not hasattr(kf, "__wrapped__") and not hasattr(kf.utils, "_private")
     assert not hasattr(kf.models, "no_such_name")
+    assert not hasattr(kf.layers, "NoSuchLayer") and not hasattr(kf.losses, "nope")
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         kf.saving.no_such_name  # noqa: B018

@@ -37,3 +37,9 @@ __all__ = [
     "BackupAndRestore",
     "SwapEMAWeights",
 ]
+
+
+def __getattr__(name):  # a Keras name kerasflow lacks: NotImplementedError
+    from kerasflow.utils.keras_surface import missing_attribute
+
+    raise missing_attribute("callbacks", name)

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 
+from kerasflow.distribute_lib import get_strategy
 from kerasflow.estimators import _export, _graph
 from kerasflow.estimators import _loops as L
 from kerasflow.estimators import _running as R
@@ -235,8 +236,10 @@ class Estimator:
             _, _, done = self._load_latest()
             if done is not None and done >= max_steps:
                 return self
-        return L.train_loop(self, input_fn, hooks, steps, max_steps,
-                            saving_listeners)
+        # Actors of a train_distribute strategy outside its scope end with train.
+        with (self.config.train_distribute or get_strategy()).training():
+            return L.train_loop(self, input_fn, hooks, steps, max_steps,
+                                saving_listeners)
 
     # -- evaluate ------------------------------------------------------------------
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None,

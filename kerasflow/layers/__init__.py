@@ -106,3 +106,9 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Layer:
             custom_objects or {}):  # Keras' class name for functional networks
         config = {**config, "class_name": "Model"}
     return deserialize_object(config, "layer", "layer", custom_objects)
+
+
+def __getattr__(name):  # a Keras name kerasflow lacks: NotImplementedError
+    from kerasflow.utils.keras_surface import missing_attribute
+
+    raise missing_attribute("layers", name)

@@ -110,3 +110,9 @@ __all__ = [
     "squeeze_or_expand_to_same_rank", "CategoricalGeneralizedCrossEntropy", "Circle",
     "categorical_generalized_cross_entropy", "circle",
 ]
+
+
+def __getattr__(name):  # a Keras name kerasflow lacks: NotImplementedError
+    from kerasflow.utils.keras_surface import missing_attribute
+
+    raise missing_attribute("losses", name)

@@ -79,6 +79,7 @@ class Metric:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         for attr, wrap in (("update_state", recording_update),
+                           ("merge_state", recording_update),
                            ("result", host_result)):
             fn = cls.__dict__.get(attr)
             if fn is not None and not getattr(fn, "_records_updates", False):
@@ -150,6 +151,32 @@ class Metric:
         """The metric value from the current state: float or numpy array."""
         raise NotImplementedError(f"{type(self).__name__} must implement result().")
 
+    def merge_state(self, metrics):
+        """Merges the state of ``metrics`` into this metric's (Keras'
+        ``Metric.merge_state``): by default each state variable adds the
+        others' (right for the sums and counts every built-in metric keeps).
+
+        Override it for state that does not add up, with backend ops so it
+        also traces (replicas merge with it, ``kerasflow/metrics/merge.py``);
+        a running maximum: ``self.best.assign(ops.maximum(self.best, m.best))``
+        for each ``m`` in ``metrics``.
+
+        Args:
+            metrics: metrics of this class with state of the same shapes.
+
+        Raises:
+            ValueError: a metric with another number of state variables.
+        """
+        for metric in metrics:
+            others = metric.variables
+            if len(others) != len(self._variables):
+                raise ValueError(
+                    f"Metric '{self.name}' cannot merge the state of metric "
+                    f"'{metric.name}': it has {len(self._variables)} state variables. "
+                    f"Received: {len(others)}.")
+            for var, other in zip(self._variables, others):
+                var.assign_add(other)
+
     def reset_state(self) -> None:
         """Sets every state Variable back to its initial value, eagerly."""
         for var, value in zip(self._variables, self._initial):
@@ -169,6 +196,10 @@ class Metric:
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"
+
+
+# The base class is no subclass of itself: wrap its merge_state here.
+Metric.merge_state = recording_update(Metric.merge_state)
 
 
 def _samplewise(values, sample_weight, dtype, reduce=ops.mean):

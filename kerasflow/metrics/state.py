@@ -19,7 +19,8 @@ import numpy as np
 from kerasflow.backend import Function, Variable, placeholder, to_numpy
 from kerasflow.backend.graph import in_tracing, is_symbolic, record_stateful, tracing
 
-__all__ = ["MetricVariable", "PendingResult", "host_result", "recording_update"]
+__all__ = ["MetricVariable", "PendingResult", "host_result", "record_assignments",
+           "recording_update"]
 
 
 def _out(x):
@@ -187,6 +188,27 @@ def recording_update(update_state):
 
     wrapped._records_updates = True
     return wrapped
+
+
+def record_assignments(fn, *args) -> list:
+    """Traces ``fn(*args)`` (unwrapped from ``recording_update``) as graph:
+    returns the ops it returned plus every assignment with a symbolic value
+    it made to a metric Variable, each once, without running any.
+
+    Raises:
+        TypeError: ``fn`` assigned a metric Variable a non-symbolic value.
+    """
+    fn = getattr(fn, "__wrapped__", fn)
+    stack = _collectors()
+    stack.append(_Frame(True))
+    try:
+        returned = fn(*args)
+    finally:
+        recorded = stack.pop().ops
+    ops_out = [] if returned is None else (
+        list(returned) if isinstance(returned, (list, tuple)) else [returned])
+    seen = {id(op) for op in ops_out}
+    return ops_out + [op for op in recorded if id(op) not in seen]
 
 
 class PendingResult:

@@ -31,6 +31,7 @@ from kerasflow.distribute_lib import StepResult
 from kerasflow.backend.sequencing import sequential_reads
 from kerasflow.layers.tracing import collect_updates
 from kerasflow.metrics import MetricVariable, PendingResult
+from kerasflow.metrics.merge import assigned_variables
 from kerasflow.models.keras_steps import KerasStepsMixin
 from kerasflow.models.train_step import (
     FlatLayout, PredictStep, TrainStep, _metric_deltas, _Step,
@@ -206,6 +207,8 @@ class CustomTrainStep(_CustomLogs, TrainStep):
         metric_updates = [u for u in rest if isinstance(u.node.inputs[0],
                                                         MetricVariable)]
         self.metric_variables, self.deltas = _metric_deltas(metric_updates)
+        # No Metric objects here to merge by: replicas refuse assigned state.
+        self.merge_refused = [v.name for v in assigned_variables(metric_updates)]
         self.state_updates = [u for u in rest if not isinstance(
             u.node.inputs[0], MetricVariable)]
         self.run_updates = list(updates)

@@ -30,6 +30,7 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow.backend.graph_pickle import GraphPack
 from kerasflow.distribute_lib import StepResult
+from kerasflow.metrics.merge import plan_merge
 from kerasflow.optimizers.base import TrainOp
 
 __all__ = ["StepResult", "FlatLayout", "TrainStep", "EvalStep", "PredictStep"]
@@ -127,10 +128,54 @@ class _Step:
                           [float(v) for v in out[1:self.num_outputs]]
                           if self.num_outputs > 1 else [])
 
+    # Metric state merged by the metrics' own merge_state (metrics/merge.py):
+    # positions in metric_variables, initial values, partial-state placeholders,
+    # merge ops; names of metrics that assign state but cannot be merged.
+    merge_index = merge_initial = merge_inputs = merge_updates = ()
+    merge_refused = ()
+
     def add_metric_deltas(self, deltas) -> None:
-        """Adds summed metric-state deltas to ``metric_variables``."""
-        for var, d in zip(self.metric_variables, deltas):
-            var.assign_add(np.broadcast_to(np.asarray(d), var.shape))
+        """Adds summed metric-state deltas to ``metric_variables`` (except the
+        variables in ``merge_index``, merged by :meth:`merge_partials`)."""
+        skip = set(self.merge_index)
+        for i, (var, d) in enumerate(zip(self.metric_variables, deltas)):
+            if i not in skip:
+                var.assign_add(np.broadcast_to(np.asarray(d), var.shape))
+
+    def merge_partials(self, partials) -> None:
+        """Merges partial metric states into the ``merge_index`` variables, in
+        order, with the metrics' ``merge_state``.
+
+        Args:
+            partials: one list per replica (rank order) of arrays shaped like
+                the ``merge_index`` variables: that replica's batch state,
+                accumulated from the initial values.
+        """
+        fn = self._fn("merge", lambda: K.Function(
+            self.merge_inputs, [], updates=self.merge_updates,
+            name="merge_metric_state"))
+        for part in partials:
+            fn(*[np.asarray(a, v.dtype).reshape(v.shape)
+                 for a, v in zip(part, self.merge_inputs)])
+
+    def _plan_metric_merge(self, metrics, metric_updates):
+        plan = plan_merge(metrics, self.metric_variables, metric_updates)
+        self.merge_index, self.merge_initial = plan.index, plan.initial
+        self.merge_inputs, self.merge_updates = plan.inputs, plan.updates
+        self.merge_refused = plan.refused
+
+    def _from_initial(self, run):
+        """``run()`` with the ``merge_index`` variables at their initial
+        values (so its deltas are this batch's partial state), then restored."""
+        if not self.merge_index:
+            return run()
+        merged = [self.metric_variables[i] for i in self.merge_index]
+        saved = [v.numpy() for v in merged]
+        K.assign_all(merged, self.merge_initial, "metric merge")
+        try:
+            return run()
+        finally:
+            K.assign_all(merged, saved, "metric merge")
 
     def get_state(self) -> list:
         """Values of ``variables`` as numpy arrays (copies), in order."""
@@ -164,10 +209,11 @@ class TrainStep(_Step):
     kind = "train"
     _GRAPH = ("inputs", "grad_phs", "outputs", "grads", "deltas",
               "apply_updates", "run_updates", "state_updates", "variables",
-              "trainable_variables", "metric_variables")
+              "trainable_variables", "metric_variables", "merge_inputs",
+              "merge_updates")
 
     def __init__(self, inputs, loss, optimizer, var_list, output_losses=(),
-                 metric_updates=(), state_updates=(), extra_updates=()):
+                 metric_updates=(), state_updates=(), extra_updates=(), metrics=()):
         var_list = list(var_list)
         if not var_list:
             raise ValueError(
@@ -196,11 +242,13 @@ class TrainStep(_Step):
         self.apply_updates = list(optimizer.apply_gradients(
             zip(self.grad_phs, self.trainable_variables))) + extra
         self.metric_variables, self.deltas = _metric_deltas(metric_updates)
+        self._plan_metric_merge(metrics, metric_updates)
         self.state_updates = list(state_updates)
         self.run_updates = (list(optimizer.apply_gradients(pairs)) + extra
                             + list(metric_updates) + self.state_updates)
         self.variables = K.reachable_variables(
-            self.outputs + self.grads + self.apply_updates + self.run_updates)
+            self.outputs + self.grads + self.apply_updates + self.run_updates
+            + self.merge_updates)
         self.num_outputs = len(self.outputs)
         self._fns = {}
 
@@ -232,16 +280,21 @@ class TrainStep(_Step):
             global_batch_size: int, samples in the global batch (all replicas).
 
         Returns:
-            ``StepResult`` with ``grads`` of shape (layout.size,).
+            ``StepResult`` with ``grads`` of shape (layout.size,); its
+            ``metric_deltas`` hold, at the ``merge_index`` positions, the
+            batch's partial state (from the initial values) instead.
         """
         fn = self._fn("compute", lambda: K.Function(
             self.inputs, self.outputs + self.grads + self.deltas,
             updates=self.state_updates, name="compute_gradients"))
         feed, n = self._feed(arrays, global_batch_size)
-        out = fn(*feed)
+        out = self._from_initial(lambda: fn(*feed))
         k, m = self.num_outputs, len(self.grads)
         flat = self.layout.pack(out[k:k + m])
-        return self._result(out, n, flat, [K.to_numpy(d) for d in out[k + m:]])
+        deltas = [K.to_numpy(d) for d in out[k + m:]]
+        for i, init in zip(self.merge_index, self.merge_initial):
+            deltas[i] = init + deltas[i]  # the batch's partial state
+        return self._result(out, n, flat, deltas)
 
     def apply_gradients(self, flat_grads) -> None:
         """Applies the (reduced) flat gradient buffer: one optimizer step."""

@@ -17,7 +17,7 @@ from kerasflow import backend as K
 from kerasflow import optimizers, tree
 from kerasflow.callbacks import CallbackList
 from kerasflow.distribute_input import ReplicaInput
-from kerasflow.distribute_lib import DefaultStrategy, get_strategy
+from kerasflow.distribute_lib import DefaultStrategy, get_strategy, training_call
 from kerasflow.layers.base import get_history
 from kerasflow.metrics import Mean
 from kerasflow.models import batches as batches_mod
@@ -177,6 +177,7 @@ class Trainer(StepBuilder, KerasStepsMixin, OnBatchMixin):
         return self._metric_logs({"loss": mean_loss})
 
     # -- fit -----------------------------------------------------------------------------
+    @training_call  # actors a fit outside the strategy's scope starts end with it
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto",
             callbacks=None, validation_split=0.0, validation_data=None, shuffle=True,
             class_weight=None, sample_weight=None, initial_epoch=0,

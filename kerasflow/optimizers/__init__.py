@@ -131,3 +131,9 @@ def get(identifier) -> Optimizer:
     raise ValueError(f"Could not interpret optimizer identifier: {identifier!r}. "
                      f"Expected one of {sorted(_BY_NAME)}, a config dict or an "
                      f"Optimizer.")
+
+
+def __getattr__(name):  # a Keras name kerasflow lacks: NotImplementedError
+    from kerasflow.utils.keras_surface import missing_attribute
+
+    raise missing_attribute("optimizers", name)

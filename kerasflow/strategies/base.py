@@ -14,7 +14,8 @@ import numpy as np
 
 from kerasflow.distribute_lib import DefaultStrategy, StepResult, Strategy
 
-__all__ = ["ActorStrategy", "changed_state", "check_count"]
+__all__ = ["ActorStrategy", "changed_state", "check_batch_size", "check_count",
+           "check_metric_merge"]
 
 
 def check_count(owner, name, value, allow_none=False):
@@ -34,6 +35,30 @@ def check_count(owner, name, value, allow_none=False):
     return value
 
 
+def check_metric_merge(owner, step, additive_only=False):
+    """Raises when replicas cannot merge ``step``'s metric state: a metric
+    assigns (not adds to) its state and has no ``merge_state`` of its own, or
+    ``additive_only`` (the strategy only sums deltas) and any metric assigns.
+
+    Raises:
+        ValueError: naming the metrics and how to fix it.
+    """
+    refused = list(getattr(step, "merge_refused", ()))
+    if additive_only:
+        refused += [step.metric_variables[i].name
+                    for i in getattr(step, "merge_index", ())]
+    if refused:
+        how = ("Train with MirroredStrategy or one process, or without these "
+               "metrics." if additive_only else
+               "Give the metric a merge_state(metrics) written with backend ops "
+               "(a running maximum: self.best.assign(ops.maximum(self.best, "
+               "m.best)) for each m in metrics), or train with one process.")
+        raise ValueError(
+            f"{owner} cannot merge the state of metric(s) {refused} across "
+            f"replicas: their update_state assigns the state (e.g. a running "
+            f"maximum), and summing the replicas' changes would be wrong. {how}")
+
+
 def changed_state(step, last):
     """``step.get_state()`` when it differs from ``last`` (the driver changed
     a variable: a callback, ``set_weights``, a metric reset), else None."""
@@ -41,6 +66,20 @@ def changed_state(step, last):
     if any(not np.array_equal(a, b) for a, b in zip(now, last)):
         return now
     return None
+
+
+def check_batch_size(strategy, batches, unit):
+    """Refuses global batches smaller than the number of parts they split into.
+
+    Raises:
+        ValueError: naming the strategy, the parts and the batch size.
+    """
+    n = strategy.num_replicas_in_sync
+    if batches[0].feed is None and batches[0].size < n:
+        raise ValueError(
+            f"{type(strategy).__name__} splits each global batch over {n} {unit}, so "
+            f"batch_size must be at least {n}. Received: a batch of "
+            f"{batches[0].size} samples.")
 
 
 class ActorStrategy(Strategy):
@@ -56,6 +95,7 @@ class ActorStrategy(Strategy):
     """
 
     _depth = 0
+    _runs = 0  # open ``training()`` contexts
     _global_step = 0
     _unit = "replicas"  # what a global batch is split over, for messages
 
@@ -74,6 +114,19 @@ class ActorStrategy(Strategy):
         finally:
             self._depth -= 1
             if self._depth == 0:
+                self.close()
+
+    @contextlib.contextmanager
+    def training(self):
+        """One ``fit`` / ``Estimator.train``: outside every ``scope()`` of this
+        strategy, its actors are closed when the run ends (a model compiled
+        in the scope and fit outside it, an Estimator's ``train_distribute``)."""
+        self._runs += 1
+        try:
+            yield self
+        finally:
+            self._runs -= 1
+            if self._depth == 0 and self._runs == 0:
                 self.close()
 
     def run_steps(self, step, batches) -> list:
@@ -95,12 +148,7 @@ class ActorStrategy(Strategy):
             return []
         if step.kind != "train":
             return DefaultStrategy().run_steps(step, batches)
-        n = self.num_replicas_in_sync
-        if batches[0].feed is None and batches[0].size < n:
-            raise ValueError(
-                f"{type(self).__name__} splits each global batch over {n} "
-                f"{self._unit}, so batch_size must be at least {n}. Received: a "
-                f"batch of {batches[0].size} samples.")
+        check_batch_size(self, batches, self._unit)
         while True:
             try:
                 out = self._run_call(step, batches)

@@ -161,13 +161,17 @@ class CollectiveEndpoint:
         self.ring_index = p["ring_index"]
         self._local = None
         self._ring = None
-        if self.transport in ("shm", "hier") and p["local_world"] > 1:
-            self._local = ShmAllreduce(
-                p["shm_name"], p["local_rank"], p["local_world"], p["size"],
-                p["dtype"], timeout=p["timeout"], global_rank=p["rank"])
-        if self.ring_index is not None and p["ring_size"] > 1:
-            self._ring = TcpRing(self.ring_index, p["ring_size"], host=p["host"],
-                                 timeout=p["timeout"], token=p["token"])
+        try:
+            if self.transport in ("shm", "hier") and p["local_world"] > 1:
+                self._local = ShmAllreduce(
+                    p["shm_name"], p["local_rank"], p["local_world"], p["size"],
+                    p["dtype"], timeout=p["timeout"], global_rank=p["rank"])
+            if self.ring_index is not None and p["ring_size"] > 1:
+                self._ring = TcpRing(self.ring_index, p["ring_size"], host=p["host"],
+                                     timeout=p["timeout"], token=p["token"])
+        except BaseException:
+            self.close()  # half a group holds no shared memory or socket
+            raise
         self.address = self._ring.address if self._ring is not None else None
         if self.transport == "nccl" and p["rank"] == 0:
             self.address = nccl_unique_id()
@@ -177,7 +181,11 @@ class CollectiveEndpoint:
         rank's :class:`Collective`."""
         p = self.plan
         if self._ring is not None:
-            self._ring.connect(addresses)
+            try:
+                self._ring.connect(addresses)
+            except BaseException:
+                self.close()
+                raise
         if self.transport == "nccl":
             if not addresses:
                 raise ValueError("An nccl group's ranks connect with rank 0's unique id. "
@@ -194,7 +202,8 @@ class CollectiveEndpoint:
         return Hierarchical(p["rank"], p["world"], local, self._ring)
 
     def close(self):
-        """Releases whatever was opened (used when a group fails to form)."""
+        """Releases whatever was opened (used when a group fails to form);
+        idempotent."""
         for part in (self._local, self._ring):
             if part is not None:
                 part.close()
@@ -203,7 +212,9 @@ class CollectiveEndpoint:
 class CollectiveMember:
     """Mixin for a ``WorkerGroup`` worker object in a collective group: the
     two phases :meth:`WorkerGroup.setup_collective` calls, then ``self.coll``
-    (a :class:`Collective`) reduces; forming a new group closes the old one."""
+    (a :class:`Collective`) reduces; forming a new group closes the old one,
+    and :meth:`close` (called by ``WorkerGroup.shutdown``) releases both the
+    formed group and one that never finished forming."""
 
     endpoint = coll = None
 
@@ -217,7 +228,12 @@ class CollectiveMember:
         return True
 
     def close(self):
+        """Closes the collective and its endpoint's shared memory and
+        sockets; idempotent."""
         if self.coll is not None:
             self.coll.close()
             self.coll = None
+        if self.endpoint is not None:
+            self.endpoint.close()
+            self.endpoint = None
         return True

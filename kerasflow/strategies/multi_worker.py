@@ -17,10 +17,12 @@ TF_CONFIG are not used: Ray places the workers.
 from __future__ import annotations
 
 import os
+import warnings
 
 from kerasflow.data.sharding import DatasetShardSource
 from kerasflow.strategies.base import check_count
 from kerasflow.strategies.cluster import parse_tf_config, resolver_workers
+from kerasflow.strategies.errors import PlacementError
 from kerasflow.strategies.spmd import SpmdStrategy, spmd_task
 from kerasflow.strategies.sync_strategy import CommunicationOptions, SyncReplicaStrategy
 from kerasflow.strategies.worker_group import cluster_summary
@@ -55,8 +57,13 @@ class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
 
     Raises:
         ValueError: invalid TF_CONFIG JSON, counts < 1, more workers than the
-            cluster has nodes (a ``PlacementError`` naming both).
+            cluster has nodes (a ``PlacementError`` naming both and how to
+            join a cluster).
         TypeError: wrong argument types.
+
+    Warns:
+        UserWarning: no worker count was given and Ray has one node (no
+            cluster was joined), so one worker runs.
     """
 
     dataset_source = DatasetShardSource
@@ -80,11 +87,27 @@ class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
             num_workers = resolver_workers(cluster_resolver)
         if num_workers is None and os.environ.get("TF_CONFIG"):
             num_workers = parse_tf_config(os.environ["TF_CONFIG"])
+        nodes = cluster_summary()
         if num_workers is None:
-            num_workers = len(cluster_summary()) or 1
+            num_workers = len(nodes) or 1
+            if num_workers == 1:
+                warnings.warn(
+                    f"{name} found no cluster to join (no RAY_ADDRESS, TF_CONFIG or "
+                    f"cluster_resolver, and Ray has one node): it runs 1 worker with "
+                    f"{replicas_per_worker} replica(s). Connect first with "
+                    f"ray.init(address=...) or set RAY_ADDRESS; on one machine use "
+                    f"MirroredStrategy(num_replicas=N).", UserWarning, stacklevel=2)
         self.num_workers = num_workers
         self.replicas_per_worker = replicas_per_worker
         transport = opts.implementation if opts.implementation != "nccl" else "auto"
-        self._setup(num_workers * replicas_per_worker, opts, transport=transport,
-                    placement="STRICT_SPREAD", max_failures=max_failures,
-                    workers_per_bundle=replicas_per_worker)
+        try:
+            self._setup(num_workers * replicas_per_worker, opts, transport=transport,
+                        placement="STRICT_SPREAD", max_failures=max_failures,
+                        workers_per_bundle=replicas_per_worker)
+        except PlacementError as e:
+            raise PlacementError(
+                f"{e} {name}(num_workers={num_workers}) places one worker per node "
+                f"and Ray has {len(nodes)} alive node(s): join a larger cluster "
+                f"(ray.init(address=...) or RAY_ADDRESS), ask for at most "
+                f"{len(nodes)} workers, or use MirroredStrategy(num_replicas=N) on "
+                f"one machine.") from None

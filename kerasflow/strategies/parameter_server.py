@@ -42,7 +42,12 @@ import time
 
 import numpy as np
 
-from kerasflow.strategies.base import ActorStrategy, changed_state, check_count
+from kerasflow.strategies.base import (
+    ActorStrategy,
+    changed_state,
+    check_count,
+    check_metric_merge,
+)
 from kerasflow.strategies.cluster import parse_ps_tf_config
 from kerasflow.strategies.errors import (
     PlacementError,
@@ -297,6 +302,8 @@ class ParameterServerStrategy(ActorStrategy):
 
     # -- running ---------------------------------------------------------------------
     def _run_call(self, step, batches):
+        # Workers push metric deltas that the driver sums: additive state only.
+        check_metric_merge(type(self).__name__, step, additive_only=True)
         e, data_key = self._ship(step, batches)
         out = run_call(self, e, data_key, batches)
         self._snapshot(step, e)

@@ -14,7 +14,7 @@ import numpy as np
 
 from kerasflow.strategies.collective import CollectiveMember
 
-__all__ = ["CollectiveProbe", "probe_data"]
+__all__ = ["CollectiveProbe", "probe_data", "shm_rank_main"]
 
 
 def probe_data(rank, size, dtype, seed=0):
@@ -22,6 +22,40 @@ def probe_data(rank, size, dtype, seed=0):
     ``(size,)``, so the driver can recompute the expected sum."""
     rng = np.random.default_rng([seed, rank])
     return rng.standard_normal(size).astype(dtype)
+
+
+def shm_rank_main(name, rank, world, size, dtype, calls, timeout, absent_from, out):
+    """Body of one rank's process in shared-memory tests and benchmarks (no Ray).
+
+    Joins the group ``name`` as ``ShmAllreduce(name, rank, world, size, dtype,
+    timeout)`` and runs ``calls`` rounds of a SUM then a MEAN allreduce of
+    ``probe_data(rank, size, dtype, seed=round)``; from round ``absent_from``
+    on (None: never) the rank sleeps past the deadline instead (a rank that
+    never arrives). Puts one tuple on the queue ``out``: ``(rank, sum, mean,
+    None, seconds)`` with the last round's results, or ``(rank, None, None,
+    (error type name, message), seconds)``; ``seconds`` runs from the end of
+    the constructor to the end (or the error).
+    """
+    from kerasflow.strategies.shm_collective import ShmAllreduce
+
+    coll = t0 = None
+    try:
+        coll = ShmAllreduce(name, rank, world, size, dtype, timeout=timeout)
+        t0 = time.monotonic()
+        total = mean = None
+        for i in range(calls):
+            if absent_from is not None and i >= absent_from:
+                time.sleep(timeout * 3)
+                break
+            total = coll.allreduce(probe_data(rank, size, dtype, i), "SUM", step=i)
+            mean = coll.allreduce(probe_data(rank, size, dtype, i), "MEAN", step=i)
+        out.put((rank, total, mean, None, time.monotonic() - t0))
+    except Exception as e:  # noqa: BLE001 - reported to the parent process
+        took = None if t0 is None else time.monotonic() - t0
+        out.put((rank, None, None, (type(e).__name__, str(e)), took))
+    finally:
+        if coll is not None:
+            coll.close()
 
 
 class CollectiveProbe(CollectiveMember):

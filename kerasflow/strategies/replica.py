@@ -5,12 +5,14 @@ each ``run_steps`` call carries only the global batches' row indices. For every
 batch the replica takes its contiguous share of the rows (rank order), and:
 
 1. ``compute_gradients`` on its rows, scaled by the global batch size;
-2. packs ``[gradients | metric deltas | loss | per-output losses]`` into one
-   flat buffer and allreduces it (SUM, fixed order: every replica gets the
-   same bits);
-3. ``apply_gradients`` of the reduced gradients and adds the reduced metric
-   deltas, so weights, optimizer slots and metric state stay identical on all
-   replicas without ever being exchanged.
+2. packs ``[gradients | metric deltas | partial metric states | loss |
+   per-output losses | count]`` into one flat buffer and allreduces it (SUM,
+   fixed order: every replica gets the same bits);
+3. ``apply_gradients`` of the reduced gradients, adds the reduced metric
+   deltas and merges the other replicas' partial states of metrics that
+   assign their state (``merge_state``, ``kerasflow/metrics/merge.py``), so
+   weights, optimizer slots and metric state stay identical on all replicas
+   without ever being exchanged.
 
 This is ``tf.distribute.MirroredStrategy``'s all-reduce of per-replica
 gradients (loss scaled by the global batch, ``tf.nn.compute_average_loss``),
@@ -32,7 +34,7 @@ from kerasflow.distribute_lib import take_rows
 from kerasflow.strategies.collective import CollectiveMember
 from kerasflow.strategies.replica_input import InputReader
 
-__all__ = ["Replica", "StepWorker", "shard_bounds"]
+__all__ = ["Replica", "StepWorker", "buffer_layout", "shard_bounds"]
 
 
 class StepWorker:
@@ -111,7 +113,7 @@ class Replica(StepWorker, InputReader, CollectiveMember):
 
     def collective_kind(self):
         """``(transport class name, array module of the reduced buffers)``."""
-        mods = {type(b).__module__.split(".")[0] for b, _ in self.buffers.values()}
+        mods = {type(b).__module__.split(".")[0] for b, *_ in self.buffers.values()}
         return type(self.coll).__name__, ",".join(sorted(mods))
 
     # -- training ----------------------------------------------------------------
@@ -120,10 +122,8 @@ class Replica(StepWorker, InputReader, CollectiveMember):
         xp = K.get_xp() if getattr(self.coll, "on_device", False) else np
         buf = self.buffers.get(key)
         if buf is None or not isinstance(buf[0], xp.ndarray):
-            layout = step.layout
-            sizes = [int(np.prod(v.shape, dtype=np.int64)) for v in step.metric_variables]
-            size = layout.size + sum(sizes) + step.num_outputs + 1  # + count
-            buf = self.buffers[key] = (xp.zeros(size, layout.dtype), sizes)
+            size, sizes, merged = buffer_layout(step, self.world)
+            buf = self.buffers[key] = (xp.zeros(size, step.layout.dtype), sizes, merged)
         return buf
 
     def run_steps(self, key, data_key, batches, first_step=0, return_state=False):
@@ -170,10 +170,17 @@ class Replica(StepWorker, InputReader, CollectiveMember):
 
     def _train(self, key, rows, first_step, return_state):
         step = self.steps[key]
-        buf, metric_sizes = self._buffer(key, step)
+        buf, metric_sizes, merged = self._buffer(key, step)
         xp = np if isinstance(buf, np.ndarray) else K.get_xp()
         g = step.layout.size
-        d_end, c = g + sum(metric_sizes), len(buf) - 1
+        # [grads | metric deltas | partial metric states, one slot per rank
+        #  (an allgather inside the SUM: the other slots are zeros) | loss |
+        #  per-output losses | count]
+        m0, mlen = g + sum(metric_sizes), sum(merged)
+        d_end, c = m0 + self.world * mlen, len(buf) - 1
+        mine_at = m0 + self.rank * mlen
+        initial = np.concatenate([np.ravel(a) for a in step.merge_initial]) \
+            if mlen else None
         losses, counts, outs = [], [], []
         t_comm = t_total = 0.0
         for i, (n, mine) in enumerate(rows):
@@ -188,6 +195,11 @@ class Replica(StepWorker, InputReader, CollectiveMember):
                 for delta, size in zip(res.metric_deltas, metric_sizes):
                     buf[pos:pos + size] = xp.ravel(xp.asarray(delta))
                     pos += size
+                if mlen:
+                    buf[m0:d_end] = 0.0
+                    buf[mine_at:mine_at + mlen] = xp.asarray(np.concatenate(
+                        [np.ravel(K.to_numpy(res.metric_deltas[i]))
+                         for i in step.merge_index]))
                 buf[d_end] = float(res.loss)
                 if res.output_losses:
                     buf[d_end + 1:c] = xp.asarray([float(v) for v in res.output_losses],
@@ -200,6 +212,8 @@ class Replica(StepWorker, InputReader, CollectiveMember):
                 buf[c] = local
             else:  # no rows here (a short last batch, or input ran out): zeros
                 buf[:] = 0.0
+                if mlen:  # merging the initial state changes nothing
+                    buf[mine_at:mine_at + mlen] = xp.asarray(initial)
             t1 = time.perf_counter()
             self.coll.allreduce(buf, "SUM", step=first_step + i)
             t_comm += time.perf_counter() - t1
@@ -218,6 +232,9 @@ class Replica(StepWorker, InputReader, CollectiveMember):
                 pos += size
             if deltas:
                 step.add_metric_deltas(deltas)
+            if mlen:
+                step.merge_partials([_split(tail[m0 - g + r * mlen:m0 - g + (r + 1) * mlen],
+                                            merged) for r in range(self.world)])
             losses.append(float(tail[d_end - g]))
             counts.append(total if n is None else n)
             outs.append([float(v) for v in tail[d_end - g + 1:c - g]])
@@ -228,6 +245,25 @@ class Replica(StepWorker, InputReader, CollectiveMember):
         if return_state:
             out["state"] = step.get_state()
         return out
+
+
+def buffer_layout(step, world):
+    """``(size, metric_sizes, merged_sizes)`` of a replica's flat buffer for
+    ``step`` in a group of ``world``: gradients, one delta per metric
+    variable, ``world`` slots of the merged metrics' partial states (see
+    ``kerasflow/metrics/merge.py``), the loss, per-output losses, the count."""
+    metric = [int(np.prod(v.shape, dtype=np.int64)) for v in step.metric_variables]
+    merged = [metric[i] for i in step.merge_index]
+    size = step.layout.size + sum(metric) + world * sum(merged) + step.num_outputs + 1
+    return size, metric, merged
+
+
+def _split(flat, sizes):
+    out, pos = [], 0
+    for n in sizes:
+        out.append(flat[pos:pos + n])
+        pos += n
+    return out
 
 
 def _offset_seeds(step, rank):

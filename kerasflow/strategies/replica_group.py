@@ -25,6 +25,7 @@ from kerasflow.strategies.errors import (
     ReplicaTimeoutError,
 )
 from kerasflow.strategies.placement import bundle_for, describe_nodes
+from kerasflow.strategies.shm_collective import unlink_segment
 from kerasflow.strategies.worker_group import (
     LIVE_GROUPS,
     actor_class,
@@ -91,6 +92,7 @@ class WorkerGroup:
         self.timeout, self.poll_interval = float(timeout), float(poll_interval)
         self.stall_timeout = stall_timeout
         self.actors, self.pg = [], None
+        self.shm_names = set()  # shared-memory names of the groups it formed
         self.bundle = bundle = bundle_for(num_cpus, num_gpus, bundle_resources)
         big = check_placement(num_workers, num_cpus, num_gpus, strategy, per, name,
                               bundle_resources)
@@ -99,7 +101,7 @@ class WorkerGroup:
         try:
             ray.get(self.pg.ready(), timeout=placement_timeout)
         except ray.exceptions.GetTimeoutError:
-            self.shutdown()
+            self.shutdown(graceful=False)
             raise PlacementError(
                 f"Cannot place {num_workers} {name}s with {bundle} each "
                 f"({num_workers // per} bundles of {big}, {strategy}) within "
@@ -122,7 +124,7 @@ class WorkerGroup:
                                    timeout=max(60.0, placement_timeout),
                                    what="actor start")
         except BaseException:
-            self.shutdown()
+            self.shutdown(graceful=False)
             raise
 
     # -- calls -----------------------------------------------------------------
@@ -260,13 +262,20 @@ class WorkerGroup:
         """The Ray node id of every rank, in rank order."""
         return [i["node_id"] for i in self.infos]
 
+    def plan_collective(self, size, dtype="float32", transport="auto", timeout=300.0):
+        """``make_plan`` for where the ranks run; the group remembers the
+        plans' shared-memory names and unlinks any left at :meth:`shutdown`."""
+        plans = make_plan(self.node_ids(), size, dtype, transport,
+                          hosts=[i["ip"] for i in self.infos], timeout=timeout)
+        self.shm_names.update(p["shm_name"] for p in plans if p["local_world"] > 1)
+        return plans
+
     def setup_collective(self, size, dtype="float32", transport="auto", timeout=300.0):
         """Forms the replicas' collective group: plans it from where they run,
         has each rank open its endpoint (``open_collective(plan)`` returns a
         tcp address or None), then hands every rank the ring's addresses
         (``connect_collective(addresses)``). Returns the plans."""
-        plans = make_plan(self.node_ids(), size, dtype, transport,
-                          hosts=[i["ip"] for i in self.infos], timeout=timeout)
+        plans = self.plan_collective(size, dtype, transport, timeout)
         addrs = self.execute("open_collective", per_rank=[(p,) for p in plans],
                              timeout=timeout)
         ring = sorted((p["ring_index"], a) for p, a in zip(plans, addrs) if a is not None)
@@ -278,12 +287,27 @@ class WorkerGroup:
         """Kills one actor (failure injection in tests)."""
         _ray().kill(self.actors[rank], no_restart=True)
 
-    def shutdown(self):
-        """Kills every actor and removes the placement group; idempotent."""
+    def shutdown(self, graceful=True, grace=1.0):
+        """Closes and kills every actor, removes the placement group and any
+        shared-memory name a group of this one left behind; idempotent.
+
+        Args:
+            graceful: first ask every idle actor to ``close()`` its worker
+                object (collectives, sockets), waiting at most ``grace``
+                seconds; busy or dead actors are simply killed.
+            grace: seconds, see ``graceful``.
+        """
         _LIVE.discard(self)
         ray = _ray()
         if not ray.is_initialized():
+            self._unlink_shm()
             return
+        if graceful and self.actors:
+            try:
+                refs = [a.release.remote() for a in self.actors]
+                ray.wait(refs, num_returns=len(refs), timeout=grace)
+            except Exception:  # noqa: BLE001 - a dead actor: killed below
+                pass
         for a in self.actors:
             try:
                 ray.kill(a, no_restart=True)
@@ -296,6 +320,15 @@ class WorkerGroup:
             except Exception:
                 pass
             self.pg = None
+        self._unlink_shm()
+
+    def _unlink_shm(self):
+        # A rank 0 killed before every rank attached leaves the name behind;
+        # the actors are dead now, so nobody will attach any more. (Names on
+        # other nodes go with their creator's resource tracker.)
+        for name in self.shm_names:
+            unlink_segment(name)
+        self.shm_names = set()
 
     def __enter__(self):
         return self

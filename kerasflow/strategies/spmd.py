@@ -40,6 +40,7 @@ import os
 import numpy as np
 
 from kerasflow.distribute_lib import DefaultStrategy, StepResult, Strategy
+from kerasflow.strategies.base import check_batch_size
 from kerasflow.strategies.cluster import ClusterSpec, load_tf_config
 from kerasflow.strategies.replica import Replica
 from kerasflow.strategies.tcp_collective import TcpRing
@@ -153,11 +154,7 @@ class SpmdStrategy(Strategy):
             return []
         if step.kind != "train":
             return DefaultStrategy().run_steps(step, batches)
-        n = self.num_replicas_in_sync
-        if batches[0].feed is None and batches[0].size < n:
-            raise ValueError(f"SpmdStrategy splits each global batch over {n} tasks, "
-                             f"so batch_size must be at least {n}. Received: a batch "
-                             f"of {batches[0].size} samples.")
+        check_batch_size(self, batches, "tasks")
         self._connect()
         key = self._keys.get(id(step))
         if key is None:

@@ -34,13 +34,13 @@ import numpy as np
 
 from kerasflow.distribute_input import DistributedDatasetsFromFunction, InputOptions
 from kerasflow.distribute_lib import check_dataset_fn
-from kerasflow.strategies.base import ActorStrategy, changed_state
+from kerasflow.strategies.base import ActorStrategy, changed_state, check_metric_merge
 from kerasflow.strategies.errors import (
     ReplicaDiedError,
     ReplicaFailedError,
     ReplicaTimeoutError,
 )
-from kerasflow.strategies.replica import Replica
+from kerasflow.strategies.replica import Replica, buffer_layout
 from kerasflow.strategies.shipping import ship_arrays
 from kerasflow.strategies.transport import CollectiveError
 from kerasflow.strategies.worker_group import WorkerGroup, check_placement
@@ -140,9 +140,15 @@ class SyncReplicaStrategy(ActorStrategy):
         return self._group
 
     def close(self):
-        """Shuts the replica actors down (a later ``run_steps`` restarts them)."""
+        """Closes the replicas' collectives and shuts the replica actors down
+        (a later ``run_steps`` restarts them); idempotent."""
+        self._teardown(graceful=True)
+
+    def _teardown(self, graceful):
+        # A failed group is killed at once: its live replicas may be blocked
+        # in a collective until the deadline, and dead ones free their memory.
         if self._group is not None:
-            self._group.shutdown()
+            self._group.shutdown(graceful=graceful)
         self._group = None
         self._steps, self._data, self._coll = {}, None, None
         self._feeds = set()
@@ -166,9 +172,7 @@ class SyncReplicaStrategy(ActorStrategy):
             if now is not None:  # replicas take the driver's values
                 group.execute("set_state", entry[1], group.put(now))
                 entry[2] = now
-        size = (step.layout.size + step.num_outputs + 1  # + the sample count
-                + sum(int(np.prod(v.shape, dtype=np.int64))
-                      for v in step.metric_variables))
+        size = buffer_layout(step, self.num_replicas_in_sync)[0]
         want = (size, np.dtype(step.layout.dtype).name)
         if self._coll != want:
             group.setup_collective(want[0], want[1], self._transport, self._timeout)
@@ -213,6 +217,7 @@ class SyncReplicaStrategy(ActorStrategy):
 
     # -- running -------------------------------------------------------------------------
     def _run_call(self, step, batches):
+        check_metric_merge(type(self).__name__, step)
         if batches[0].feed is not None:
             self._load_feed(batches[0].feed.feed)
         entry, data_key = self._ship(step, batches)
@@ -249,7 +254,7 @@ class SyncReplicaStrategy(ActorStrategy):
             and isinstance(err.cause, CollectiveError))
         name = type(self).__name__
         if not recoverable or len(self.recoveries) >= self._max_failures:
-            self.close()
+            self._teardown(graceful=False)
             if recoverable:
                 raise type(err)(
                     f"{name} gives up after {len(self.recoveries)} recoveries "
@@ -259,7 +264,7 @@ class SyncReplicaStrategy(ActorStrategy):
         t0 = time.monotonic()
         log.warning("%s: %s; rebuilding the replica group from the last commit "
                     "(step %d).", name, err, self._global_step)
-        self.close()
+        self._teardown(graceful=False)
         self._start_group()
         self.recoveries.append(dict(step=self._global_step, error=str(err),
                                     seconds=time.monotonic() - t0))

@@ -105,23 +105,7 @@ class TcpRing(Collective):
                 time.sleep(0.01)
         sock.sendall(_HELLO.pack(self._digest, self.rank))
         self._next = self._tune(sock)
-        self._server.settimeout(self._left(deadline))
-        prev = (self.rank - 1) % n
-        try:
-            conn, _ = self._server.accept()
-        except TimeoutError:
-            raise CollectiveTimeoutError(
-                f"Rank {self.rank} waited {self.timeout:g} s for rank {prev} to "
-                f"connect.") from None
-        conn.settimeout(self._left(deadline))
-        hello = bytearray(_HELLO.size)
-        self._recv_exact(conn, memoryview(hello), prev, "handshake", None)
-        digest, who = _HELLO.unpack(hello)
-        if digest != self._digest or who != prev:
-            conn.close()
-            raise CollectiveError(f"Rank {self.rank} expected rank {prev} of its group "
-                                  f"to connect. Received: rank {who} of another group")
-        self._prev = self._tune(conn)
+        self._prev = self._tune(self._accept_prev(deadline))
         self._server.close()
         self._sends = queue.SimpleQueue()
         self._sent = threading.Semaphore(0)
@@ -130,6 +114,45 @@ class TcpRing(Collective):
                                         name=f"kf-ring-send-{self.rank}")
         self._sender.start()
         return self
+
+    def _accept_prev(self, deadline):
+        """The previous rank's connection. A connection that does not present
+        the group's token and that rank (a port scanner, another job) is
+        closed and the wait goes on, so a stranger cannot abort the group.
+
+        Raises:
+            CollectiveTimeoutError: the previous rank did not connect in time
+                (naming the strangers refused meanwhile).
+        """
+        prev = (self.rank - 1) % self.world_size
+        strangers = []
+        while True:
+            self._server.settimeout(max(self._left(deadline), 1e-3))
+            try:
+                conn, peer = self._server.accept()
+            except TimeoutError:
+                extra = (f"; refused {len(strangers)} connection(s) without the "
+                         f"group's token from {strangers[:3]}" if strangers else "")
+                raise CollectiveTimeoutError(
+                    f"Rank {self.rank} waited {self.timeout:g} s for rank {prev} to "
+                    f"connect{extra}.") from None
+            conn.settimeout(min(max(self._left(deadline), 1e-3), 5.0))
+            hello = bytearray(_HELLO.size)
+            try:
+                view, got = memoryview(hello), 0
+                while got < len(hello):
+                    k = conn.recv_into(view[got:])
+                    if not k:
+                        raise ConnectionError("closed")
+                    got += k
+                digest, who = _HELLO.unpack(hello)
+            except (OSError, ConnectionError):
+                digest, who = None, None
+            if digest == self._digest and who == prev:
+                conn.settimeout(self._left(deadline))
+                return conn
+            conn.close()
+            strangers.append(f"{peer[0]}:{peer[1]}")
 
     @staticmethod
     def _tune(sock):

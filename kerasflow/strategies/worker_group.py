@@ -156,6 +156,14 @@ class _Host:
     def ping(self):
         return dict(progress=getattr(self.obj, "progress", None), current=self.current)
 
+    def release(self):
+        """Calls the worker object's ``close()`` (collectives, shared memory),
+        if it has one, before the actor is killed."""
+        close = getattr(self.obj, "close", None)
+        if close is not None:
+            close()
+        return True
+
 
 def ray_module():
     """The ray module (imported on first use)."""

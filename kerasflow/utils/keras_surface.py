@@ -96,7 +96,8 @@ def missing_attribute(namespace: str, name: str) -> Exception:
     if reason:
         return NotImplementedError(f"{full} is excluded from kerasflow by design: "
                                    f"{reason}.")
-    hint = ALTERNATIVES.get(full, "see docs/keras_api_coverage.md for the names "
-                                  f"{module} offers")
+    hint = ALTERNATIVES.get(full)
+    hint = (f"instead use {hint}" if hint else
+            f"docs/keras_api_coverage.md lists the names {module} offers")
     return NotImplementedError(f"{full} is not offered by kerasflow ({module}); "
-                               f"instead use {hint}.")
+                               f"{hint}.")

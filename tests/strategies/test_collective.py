@@ -149,3 +149,38 @@ def test_shm_rejects_wrong_buffer_in_process():
             shm.allreduce([0.0] * 16)
     finally:
         shm.close()
+
+
+def test_tcp_ring_refuses_strangers_and_still_forms():
+    """A connection without the group's token (another job, a port scanner)
+    is closed; the ring forms when the real neighbour comes."""
+    import socket
+    import threading
+
+    from kerasflow.strategies.tcp_collective import _HELLO, TcpRing
+
+    rings = [TcpRing(r, 2, timeout=20, token="job-a") for r in range(2)]
+    addrs = [r.address for r in rings]
+    rogue = [socket.create_connection(a) for a in addrs]  # they arrive first
+    rogue[0].sendall(b"garbage, not a hello" * 2)
+    # rank 1 of another job knocking on rank 0: the right rank, the wrong token
+    rogue[1].close()
+    rogue[1] = socket.create_connection(addrs[0])
+    rogue[1].sendall(_HELLO.pack(b"x" * 16, 1))
+    threads = [threading.Thread(target=r.connect, args=(addrs,)) for r in rings]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    bufs = [np.full(5, r + 1.0, np.float32) for r in range(2)]
+    ts = [threading.Thread(target=r.allreduce, args=(b,)) for r, b in zip(rings, bufs)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(30)
+    np.testing.assert_array_equal(bufs[0], np.full(5, 3.0))
+    np.testing.assert_array_equal(bufs[1], np.full(5, 3.0))
+    for s in rogue:
+        s.close()
+    for r in rings:
+        r.close()

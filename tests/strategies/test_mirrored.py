@@ -211,9 +211,10 @@ def test_mirrored_generator_input_equals_single_process(float64):
         np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
 
 
-def test_custom_loop_entry_points_are_not_implemented():
+def test_run_of_a_step_without_gradients_or_tensors_is_refused():
     strategy = kf.distribute.MirroredStrategy(num_replicas=2)
-    with pytest.raises(NotImplementedError, match=r"run\(fn\).*planned.*Model.fit"):
+    with pytest.raises(ValueError, match=r"return scalar tensors.*Received: return "
+                                         r"value 0 of shape None \(float\)"):
         strategy.run(lambda: 1.0)
     dist = strategy.distribute_datasets_from_function(lambda c: c)
     assert dist.num_replicas == 2  # dataset_fn runs on the replicas, in fit

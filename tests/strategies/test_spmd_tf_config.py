@@ -19,20 +19,11 @@ import pytest
 
 import kerasflow as kf
 from kerasflow.strategies.spmd import SpmdStrategy
+from tests.compat.test_tf1_cluster import _free_ports as _ports
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "multi_worker_tf_config.py"
 ARGS = ["--float64", "--samples=2048"]
-
-
-def _ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def _env(tf_config=None, timeout="60"):

@@ -1,0 +1,221 @@
+"""On paper, toward a real cluster: predicted samples/s and scaling
+efficiency of synchronous data parallelism for 1 to 256 workers, ring
+allreduce against a sharded parameter server, with and without fp16
+gradients, for the MNIST MLP, the classic MNIST convnet and census wide &
+deep, on 10, 25 and 100 Gb/s links.
+
+The model (one global step; every worker takes a batch of ``B`` samples):
+
+* compute: ``t_c = B * c``, ``c`` the measured seconds per sample of forward,
+  backward and update on one worker (``--measure`` times kerasflow here);
+* ring allreduce of ``M`` gradient bytes (reduce-scatter + allgather, Baidu /
+  Horovod): ``t_ring = 2 (N - 1) / N * M / bw + 2 (N - 1) * lat``;
+* sharded PS with one shard per worker (Li et al., OSDI 2014; push then pull,
+  each link carrying the other shards' share both ways):
+  ``t_ps = 2 (N - 1) / N * M / bw + 2 * lat`` -- the same bytes per link as
+  the ring, but 2 latencies per step instead of ``2 (N - 1)``;
+* fp16 gradients halve ``M``; no overlap of compute and communication (the
+  conservative case: kerasflow reduces after the backward pass);
+* ``samples/s = N * B / (t_c + t_comm)``, efficiency = that over ``N`` times
+  one worker's ``B / t_c``.
+
+``--validate`` checks the model against a measurement on this machine: the
+simulated 3-node Ray cluster (``ray.cluster_utils.Cluster``), one replica per
+node, ``MultiWorkerMirroredStrategy`` on the TCP ring. The link's bandwidth
+and latency are measured with the ring itself (two sizes of allreduce), the
+per-sample compute from the replicas' own compute seconds in the same run;
+it prints predicted against measured seconds per step (the gap is what the
+model leaves out: the driver's call, shipping, stragglers).
+
+Run: PYTHONPATH=. python benchmarks/scaling_model.py [--measure] [--validate]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+GBPS = 1e9 / 8  # bytes per second in one Gb/s
+
+# Parameters (float32 bytes = 4 x) and a default per-sample compute time in
+# seconds (one worker, this 2-core machine, measured by --measure on
+# 2026-11-26; replace with your hardware's figures).
+MODELS = {
+    "MNIST MLP 784-512-512-10": dict(params=669_706, sec_per_sample=40e-6, batch=128),
+    "MNIST convnet (Keras example)": dict(params=1_199_882, sec_per_sample=1.1e-3,
+                                          batch=128),
+    "census wide & deep": dict(params=1_370_000, sec_per_sample=25e-6, batch=256),
+}
+LINKS = {"10 Gb/s": (10 * GBPS, 20e-6), "25 Gb/s": (25 * GBPS, 10e-6),
+         "100 Gb/s": (100 * GBPS, 5e-6)}
+WORKERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def comm_seconds(kind, n, nbytes, bw, lat):
+    """One step's communication time (see the module docstring)."""
+    if n == 1:
+        return 0.0
+    volume = 2 * (n - 1) / n * nbytes / bw
+    hops = 2 * (n - 1) if kind == "ring" else 2
+    return volume + hops * lat
+
+
+def predict(model, n, bw, lat, kind="ring", fp16=False):
+    """``(samples/s, efficiency)`` of ``n`` workers."""
+    nbytes = model["params"] * (2 if fp16 else 4)
+    t_c = model["batch"] * model["sec_per_sample"]
+    step = t_c + comm_seconds(kind, n, nbytes, bw, lat)
+    rate = n * model["batch"] / step
+    return rate, rate / (n * model["batch"] / t_c)
+
+
+def table(models=MODELS):
+    rows = []
+    for name, m in models.items():
+        for link, (bw, lat) in LINKS.items():
+            for kind, fp16 in (("ring", False), ("ps", False), ("ring", True)):
+                label = f"{kind}{' fp16' if fp16 else ''}"
+                cells = []
+                for n in WORKERS:
+                    rate, eff = predict(m, n, bw, lat, kind, fp16)
+                    cells.append(f"{rate:,.0f} ({eff:.0%})")
+                rows.append((name, link, label, cells))
+    return rows
+
+
+def print_table(rows):
+    print("| model | link | scheme | " + " | ".join(f"N={n}" for n in WORKERS) + " |")
+    print("|---|---|---|" + "---|" * len(WORKERS))
+    for name, link, label, cells in rows:
+        print(f"| {name} | {link} | {label} | " + " | ".join(cells) + " |")
+
+
+def measure(samples=4096):
+    """Seconds per sample of one fit epoch of each model, one process here."""
+    import kerasflow as kf
+
+    L = kf.layers
+    rng = np.random.RandomState(0)
+    builds = {
+        "MNIST MLP 784-512-512-10": (lambda: [
+            L.Dense(512, activation="relu", input_shape=(784,)),
+            L.Dense(512, activation="relu"), L.Dense(10)], (784,), 128),
+        "MNIST convnet (Keras example)": (lambda: [
+            L.Conv2D(32, 3, activation="relu", input_shape=(28, 28, 1)),
+            L.Conv2D(64, 3, activation="relu"), L.MaxPooling2D(2), L.Dropout(0.25),
+            L.Flatten(), L.Dense(128, activation="relu"), L.Dropout(0.5),
+            L.Dense(10)], (28, 28, 1), 128),
+    }
+    out = {}
+    for name, (layers, shape, batch) in builds.items():
+        n = samples // (8 if "convnet" in name else 1)
+        x = rng.rand(n, *shape).astype("float32")
+        y = rng.randint(0, 10, n)
+        model = kf.Sequential(layers())
+        model.compile("adam", kf.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model.fit(x, y, batch_size=batch, epochs=1, verbose=0)  # warm-up
+        t0 = time.perf_counter()
+        model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
+        out[name] = (time.perf_counter() - t0) / n
+        print(f"measured {name}: {out[name] * 1e6:.1f} us per sample", flush=True)
+    return out
+
+
+def validate(steps=60, batch=96):
+    """Predicted vs measured seconds per step on the simulated 3-node cluster."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    import kerasflow as kf
+    from kerasflow.strategies.tcp_collective import TcpRing
+
+    cluster = Cluster(initialize_head=True, head_node_args=dict(
+        num_cpus=1, include_dashboard=False))
+    for _ in range(2):
+        cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, log_to_driver=False)
+    try:
+        bw, lat = _link(TcpRing)
+        rng = np.random.RandomState(0)
+        x = rng.rand(steps * batch, 784).astype("float32")
+        y = rng.randint(0, 10, len(x))
+        strategy = kf.distribute.MultiWorkerMirroredStrategy(num_workers=3)
+        with strategy.scope():
+            model = kf.Sequential([kf.layers.Dense(512, activation="relu",
+                                                   input_shape=(784,)),
+                                   kf.layers.Dense(512, activation="relu"),
+                                   kf.layers.Dense(10)])
+            model.compile("adam", kf.losses.SparseCategoricalCrossentropy(
+                from_logits=True), steps_per_execution=steps // 3)
+            model.fit(x, y, batch_size=batch, epochs=1, verbose=0)  # warm-up
+            c0 = strategy.compute_seconds
+            t0 = time.perf_counter()
+            model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
+            wall = (time.perf_counter() - t0) / steps
+            compute = (strategy.compute_seconds - c0) / steps
+        params = sum(int(np.prod(w.shape)) for w in model.get_weights())
+        predicted = compute + comm_seconds("ring", 3, 4 * params, bw, lat)
+        print(f"link measured with the ring: {bw / 1e9:.2f} GB/s, latency "
+              f"{lat * 1e6:.0f} us")
+        print(f"3 workers, MLP: predicted {predicted * 1e3:.2f} ms/step (compute "
+              f"{compute * 1e3:.2f} + ring), measured {wall * 1e3:.2f} ms/step: "
+              f"measured / predicted = {wall / predicted:.2f}")
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def _link(ring_cls, small=1024, big=16 << 20, reps=5):
+    """``(bytes/s, seconds)`` of a 2-rank ring on loopback: two allreduce
+    sizes solve ``t = 2 (1/2) M / bw + 2 lat``."""
+    import threading
+
+    rings = [ring_cls(r, 2, timeout=30) for r in range(2)]
+    addrs = [r.address for r in rings]
+    threads = [threading.Thread(target=r.connect, args=(addrs,)) for r in rings]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    times = {}
+    for nbytes in (small, big):
+        bufs = [np.ones(nbytes // 4, np.float32) for _ in rings]
+        best = float("inf")
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            ts = [threading.Thread(target=r.allreduce, args=(b,))
+                  for r, b in zip(rings, bufs)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            best = min(best, time.perf_counter() - t0)
+        times[nbytes] = best
+    for r in rings:
+        r.close()
+    bw = (big - small) / max(times[big] - times[small], 1e-9)
+    lat = max(times[small] - small / bw, 1e-7) / 2
+    return bw, lat
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--measure", action="store_true",
+                    help="measure the per-sample compute of the MLP and convnet here")
+    ap.add_argument("--validate", action="store_true",
+                    help="predicted vs measured on the simulated 3-node cluster")
+    args = ap.parse_args()
+    models = {k: dict(v) for k, v in MODELS.items()}
+    if args.measure:
+        for name, c in measure().items():
+            models[name]["sec_per_sample"] = c
+    print_table(table(models))
+    if args.validate:
+        validate()
+
+
+if __name__ == "__main__":
+    main()
