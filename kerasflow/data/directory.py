@@ -18,6 +18,7 @@ import numpy as np
 
 from kerasflow.data.dataset import Dataset
 from kerasflow.utils import image_utils
+from kerasflow.utils.io_utils import print_msg
 
 __all__ = ["image_dataset_from_directory", "index_directory",
            "text_dataset_from_directory"]
@@ -74,7 +75,7 @@ def index_directory(directory, labels, formats, class_names=None, shuffle=True,
         names = [str(label) for label in sorted(set(labels))]
         labels = np.asarray(labels)
     if verbose:
-        print(f"Found {len(filenames)} files" + (
+        print_msg(f"Found {len(filenames)} files" + (
             "." if labels is None else f" belonging to {len(names)} classes."))
     paths = [os.path.join(directory, f) for f in filenames]
     if shuffle:

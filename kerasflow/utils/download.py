@@ -20,6 +20,8 @@ import urllib.request
 import warnings
 import zipfile
 
+from kerasflow.utils.io_utils import print_msg
+
 __all__ = ["extract_archive", "get_file", "hash_file", "validate_file"]
 
 
@@ -150,7 +152,7 @@ def get_file(fname=None, origin=None, untar=False, md5_hash=None, file_hash=None
         file_hash is not None and not validate_file(target, file_hash,
                                                     hash_algorithm))
     if download:
-        print(f"Downloading data from {origin}")
+        print_msg(f"Downloading data from {origin}")
         try:
             urllib.request.urlretrieve(origin, target)
         except (urllib.error.URLError, OSError) as e:
