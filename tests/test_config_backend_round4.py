@@ -156,6 +156,10 @@ def test_global_policy_sets_layer_dtypes():
     finally:
         kf.config.set_dtype_policy("float32")
     assert kf.layers.Dense(2, dtype=kf.DTypePolicy("float16")).dtype == "float16"
+    # A Keras 3 layer config's dtype entry (a serialized policy) is understood.
+    keras_dtype = {"module": "keras", "class_name": "DTypePolicy",
+                   "config": {"name": "float64"}, "registered_name": None}
+    assert kf.layers.Dense(2, dtype=keras_dtype).dtype == "float64"
     with pytest.raises(NotImplementedError, match=r"no mixed precision.*Received: "
                                                   r"dtype policy 'mixed_float16'"):
         kf.layers.Dense(2, dtype="mixed_float16")
