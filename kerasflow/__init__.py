@@ -17,16 +17,20 @@ from kerasflow import data
 from kerasflow import models
 from kerasflow import datasets, summary, utils
 from kerasflow import config, random, saving, tree
+from kerasflow import dtype_policies, legacy, mixed_precision, preprocessing
 from kerasflow import distribute  # tf.distribute's names; Ray loads on first use
 from kerasflow.backend import GradientTape, name_scope
 from kerasflow.backend import SymbolicTensor as KerasTensor
+from kerasflow.dtype_policies import DTypePolicy, FloatDTypePolicy
 from kerasflow.initializers import Initializer
 from kerasflow.layers import Input, InputSpec, Layer
 from kerasflow.losses import Loss
 from kerasflow.metrics import Metric
 from kerasflow.models import Model, Sequential
+from kerasflow.operation import Function, Operation
 from kerasflow.optimizers import Optimizer
 from kerasflow.regularizers import Regularizer
+from kerasflow.scopes import RematScope, SymbolicScope, device, remat
 from kerasflow.utils.keras_surface import missing_attribute as _missing_attribute
 from kerasflow.variable import Variable
 
@@ -41,7 +45,10 @@ def version() -> str:
 __all__ = ["backend", "config", "ops", "activations", "constraints", "initializers",
            "regularizers", "losses", "metrics", "optimizers", "layers", "callbacks",
            "data", "models", "datasets", "summary", "utils", "distribute", "random",
-           "saving", "tree", "GradientTape", "Initializer", "Input", "InputSpec",
+           "saving", "tree", "dtype_policies", "legacy", "mixed_precision",
+           "preprocessing", "DTypePolicy", "FloatDTypePolicy", "Function", "Operation",
+           "RematScope", "SymbolicScope", "device", "remat", "GradientTape",
+           "Initializer", "Input", "InputSpec",
            "KerasTensor", "Layer", "Loss", "Metric", "Model", "Optimizer",
            "Regularizer", "Sequential", "Variable", "name_scope", "version",
            "__version__"]

@@ -19,6 +19,23 @@ from typing import Any
 
 from kerasflow.backend import ops
 from kerasflow.backend.graph import is_symbolic
+
+# Keras 3's activations that are ops.nn's functions themselves (one op, one
+# place): shrinkage, sparse and gated activations (kerasflow/ops/nn_more.py).
+from kerasflow.ops.nn import (  # noqa: E402
+    celu,
+    glu,
+    hard_shrink,
+    hard_tanh,
+    log_sigmoid,
+    soft_shrink,
+    sparse_plus,
+    sparse_sigmoid,
+    sparsemax,
+    squareplus,
+    tanh_shrink,
+    threshold,
+)
 from kerasflow.utils.serialization import (
     deserialize_object,
     get_object,
@@ -26,10 +43,12 @@ from kerasflow.utils.serialization import (
 )
 
 __all__ = [
-    "deserialize", "elu", "exponential", "gelu", "get", "hard_sigmoid", "hard_silu",
-    "hard_swish", "leaky_relu", "linear", "log_softmax", "mish", "relu", "relu6",
-    "selu", "serialize", "sigmoid", "silu", "softmax", "softplus", "softsign", "swish",
-    "tanh",
+    "celu", "deserialize", "elu", "exponential", "gelu", "get", "glu", "hard_shrink",
+    "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "leaky_relu", "linear",
+    "log_sigmoid", "log_softmax", "mish", "relu", "relu6", "selu", "serialize",
+    "sigmoid", "silu", "soft_shrink", "softmax", "softplus", "softsign",
+    "sparse_plus", "sparse_sigmoid", "sparsemax", "squareplus", "swish", "tanh",
+    "tanh_shrink", "threshold",
 ]
 
 
@@ -175,7 +194,9 @@ _FUNCTIONS: dict[str, Callable] = {
     f.__name__: f
     for f in (linear, relu, relu6, sigmoid, tanh, softmax, log_softmax, softplus,
               softsign, elu, selu, gelu, leaky_relu, silu, hard_sigmoid,
-              hard_silu, mish, exponential)
+              hard_silu, mish, exponential, celu, glu, hard_shrink, hard_tanh,
+              log_sigmoid, soft_shrink, sparse_plus, sparse_sigmoid, sparsemax,
+              squareplus, tanh_shrink, threshold)
 }
 _FUNCTIONS.update(swish=silu, hard_swish=hard_silu)
 

@@ -15,6 +15,8 @@ import inspect
 import math
 from typing import Any
 
+import numpy as np
+
 from kerasflow.backend import ops
 from kerasflow.utils.serialization import (
     deserialize_object,
@@ -23,8 +25,8 @@ from kerasflow.utils.serialization import (
 )
 
 __all__ = [
-    "L1", "L1L2", "L2", "Regularizer", "deserialize", "get", "l1", "l1_l2", "l2",
-    "serialize",
+    "L1", "L1L2", "L2", "OrthogonalRegularizer", "Regularizer", "deserialize", "get",
+    "l1", "l1_l2", "l2", "orthogonal_regularizer", "serialize",
 ]
 
 
@@ -110,14 +112,62 @@ class L2(L1L2):
         super().__init__(l2=l2)
 
 
+class OrthogonalRegularizer(Regularizer):
+    """Penalizes non-orthogonal rows (or columns) of a 2-D weight (Keras 3's
+    ``OrthogonalRegularizer``): ``factor * 0.5 * sum(|P - diag(P)|) / n_pairs``
+    where ``P`` is the Gram matrix of the L2-normalized rows (columns) and
+    ``n_pairs = n (n - 1) / 2``.
+
+    Args:
+        factor: non-negative float.
+        mode: "rows" or "columns" (a Dense kernel (in, out) with "columns"
+            asks its units' weight vectors to be orthogonal).
+
+    Raises:
+        ValueError: a negative factor, another mode, or (on call) a weight
+            that is not 2-D.
+    """
+
+    def __init__(self, factor=0.01, mode="rows"):
+        self.factor = _check("factor", factor)
+        if mode not in ("rows", "columns"):
+            raise ValueError(f"Invalid value for argument `mode`. Expected one of "
+                             f'{{"rows", "columns"}}. Received: mode={mode}')
+        self.mode = mode
+
+    def __call__(self, x):
+        if x.ndim != 2:
+            raise ValueError(f"Inputs to OrthogonalRegularizer must have rank 2. "
+                             f"Received: inputs.shape={x.shape}")
+        axis = 1 if self.mode == "rows" else 0
+        # x * rsqrt(sum x^2), capped at 1/epsilon: Keras' ops.nn.normalize.
+        inv = ops.minimum(ops.rsqrt(ops.sum(ops.square(x), axis=axis,
+                                            keepdims=True)), 1.0 / 1e-7)
+        x = ops.multiply(x, inv)
+        if self.mode == "rows":
+            product, size = ops.matmul(x, x, transpose_b=True), x.shape[0]
+        else:
+            product, size = ops.matmul(x, x, transpose_a=True), x.shape[1]
+        off_diagonal = ops.multiply(product, 1.0 - np.eye(size, dtype=x.dtype))
+        num_pairs = size * (size - 1.0) / 2.0
+        return ops.multiply(self.factor * 0.5 / num_pairs,
+                            ops.sum(ops.abs(off_diagonal)))
+
+    def get_config(self):
+        return {"factor": self.factor, "mode": self.mode}
+
+
 # Keras' lower-case aliases.
 l1 = L1
 l2 = L2
 l1_l2 = L1L2
+orthogonal_regularizer = OrthogonalRegularizer
 
 _OBJECTS: dict[str, Any] = {
     "Regularizer": Regularizer, "L1": L1, "L2": L2, "L1L2": L1L2,
     "l1": L1, "l2": L2, "l1_l2": L1L2, "l1l2": L1L2,
+    "OrthogonalRegularizer": OrthogonalRegularizer,
+    "orthogonal_regularizer": OrthogonalRegularizer,
 }
 
 

@@ -1,7 +1,9 @@
 """Nested structures: the one place kerasflow flattens and rebuilds them.
 
-Keras 3's ``keras.tree`` names (``flatten``, ``pack_sequence_as``,
-``map_structure``, ``assert_same_structure``, ``is_nested``). A structure is a
+Keras 3's ``keras.tree`` names (``flatten``, ``flatten_with_path``,
+``pack_sequence_as``, ``map_structure``, ``map_structure_up_to``,
+``map_shape_structure``, ``traverse``, ``lists_to_tuples``,
+``assert_same_structure``, ``assert_same_paths``, ``is_nested``). A structure is a
 leaf or a ``list``, ``tuple`` (named tuples included) or ``dict`` of structures;
 everything else, ``None`` and tensors included, is a leaf. Dict values are taken
 in sorted-key order, as Keras (via optree) does, so two dicts with the same keys
@@ -19,8 +21,14 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["assert_same_structure", "flatten", "flatten_with_path", "is_nested",
-           "map_structure", "pack_sequence_as"]
+__all__ = ["MAP_TO_NONE", "assert_same_paths", "assert_same_structure", "flatten",
+           "flatten_with_path", "is_nested", "lists_to_tuples", "map_shape_structure",
+           "map_structure", "map_structure_up_to", "pack_sequence_as", "traverse"]
+
+
+class MAP_TO_NONE:  # noqa: N801 (Keras' name)
+    """Returned by a ``traverse`` function to put None in the structure (a
+    plain None means "keep going")."""
 
 
 def is_nested(x) -> bool:
@@ -145,3 +153,106 @@ def map_structure(func, *structures):
         assert_same_structure(structures[0], other)
     leaves = [flatten(s) for s in structures]
     return pack_sequence_as(structures[0], [func(*xs) for xs in zip(*leaves)])
+
+
+def map_structure_up_to(shallow_structure, func, *structures):
+    """``func`` applied to the subtrees of ``structures`` found at the leaves
+    of ``shallow_structure`` (Keras 3's ``tree.map_structure_up_to``); the
+    result nests as ``shallow_structure``.
+
+    Example::
+
+        >>> map_structure_up_to((None, None), len, ([1, 2], {"a": 1}))
+        (2, 1)
+
+    Raises:
+        ValueError: no structures, or a structure that does not nest as
+            ``shallow_structure`` down to its leaves.
+    """
+    if not structures:
+        raise ValueError("Must provide at least one structure")
+
+    def walk(shallow, parts):
+        if not is_nested(shallow):
+            return func(*parts)
+        for part in parts:
+            if (not is_nested(part) or isinstance(part, dict) != isinstance(
+                    shallow, dict) or len(part) != len(shallow) or (
+                    isinstance(shallow, dict) and set(part) != set(shallow))):
+                raise ValueError(f"Structures don't have the same nested "
+                                 f"structure. Received: {shallow!r} and {part!r}.")
+        children = [_children(p) for p in parts]
+        return _rebuild(shallow, [walk(c, [ch[i] for ch in children])
+                                  for i, c in enumerate(_children(shallow))])
+
+    return walk(shallow_structure, list(structures))
+
+
+def traverse(func, structure, top_down=True):
+    """Applies ``func`` to every node, containers included (Keras 3's
+    ``tree.traverse``).
+
+    Top down, a node where ``func`` returns None is traversed further; any
+    other value replaces it (``MAP_TO_NONE`` replaces it with None). Bottom up,
+    children are traversed first and ``func`` sees the rebuilt node; None keeps
+    it.
+
+    Example::
+
+        >>> traverse(lambda x: x * 2 if isinstance(x, int) else None, [1, (2,)])
+        [2, (4,)]
+    """
+    def rebuilt(x):
+        if not is_nested(x):
+            return x
+        return _rebuild(x, [traverse(func, c, top_down) for c in _children(x)])
+
+    if top_down:
+        ret = func(structure)
+        if ret is None:
+            return rebuilt(structure)
+    else:
+        structure = rebuilt(structure)
+        ret = func(structure)
+        if ret is None:
+            return structure
+    return None if ret is MAP_TO_NONE else ret
+
+
+def lists_to_tuples(structure):
+    """``structure`` with every list, at any depth, turned into a tuple."""
+    return traverse(lambda x: tuple(x) if isinstance(x, list) else None,
+                    structure, top_down=False)
+
+
+def _is_shape(x) -> bool:
+    return isinstance(x, (list, tuple)) and all(
+        isinstance(e, (int, type(None))) for e in x)
+
+
+def map_shape_structure(func, structure):
+    """``func`` applied to each shape in ``structure``: a list or tuple of ints
+    and Nones is one leaf (a shape), not a container (Keras 3's
+    ``tree.map_shape_structure``)."""
+    if _is_shape(structure) or not is_nested(structure):
+        return func(structure)
+    return _rebuild(structure, [map_shape_structure(func, c)
+                                for c in _children(structure)])
+
+
+def assert_same_paths(a, b) -> None:
+    """Raises ``ValueError`` unless ``a`` and ``b`` have the same leaf paths
+    (container kinds may differ: ``[1, 2]`` and ``(3, 4)`` match).
+
+    Raises:
+        ValueError: naming the paths each lacks.
+    """
+    a_paths = {p for p, _ in flatten_with_path(a)}
+    b_paths = {p for p, _ in flatten_with_path(b)}
+    if a_paths != b_paths:
+        msg = "`a` and `b` don't have the same paths."
+        if a_paths - b_paths:
+            msg += f"\nPaths in `a` missing in `b`:\n{a_paths - b_paths}"
+        if b_paths - a_paths:
+            msg += f"\nPaths in `b` missing in `a`:\n{b_paths - a_paths}"
+        raise ValueError(msg)

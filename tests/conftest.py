@@ -24,6 +24,9 @@ def data_dir():
     d = _data_dir()
     if d is None or not d.exists():
         pytest.skip("datasets not found: set KERASFLOW_DATA_DIR")
+    # The loaders (kf.datasets.*.load_data()) read the variable: found by the
+    # guess above, the data must be found by them too, not downloaded.
+    os.environ.setdefault("KERASFLOW_DATA_DIR", str(d))
     return d
 
 

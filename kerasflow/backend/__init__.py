@@ -22,6 +22,10 @@ from kerasflow.backend.graph import (
 from kerasflow.backend.variables import Variable, assign_all
 from kerasflow.backend.ops import *  # noqa: F403
 from kerasflow.backend.keras_ops import *  # noqa: F403
+from kerasflow.backend.keras_backend import (
+    backend, clear_session, get_uid, is_float_dtype, is_int_dtype, is_keras_tensor,
+    result_type, standardize_dtype, uid_scope,
+)
 from kerasflow.backend.keras_ops import __all__ as _keras_all
 from kerasflow.backend.ops import __all__ as _ops_all
 from kerasflow.backend.ops.shape import shape_of
@@ -50,5 +54,8 @@ __all__ = [
     "walk", "reachable_variables", "GradientTape", "TapeArray", "TapedCall",
     "call_taped",
     "tape_recording",
-    "fusion_enabled", *_ops_all, *_keras_all,
+    "fusion_enabled", "backend", "clear_session", "get_uid", "is_float_dtype",
+    "is_int_dtype", "is_keras_tensor", "result_type", "standardize_dtype",
+    "uid_scope",
+    *_ops_all, *_keras_all,
 ]

@@ -21,7 +21,6 @@ from kerasflow import train as train_lib
 from kerasflow import tree
 from kerasflow.backend import graph as graph_mod
 from kerasflow.estimators.model_fn import EstimatorSpec
-from kerasflow.layers import base as layer_base
 from kerasflow.utils.graph_def import collect_nodes
 
 __all__ = [
@@ -42,10 +41,9 @@ _lock = threading.RLock()
 @contextlib.contextmanager
 def fresh_names(seed=None):
     """Empty node- and layer-name counters (and an optional seed) inside."""
-    with _lock:
-        saved = (graph_mod._name_counts, layer_base._name_counts)
+    with _lock, K.uid_scope():
+        saved = graph_mod._name_counts
         graph_mod._name_counts = defaultdict(int)
-        layer_base._name_counts = defaultdict(int)
         rng_state = None
         if seed is not None:
             rng_state = np.random.get_state()
@@ -54,7 +52,7 @@ def fresh_names(seed=None):
         try:
             yield
         finally:
-            graph_mod._name_counts, layer_base._name_counts = saved
+            graph_mod._name_counts = saved
             if rng_state is not None:
                 np.random.set_state(rng_state)
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections import defaultdict
 
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow import initializers, regularizers, tree
+from kerasflow import dtype_policies, initializers, regularizers, tree
 from kerasflow.layers.input_spec import InputSpec, assert_input_compatibility
 from kerasflow.layers.layer_helpers import (
     activity_penalty,
@@ -35,7 +34,6 @@ from kerasflow.utils.serialization import registry
 __all__ = ["Layer", "InputSpec", "get_history", "training_context",
            "collect_updates"]
 
-_name_counts: dict[str, int] = defaultdict(int)
 # tensor -> (layer, call record, output index); weak so graphs are freed.
 _HISTORY: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -46,8 +44,8 @@ def _snake(name):
 
 
 def unique_layer_name(base):
-    n = _name_counts[base]
-    _name_counts[base] += 1
+    # Keras' rule: "dense", "dense_1", ...; counters restart at clear_session().
+    n = K.get_uid(base) - 1
     return base if n == 0 else f"{base}_{n}"
 
 
@@ -94,7 +92,8 @@ class Layer(TracingMixin):
     Args:
         trainable: whether the layer's weights are trained.
         name: unique name; defaults to the snake-cased class name plus a counter.
-        dtype: weight dtype; defaults to floatx().
+        dtype: weight dtype, or a float dtype policy (name or
+            ``DTypePolicy``); defaults to the global policy, else floatx().
         input_shape: shape without the batch axis, for the first layer of a
             ``Sequential`` (``Dense(1, input_shape=(1,))``).
         batch_input_shape: shape with the batch axis.
@@ -136,7 +135,7 @@ class Layer(TracingMixin):
         object.__setattr__(self, "_sub_layers", [])
         self.name = name or unique_layer_name(_snake(type(self).__name__))
         self.trainable = trainable
-        self.dtype = np.dtype(dtype or K.floatx()).name
+        self.dtype = dtype_policies.layer_dtype(dtype)
         if input_dim is not None and input_shape is None:
             input_shape = (input_dim,)
         if batch_input_shape is None and input_shape is not None:

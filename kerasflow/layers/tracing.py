@@ -156,7 +156,7 @@ class TracingMixin:
         if entry is None:
             phs = tree.map_structure(
                 lambda a: None if a is None else K.placeholder(
-                    _placeholder_dtype(a.dtype), (None,) + a.shape[1:]),
+                    _placeholder_dtype(a.dtype, self.dtype), (None,) + a.shape[1:]),
                 arrays)
             before = {id(l): l.__dict__.get("_activity_penalty")
                       for l in self._flatten_layers()} if taped else {}
@@ -197,8 +197,12 @@ class TracingMixin:
 _MAX_EAGER_TRACES = 32
 
 
-def _placeholder_dtype(dtype):
-    return K.floatx() if dtype.kind in "fu" or dtype == np.uint8 else dtype
+def _placeholder_dtype(dtype, layer_dtype=None):
+    # Float arrays run in the layer's float dtype (Keras' autocast), else floatx.
+    if dtype.kind in "fu" or dtype == np.uint8:
+        return layer_dtype if layer_dtype and np.dtype(layer_dtype).kind == "f" \
+            else K.floatx()
+    return dtype
 
 
 def _structure(x):

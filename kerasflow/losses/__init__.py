@@ -61,6 +61,12 @@ from kerasflow.losses.probabilistic import (
     poisson,
     sparse_categorical_crossentropy,
 )
+from kerasflow.losses.metric_learning import (
+    CategoricalGeneralizedCrossEntropy,
+    Circle,
+    categorical_generalized_cross_entropy,
+    circle,
+)
 from kerasflow.losses.regression import (
     MAE,
     MAPE,
@@ -101,7 +107,8 @@ __all__ = [
     "mean_absolute_error", "mean_absolute_percentage_error", "mean_squared_error",
     "mean_squared_logarithmic_error", "mse", "msle", "poisson", "serialize",
     "sparse_categorical_crossentropy", "squared_hinge",
-    "squeeze_or_expand_to_same_rank",
+    "squeeze_or_expand_to_same_rank", "CategoricalGeneralizedCrossEntropy", "Circle",
+    "categorical_generalized_cross_entropy", "circle",
 ]
 
 

@@ -2,8 +2,10 @@
 
 ``base`` holds the ``Metric`` class, ``Mean``/``Sum``/``MeanMetricWrapper`` and
 the lookup (``get``/``serialize``/``deserialize``); ``state`` records the
-updates a custom ``update_state`` makes; ``accuracy``, ``regression`` and
-``confusion`` hold the metrics by family. Every public name is importable here.
+updates a custom ``update_state`` makes; ``accuracy``, ``regression``,
+``confusion``, ``thresholds``, ``iou`` and ``wrappers`` (loss-like per-sample
+metrics and correlations) hold the metrics by family. Every public name is
+importable here.
 
 Example:
     >>> m = Mean()
@@ -40,12 +42,59 @@ from kerasflow.metrics.base import (
     serialize,
 )
 from kerasflow.metrics.confusion import AUC, F1Score, FBetaScore, Precision, Recall
+from kerasflow.metrics.iou import BinaryIoU, IoU, MeanIoU, OneHotIoU, OneHotMeanIoU
 from kerasflow.metrics.regression import (
     MeanAbsoluteError,
     MeanSquaredError,
+    R2Score,
     RootMeanSquaredError,
 )
 from kerasflow.metrics.state import MetricVariable, PendingResult
+from kerasflow.metrics.thresholds import (
+    FalseNegatives,
+    FalsePositives,
+    PrecisionAtRecall,
+    RecallAtPrecision,
+    SensitivityAtSpecificity,
+    SpecificityAtSensitivity,
+    TrueNegatives,
+    TruePositives,
+)
+from kerasflow.metrics.wrappers import (
+    BinaryCrossentropy,
+    CategoricalCrossentropy,
+    CategoricalHinge,
+    ConcordanceCorrelation,
+    CosineSimilarity,
+    Hinge,
+    KLDivergence,
+    LogCoshError,
+    MeanAbsolutePercentageError,
+    MeanSquaredLogarithmicError,
+    PearsonCorrelation,
+    Poisson,
+    SparseCategoricalCrossentropy,
+    SquaredHinge,
+    binary_crossentropy,
+    binary_focal_crossentropy,
+    categorical_crossentropy,
+    categorical_focal_crossentropy,
+    categorical_hinge,
+    concordance_correlation,
+    hinge,
+    huber,
+    kl_divergence,
+    log_cosh,
+    mean_absolute_error,
+    mean_absolute_percentage_error,
+    mean_squared_error,
+    mean_squared_logarithmic_error,
+    pearson_correlation,
+    poisson,
+    sparse_categorical_crossentropy,
+    squared_hinge,
+)
+from kerasflow.metrics import wrappers as _wrappers
 
 __all__ = [
     "PendingResult",
@@ -57,4 +106,8 @@ __all__ = [
     "binary_accuracy", "categorical_accuracy", "deserialize", "get", "serialize",
     "sparse_categorical_accuracy", "sparse_top_k_categorical_accuracy",
     "top_k_categorical_accuracy",
+    "BinaryIoU", "IoU", "MeanIoU", "OneHotIoU", "OneHotMeanIoU", "R2Score",
+    "FalseNegatives", "FalsePositives", "PrecisionAtRecall", "RecallAtPrecision",
+    "SensitivityAtSpecificity", "SpecificityAtSensitivity", "TrueNegatives",
+    "TruePositives", *_wrappers.__all__,
 ]

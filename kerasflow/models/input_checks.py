@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 
+from kerasflow import config
 from kerasflow.callbacks import Callback
 
 __all__ = ["as_array", "check_callbacks", "check_class_weight", "check_epochs",
@@ -102,6 +104,10 @@ def check_epochs(epochs, initial_epoch=0) -> tuple[int, int]:
             f"last epoch, not a count from initial_epoch). Received: "
             f"epochs={epochs}, initial_epoch={initial_epoch}."
         )
+    cap = config.max_epochs()  # keras.config.set_max_epochs, for debug runs
+    if cap and cap < epochs:
+        warnings.warn(f"Limiting epochs to {cap}", stacklevel=3)
+        epochs, initial_epoch = cap, min(initial_epoch, cap)
     return int(epochs), int(initial_epoch)
 
 
@@ -305,20 +311,27 @@ def check_trainable(model) -> None:
 
 
 def check_steps(steps, name="steps") -> int | None:
-    """``steps`` / ``steps_per_epoch`` / ``validation_steps``: None or an int >= 1.
+    """``steps`` / ``steps_per_epoch`` / ``validation_steps``: None or an int >= 1,
+    capped by ``kerasflow.config.max_steps_per_epoch()`` when that is set.
 
     Raises:
         TypeError: not an int. ValueError: < 1 (``evaluate(steps=-1)`` used to
             divide by zero).
     """
+    cap = config.max_steps_per_epoch()  # keras.config, for debug runs
     if steps is None:
-        return None
+        if cap:
+            warnings.warn(f"Limiting {name} to {cap}", stacklevel=3)
+        return cap
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
         raise TypeError(f"`{name}` expects None or an integer >= 1. Received: "
                         f"{name}={steps!r} of type {type(steps).__name__}.")
     if steps < 1:
         raise ValueError(f"`{name}` expects None or an integer >= 1. Received: "
                          f"{name}={steps}.")
+    if cap and cap < steps:
+        warnings.warn(f"Limiting {name} to {cap}", stacklevel=3)
+        return cap
     return int(steps)
 
 

@@ -18,6 +18,7 @@ from kerasflow.utils.serialization import deserialize_object
 
 __all__ = [
     "CosineDecay",
+    "CosineDecayRestarts",
     "ExponentialDecay",
     "InverseTimeDecay",
     "LearningRateSchedule",
@@ -271,6 +272,61 @@ class CosineDecay(_BuiltinSchedule):
 
 
 
+
+class CosineDecayRestarts(_BuiltinSchedule):
+    """Cosine decay with warm restarts (SGDR, Loshchilov & Hutter, ICLR 2017):
+    period i lasts ``first_decay_steps * t_mul**i`` steps and starts at
+    ``initial_learning_rate * m_mul**i``; within it the rate follows
+    ``CosineDecay``'s curve down to ``alpha`` times its start.
+
+    Args:
+        initial_learning_rate: float. first_decay_steps: positive int.
+        t_mul: float, each period's length relative to the previous one.
+        m_mul: float, each period's starting rate relative to the previous one.
+        alpha: float, the floor as a fraction of the starting rate.
+        name: name scope of the graph nodes.
+
+    Raises:
+        ValueError: ``first_decay_steps <= 0``.
+
+    Example:
+        >>> s = CosineDecayRestarts(1.0, first_decay_steps=10)
+        >>> float(s(10)), float(s(20))
+        (1.0, 0.5)
+    """
+
+    def __init__(self, initial_learning_rate, first_decay_steps, t_mul=2.0,
+                 m_mul=1.0, alpha=0.0, name="SGDRDecay"):
+        if not first_decay_steps > 0:
+            raise ValueError(f"Argument `first_decay_steps` must be > 0. Received: "
+                             f"first_decay_steps={first_decay_steps}")
+        _check_decay(initial_learning_rate, first_decay_steps)
+        for arg, value in (("t_mul", t_mul), ("m_mul", m_mul), ("alpha", alpha)):
+            _check_finite(arg, value)
+        self.initial_learning_rate, self.first_decay_steps = initial_learning_rate, \
+            first_decay_steps
+        self.t_mul, self.m_mul, self.alpha, self.name = t_mul, m_mul, alpha, name
+
+    def __call__(self, step):
+        with _scope(self, step):
+            fraction = K.divide(_float_step(step), float(self.first_decay_steps))
+            t_mul = float(self.t_mul)
+            if t_mul == 1.0:
+                i_restart = K.floor(fraction)
+                fraction = K.subtract(fraction, i_restart)
+            else:  # periods grow geometrically: invert their partial sums
+                i_restart = K.floor(K.divide(
+                    K.log(K.subtract(1.0, K.multiply(fraction, 1.0 - t_mul))),
+                    math.log(t_mul)))
+                t_pow = K.power(t_mul, i_restart)
+                done = K.divide(K.subtract(1.0, t_pow), 1.0 - t_mul)
+                fraction = K.divide(K.subtract(fraction, done), t_pow)
+            m_fac = K.power(float(self.m_mul), i_restart)
+            cosine = K.multiply(K.multiply(0.5, m_fac), K.add(
+                1.0, K.cos(K.multiply(math.pi, fraction))))
+            decayed = K.add(K.multiply(1.0 - self.alpha, cosine), float(self.alpha))
+            return K.multiply(float(self.initial_learning_rate), decayed)
+
 class PolynomialDecay(_BuiltinSchedule):
     """Polynomial decay from ``initial_learning_rate`` to ``end_learning_rate``.
 
@@ -348,7 +404,8 @@ class InverseTimeDecay(ExponentialDecay):
 
 _SCHEDULES = {c.__name__: c for c in (ExponentialDecay, PiecewiseConstantDecay,
                                        PolynomialDecay,
-                                      CosineDecay, InverseTimeDecay)}
+                                      CosineDecay, CosineDecayRestarts,
+                                      InverseTimeDecay)}
 
 
 def serialize(schedule: LearningRateSchedule) -> dict:

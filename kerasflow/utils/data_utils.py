@@ -1,21 +1,14 @@
 """Keras 3's small ``keras.utils`` helpers for data and dtypes:
 ``pack_x_y_sample_weight``, ``unpack_x_y_sample_weight``,
-``standardize_dtype``, ``is_keras_tensor``."""
+``standardize_dtype``, ``is_keras_tensor`` (the last two the backend's)."""
 
 from __future__ import annotations
 
-import numpy as np
+from kerasflow.backend.keras_backend import is_keras_tensor, standardize_dtype
 
-from kerasflow import backend as K
-
-__all__ = ["is_keras_tensor", "pack_x_y_sample_weight", "standardize_dtype",
+__all__ = ["get_source_inputs", "is_keras_tensor", "pack_x_y_sample_weight",
+           "standardize_dtype",
            "unpack_x_y_sample_weight"]
-
-_PYTHON = {bool: "bool", int: "int32", float: "float32", str: "string",
-           "int": "int32"}
-_ALLOWED = {"bool", "string", "bfloat16", "float16", "float32", "float64",
-            "complex64", "complex128", "int8", "int16", "int32", "int64",
-            "uint8", "uint16", "uint32", "uint64"}
 
 
 def pack_x_y_sample_weight(x, y=None, sample_weight=None):
@@ -43,26 +36,18 @@ def unpack_x_y_sample_weight(data):
                      f"or `(x, y, sample_weight)`, found: {data}")
 
 
-def standardize_dtype(dtype) -> str:
-    """A dtype's Keras name: None is ``floatx()``, Python ``int``/``float`` are
-    int32/float32, numpy dtypes and types their name.
+def get_source_inputs(tensor) -> list:
+    """The input tensors (``kf.Input`` / placeholders) ``tensor`` is computed
+    from, in graph order (Keras 3's ``keras.utils.get_source_inputs``); an
+    input itself gives ``[tensor]``.
 
     Raises:
-        ValueError: a dtype Keras does not know ("float" included).
+        TypeError: ``tensor`` is not symbolic.
     """
-    if dtype is None:
-        return K.floatx()
-    dtype = _PYTHON.get(dtype, dtype) if not isinstance(dtype, np.dtype) else dtype
-    if hasattr(dtype, "name") and not isinstance(dtype, str):
-        dtype = dtype.name
-    elif hasattr(dtype, "__name__"):
-        dtype = dtype.__name__
-    if dtype not in _ALLOWED:
-        raise ValueError(f"Invalid dtype: {dtype}")
-    return dtype
+    from kerasflow.backend import walk  # noqa: PLC0415
 
-
-def is_keras_tensor(x) -> bool:
-    """Whether ``x`` is a symbolic tensor (``kerasflow.KerasTensor``), not an
-    array nor a Variable."""
-    return K.is_symbolic(x) and not isinstance(x, K.Variable)
+    if not is_keras_tensor(tensor):
+        raise TypeError(f"get_source_inputs expects a symbolic tensor "
+                        f"(kerasflow.KerasTensor). Received: {type(tensor).__name__}.")
+    return [out for node in walk([tensor]) if node.op == "Placeholder"
+            for out in node.outputs]

@@ -40,6 +40,10 @@ EXCLUDED: dict[str, dict[str, str]] = {
         "applications": "pretrained applications need weight downloads",
         "distribution": "JAX's distribution API; use kerasflow.distribute "
                         "strategies",
+        "export": "ExportArchive writes TensorFlow SavedModel, ONNX or LiteRT "
+                  "artifacts, which need those runtimes; use model.save",
+        "visualization": "bounding-box, segmentation-mask and image-gallery "
+                         "plotting (matplotlib) is out of kerasflow's scope",
         "quantizers": "quantization is out of kerasflow's scope",
         "Quantizer": "quantization is out of kerasflow's scope",
         "src": "Keras' private implementation package, not API",
@@ -60,18 +64,8 @@ EXCLUDED: dict[str, dict[str, str]] = {
 
 # What to use instead of a Keras name kerasflow lacks (qualified Keras name ->).
 ALTERNATIVES: dict[str, str] = {
-    "keras.config.set_backend": "kerasflow's one graph backend (numpy, or cupy "
-                                "with kerasflow.backend.set_device)",
-    "keras.config.backend": "kerasflow.backend (one graph backend)",
-    "keras.config.dtype_policy": "kerasflow.config.floatx",
-    "keras.config.set_dtype_policy": "kerasflow.config.set_floatx",
-    "keras.utils.get_file": "the kerasflow.datasets loaders, which read "
-                            "$KERASFLOW_DATA_DIR",
     "keras.saving.load_weights": "model.load_weights(filepath)",
     "keras.saving.save_weights": "model.save_weights(filepath)",
-    "keras.utils.clear_session": "a new kerasflow.backend.Session per graph",
-    "keras.mixed_precision": "kerasflow.backend.set_floatx",
-    "keras.dtype_policies": "kerasflow.backend.set_floatx",
 }
 
 

@@ -188,7 +188,8 @@ def test_for_functional_in_sequential():
     assert model.output_shape == (None, 7)
 
 
-@pytest.mark.skip(reason="dtype policies (mixed_float16) are not in kerasflow")
+@pytest.mark.skip(reason="mixed dtype policies (mixed_float16) are refused: kerasflow "
+                  "computes in the variables' dtype")
 def test_functional_with_dtype_policy():
     pass
 

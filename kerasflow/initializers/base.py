@@ -1,4 +1,5 @@
-"""Weight initializers (Keras 3's ``keras.initializers``), computed on the host.
+"""The weight initializer classes (Keras 3's ``keras.initializers``), computed
+on the host.
 
 An initializer is called as ``init(shape, dtype=None)`` and returns a numpy array;
 ``Variable`` moves it to the device. Random initializers draw from
@@ -17,22 +18,15 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from kerasflow.backend import floatx
-from kerasflow.utils.serialization import (
-    deserialize_object,
-    get_object,
-    serialize_object,
-)
 
 __all__ = [
     "Constant", "GlorotNormal", "GlorotUniform", "HeNormal", "HeUniform", "Identity",
     "Initializer", "LecunNormal", "LecunUniform", "Ones", "Orthogonal", "RandomNormal",
     "RandomUniform", "TruncatedNormal", "VarianceScaling", "Zeros", "compute_fans",
-    "deserialize", "get", "serialize",
 ]
 
 # The standard deviation of a unit normal truncated to [-2, 2].
@@ -385,46 +379,3 @@ class Identity(Initializer):
 
     def get_config(self):
         return {"gain": self.gain}
-
-
-_CLASSES = (Zeros, Ones, Constant, RandomNormal, RandomUniform, TruncatedNormal,
-            VarianceScaling, GlorotUniform, GlorotNormal, HeUniform, HeNormal,
-            LecunUniform, LecunNormal, Orthogonal, Identity)
-_OBJECTS: dict[str, Any] = {cls.__name__: cls for cls in _CLASSES}
-_OBJECTS.update({
-    "zeros": Zeros, "ones": Ones, "constant": Constant,
-    "random_normal": RandomNormal, "random_uniform": RandomUniform,
-    "truncated_normal": TruncatedNormal, "variance_scaling": VarianceScaling,
-    "glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal,
-    "he_uniform": HeUniform, "he_normal": HeNormal, "lecun_uniform": LecunUniform,
-    "lecun_normal": LecunNormal, "orthogonal": Orthogonal, "identity": Identity,
-})
-
-
-serialize = serialize_object  # class_name and config, in Keras' format
-
-
-def deserialize(config, custom_objects=None) -> Initializer:
-    """An initializer from a name or a class_name/config dict.
-
-    Raises:
-        ValueError: an unknown name, listing the valid ones.
-    """
-    return deserialize_object(config, _OBJECTS, "initializer", custom_objects)
-
-
-def get(identifier) -> Initializer | None:
-    """Resolves an initializer identifier (Keras' ``initializers.get``).
-
-    Args:
-        identifier: None, a name ("glorot_uniform", "HeNormal"...) giving a new
-            instance with default arguments, a config dict, or a callable
-            ``f(shape, dtype)`` (returned as is).
-
-    Returns:
-        None for None, else a callable ``(shape, dtype=None) -> np.ndarray``.
-
-    Raises:
-        ValueError: an unknown name. TypeError: an identifier of another type.
-    """
-    return get_object(identifier, _OBJECTS, "initializer")
