@@ -89,6 +89,7 @@ def _stop_ps(ps):
     assert code == 0, out[-3000:]
 
 
+@pytest.mark.slow  # ~30 s quiet (a Ray head, 300 async steps)
 def test_async_worker_killed_the_other_goes_on(tmp_path):
     # compute_gradients + clip_by_global_norm + apply_gradients on ps variables
     args, env, ps = _cluster(tmp_path, 150, ["--clip_norm=5.0"])
