@@ -57,7 +57,10 @@ def arange(start, stop=None, step=1, dtype=None):
 
 
 def array(x, dtype=None):
-    """A device array from array-like ``x`` (Python floats become floatx)."""
+    """A device array from array-like ``x`` (Python floats become floatx); a
+    device (cupy) array stays where it is."""
+    if _array.is_cupy_array(x):
+        return x if dtype is None else x.astype(np.dtype(dtype), copy=False)
     value = np.asarray(x)
     if dtype is None and value.dtype == np.float64 and not isinstance(
             x, np.ndarray):

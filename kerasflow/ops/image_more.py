@@ -371,8 +371,9 @@ def affine_transform(images, transform, interpolation="bilinear",
     def col(i):
         return K.reshape(t[:, i], (-1, 1, 1))
 
-    in_x = col(0) * xs + col(1) * ys + col(2)
-    in_y = col(3) * xs + col(4) * ys + col(5)
+    # backend ops: a numpy grid meets a device (cupy) array eagerly too
+    in_x = K.add(K.add(K.multiply(col(0), xs), K.multiply(col(1), ys)), col(2))
+    in_y = K.add(K.add(K.multiply(col(3), xs), K.multiply(col(4), ys)), col(5))
     y = _sample_images(x, in_y, in_x, interpolation, fill_mode, fill_value)
     y = y if dt.kind == "f" else K.cast(y, dt.name)
     return _restore(y, fmt, batched)

@@ -125,7 +125,7 @@ def sparsemax(x, axis=-1):
     shape = [1] * rank(x)
     shape[ax] = n
     r = np.arange(1, n + 1, dtype=dtype_of(x)).reshape(shape)
-    support = K.greater(z - (cs - 1.0) / r, 0.0)
+    support = K.greater(z - K.divide(cs - 1.0, r), 0.0)
     k = K.sum(K.cast(support, dtype_of(x).name), axis=ax, keepdims=True)
     tau = (K.sum(K.where(support, cs, _zero(cs)), axis=ax, keepdims=True) - 1.0) / k
     return K.maximum(x - tau, 0.0)

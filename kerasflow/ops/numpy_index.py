@@ -204,7 +204,8 @@ def _linear(indices, shape):
     idx = K.cast(tensor(indices), "int64")
     n = idx.shape[-1]
     strides = [int(np.prod(shape[i + 1:n], dtype=np.int64)) for i in range(n)]
-    return K.reshape(K.sum(idx * np.asarray(strides, "int64"), axis=-1), (-1,)), n
+    return K.reshape(K.sum(K.multiply(idx, np.asarray(strides, "int64")), axis=-1),
+                     (-1,)), n
 
 
 def scatter(indices, values, shape):

@@ -125,7 +125,7 @@ def quantile(x, q, axis=None, method="linear", keepdims=False):
     s = K.sort(flat, axis=-1)
     last = len(keep)
     v_lo, v_hi = K.gather(s, lo, axis=last), K.gather(s, hi, axis=last)
-    out = v_lo + (v_hi - v_lo) * frac.astype(np.dtype(s.dtype))  # (..., nq)
+    out = v_lo + K.multiply(v_hi - v_lo, frac.astype(np.dtype(s.dtype)))  # (..., nq)
     out = K.transpose(out, (last,) + tuple(range(last)))  # quantiles first
     if keepdims:
         shape = [1 if a in axes else -1 if x.shape[a] is None else x.shape[a]

@@ -182,7 +182,7 @@ def stft(x, sequence_length, sequence_stride, fft_length, window="hann",
         idx = np.where(idx > n - 1, 2 * (n - 1) - idx, idx)  # reflect
         x = K.gather(x, idx.astype("int64"), axis=rank(x) - 1)
     win = _padded_window(window, sequence_length, fft_length, dtype_of(x))
-    frames = extract_sequences(x, fft_length, sequence_stride) * win
+    frames = K.multiply(extract_sequences(x, fft_length, sequence_stride), win)
     return rfft(frames, fft_length)
 
 

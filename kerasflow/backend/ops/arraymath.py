@@ -217,7 +217,10 @@ def _take_along_grad(node, g):
 def _put_add(xp, g, idx, x, axis):
     out = xp.zeros(x.shape, g.dtype)
     # Index grids for every axis but `axis`, then one unbuffered add.
-    grids = list(xp.indices(idx.shape, sparse=True))
+    # (cupy's indices has no sparse=: broadcastable aranges, numpy's sparse grids)
+    nd = len(idx.shape)
+    grids = [xp.arange(n).reshape((1,) * i + (n,) + (1,) * (nd - i - 1))
+             for i, n in enumerate(idx.shape)]
     grids[axis] = idx
     xp.add.at(out, tuple(grids), g)
     return out
