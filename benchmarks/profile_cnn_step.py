@@ -8,8 +8,14 @@ FLOPs (GEMM-like ops only) and the GFLOP/s it reaches. Then times bare
 input gradient and filter gradient), which is what the BLAS gives here: the
 floor a conv kernel built on one GEMM can approach.
 
+``--ab`` instead trains two copies of the model in one process, interleaved
+epoch by epoch: one whose plan uses the fused conv / pooling kernels
+(``kerasflow.backend.ops.conv_fast``) and one with the numpy kernels for those
+ops (every other fusion on in both), and prints samples/s of each and their
+ratio; interleaving in one process keeps a busy machine fair to both.
+
 Run: python benchmarks/profile_cnn_step.py [--steps 30] [--threads N]
-     [--no-fusion] [--top 25]
+     [--no-fusion] [--numpy-conv] [--top 25] [--cpu-clock] [--ab --rounds 5]
 """
 
 from __future__ import annotations
@@ -36,6 +42,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_cnn import BATCH, build_kerasflow, data  # noqa: E402
 
 _TIMES: dict = collections.defaultdict(list)
+# --cpu-clock: process CPU time instead of wall time; with --threads 1 it
+# measures the work itself, little disturbed by other processes on a busy
+# machine (the per-op ratios, not the wall-clock throughput).
+CLOCK = (time.process_time if "--cpu-clock" in sys.argv else time.perf_counter)
 _INFO: dict = {}
 
 
@@ -70,9 +80,9 @@ def _wrap(node, kernel):
     key = node.uid
 
     def timed(*args):
-        t = time.perf_counter()
+        t = CLOCK()
         out = kernel(*args)
-        _TIMES[key].append(time.perf_counter() - t)
+        _TIMES[key].append(CLOCK() - t)
         if key not in _INFO:
             shapes = [tuple(getattr(a, "shape", ())) for a in args]
             _INFO[key] = (node.op, node.name, shapes, _flops(node, args, out),
@@ -126,12 +136,57 @@ def gemm_floor(repeats=20):
         np.matmul(a, b)
         ts = []
         for _ in range(repeats):
-            t = time.perf_counter()
+            t = CLOCK()
             np.matmul(a, b)
-            ts.append(time.perf_counter() - t)
+            ts.append(CLOCK() - t)
         ms = 1e3 * float(np.median(ts))
         rows.append((name, ms, 2 * m * k * c / (ms * 1e-3) / 1e9))
     return rows
+
+
+_CONV_OPS = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPool",
+             "MaxPoolGrad")
+
+
+def _conv_factories():
+    """The fusion registry and its conv / pooling entries (conv_fast's)."""
+    from kerasflow.backend import fusion
+    from kerasflow.backend.ops import conv_fast  # noqa: F401  (registers them)
+
+    return fusion, {op: fusion._FACTORIES[op] for op in _CONV_OPS}
+
+
+def ab(steps, rounds):
+    """Samples/s with and without the fused conv kernels, interleaved."""
+    fusion, saved = _conv_factories()
+    ops = _CONV_OPS
+    x, y = data(BATCH * steps)
+    models = {}
+    for name in ("numpy conv", "fused conv"):
+        for op in ops:
+            if name == "numpy conv":
+                fusion._FACTORIES.pop(op, None)
+            else:
+                fusion._FACTORIES[op] = saved[op]
+        models[name] = build_kerasflow(True)
+        # The first fit compiles the step with the factories now registered.
+        models[name].fit(x[:BATCH * 2], y[:BATCH * 2], batch_size=BATCH,
+                         epochs=1, verbose=0)
+    fusion._FACTORIES.update(saved)
+    rates = {name: [] for name in models}
+    for _ in range(rounds):
+        for name, model in models.items():
+            t = time.perf_counter()
+            model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=False)
+            rates[name].append(len(x) / (time.perf_counter() - t))
+    print(f"interleaved A/B, {rounds} rounds of {steps} steps, load "
+          f"{os.getloadavg()[0]:.2f}")
+    for name, r in rates.items():
+        print(f"  {name:12s} median {np.median(r):7,.0f} samples/s  best "
+              f"{max(r):7,.0f}")
+    ratios = [b / a for a, b in zip(rates["numpy conv"], rates["fused conv"])]
+    print(f"  fused / numpy per round: median {np.median(ratios):.2f}x "
+          f"({', '.join(f'{v:.2f}' for v in ratios)})")
 
 
 def main():
@@ -140,11 +195,23 @@ def main():
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--no-fusion", action="store_true")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--ab", action="store_true")
+    parser.add_argument("--cpu-clock", action="store_true")
+    parser.add_argument("--numpy-conv", action="store_true",
+                        help="the numpy conv / pooling kernels (the 'before')")
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     import kerasflow as kf
 
+    if args.ab:
+        return ab(args.steps, args.rounds)
+
     if args.no_fusion:
         kf.backend.set_fusion(False)
+    if args.numpy_conv:
+        fusion, _ = _conv_factories()
+        for op in _CONV_OPS:
+            fusion._FACTORIES.pop(op)
     instrument()
     x, y = data(BATCH * args.steps)
     model = build_kerasflow(True)

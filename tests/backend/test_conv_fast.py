@@ -9,7 +9,7 @@ import pytest
 
 from kerasflow import backend as K
 from kerasflow.backend.ops import conv as conv_module
-from kerasflow.backend.ops import conv_fast
+from kerasflow.backend.ops import conv_fast, conv_winograd
 from kerasflow.backend.ops import pooling as pool_module
 
 from gradcheck import check_gradients
@@ -26,7 +26,12 @@ CONV_CASES = [
     # Many channels: the per-tap im2col (few channels use the run copy).
     ((2, 7, 8, 17), (3, 2, 17, 5), (2, 1), "SAME", (1, 2)),
     ((2, 7, 8, 20), (3, 3, 20, 6), (1, 1), "VALID", (1, 1)),
+    # 3x3, stride 1, >= 16 channels in and out: Winograd F(2x2, 3x3), with
+    # odd output sizes (tiles that stick out) and SAME padding.
+    ((3, 10, 11, 16), (3, 3, 16, 17), (1, 1), "VALID", (1, 1)),
+    ((2, 9, 8, 16), (3, 3, 16, 16), (1, 1), "SAME", (1, 1)),
 ]
+WINOGRAD = CONV_CASES[-2:]
 POOL_CASES = [
     ((3, 8, 8, 5), (2, 2), (2, 2), "VALID"),
     ((3, 9, 7, 5), (3, 2), (2, 1), "SAME"),  # overlapping windows
@@ -56,6 +61,7 @@ def _close(got, want, dtype):
 @pytest.mark.parametrize("column_bytes", [2**30, 1])  # whole batch; image by image
 def test_conv_kernels_match_numpy(monkeypatch, dtype, case, column_bytes):
     monkeypatch.setattr(conv_fast, "COLUMN_BYTES", column_bytes)
+    monkeypatch.setattr(conv_winograd, "SLICE_BYTES", column_bytes)
     shape, kshape, strides, padding, dilation = case
     rng = np.random.default_rng(0)
     x = rng.standard_normal(shape).astype(dtype)
@@ -121,7 +127,13 @@ def test_plan_with_fused_kernels_matches_unfused(monkeypatch, dtype):
         _close(np.asarray(a), np.asarray(b), np.dtype(dtype).type)
 
 
-@pytest.mark.parametrize("case", CONV_CASES[:4])
+def test_winograd_applies_to_3x3_stride_1_with_16_channels():
+    assert all(conv_winograd.applies(k, s, d, x[-1]) for x, k, s, _, d in WINOGRAD)
+    assert not any(conv_winograd.applies(k, s, d, x[-1])
+                   for x, k, s, _, d in CONV_CASES[:-2])
+
+
+@pytest.mark.parametrize("case", CONV_CASES[:4] + WINOGRAD)
 def test_fused_conv_gradients(float64, always_fast, case):
     shape, kshape, strides, padding, dilation = case
     rng = np.random.default_rng(3)
