@@ -60,8 +60,7 @@ def _flops(node, args, out):
         n = b.shape[-2] if tb else b.shape[-1]
         return 2 * m * k * n
     if op.startswith("Conv2D"):
-        x, kernel = args[0], args[1]
-        kshape = getattr(kernel, "shape", None)
+        kshape = getattr(args[1], "shape", None)
         y = out if op == "Conv2D" else args[2]
         if kshape is None or not hasattr(y, "shape"):
             return 0
@@ -151,7 +150,9 @@ _CONV_OPS = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPool",
 def _conv_factories():
     """The fusion registry and its conv / pooling entries (conv_fast's)."""
     from kerasflow.backend import fusion
-    from kerasflow.backend.ops import conv_fast  # noqa: F401  (registers them)
+    from kerasflow.backend.ops import conv_fast
+
+    assert conv_fast.MIN_SIZE  # imported for its registrations
 
     return fusion, {op: fusion._FACTORIES[op] for op in _CONV_OPS}
 

@@ -10,15 +10,15 @@ second convolution, (128, 26, 26, 32) * (3, 3, 32, 64)):
 
 * 3x3 stride-1 convolutions with >= 16 channels (forward and input gradient)
   use Winograd F(2x2, 3x3) (``conv_winograd``): 2.25x fewer multiplications.
-* Otherwise im2col runs as a parallel numba loop (numpy copies in one
-  thread) into a buffer of a few images, which is still in cache when the GEMM reads it; the
-  GEMM is one plain ``(images * out pixels, kh * kw * Cin) @ (kh * kw * Cin,
-  Cout)`` product with no transposed copy.
-* The input gradient (outside Winograd) is one GEMM per batch slice, ``g @ kernel^T`` into
-  columns, then a parallel col2im that *gathers*: each thread writes its own
-  rows of dx, adding its window taps in a fixed order (no scatter, no
-  ``np.add.at``, no padded buffer to crop), instead of one small GEMM and one
-  strided add per tap.
+* Otherwise im2col runs as a parallel numba loop (numpy copies in one thread)
+  into a buffer of a few images, which is still in cache when the GEMM reads
+  it; the GEMM is one plain ``(images * out pixels, kh * kw * Cin) @
+  (kh * kw * Cin, Cout)`` product with no transposed copy.
+* The input gradient (outside Winograd) is one GEMM per batch slice,
+  ``g @ kernel^T`` into columns, then a parallel col2im that *gathers*: each
+  thread writes its own rows of dx, adding its window taps in a fixed order
+  (no scatter, no ``np.add.at``, no padded buffer to crop), instead of one
+  small GEMM and one strided add per tap.
 * The filter gradient rebuilds the columns slice by slice (cheaper than keeping
   the forward's columns, which would be kh * kw times the input, 85 MB here)
   and sums ``columns^T @ g`` over the slices.
