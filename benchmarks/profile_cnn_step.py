@@ -150,9 +150,7 @@ _CONV_OPS = ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPool",
 def _conv_factories():
     """The fusion registry and its conv / pooling entries (conv_fast's)."""
     from kerasflow.backend import fusion
-    from kerasflow.backend.ops import conv_fast
-
-    assert conv_fast.MIN_SIZE  # imported for its registrations
+    from kerasflow.backend.ops import conv_fast  # noqa: F401  (registers them)
 
     return fusion, {op: fusion._FACTORIES[op] for op in _CONV_OPS}
 
