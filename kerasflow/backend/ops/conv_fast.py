@@ -225,7 +225,7 @@ def _images_per_slice(n, row_bytes):
 def _columns(im2col, x, cols_buf, n0, nb, out, kshape, strides, dilation, pads):
     oh, ow = out
     cols = cols_buf[:nb * oh * ow]
-    jit.launch(im2col, cols.size, x, cols, n0, oh, ow, kshape[0], kshape[1],
+    _wino.launch(im2col, cols.size, x, cols, n0, oh, ow, kshape[0], kshape[1],
                strides[0], strides[1], dilation[0], dilation[1], *pads)
     return cols
 
@@ -299,7 +299,7 @@ def conv2d_backprop_input(shape, kernel, g, strides, padding, dilation_rate):
         cols = buf[:nb * rows]
         np.matmul(g2[n0 * rows:(n0 + nb) * rows], kt, out=cols)
         part = dx[n0:n0 + nb]
-        jit.launch(col2im, part.size, cols, part, *out, kh, kw, *strides,
+        _wino.launch(col2im, part.size, cols, part, *out, kh, kw, *strides,
                    *dilation_rate, *pads)
     return dx
 

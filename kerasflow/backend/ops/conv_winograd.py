@@ -26,6 +26,18 @@ __all__ = ["winograd_conv"]
 
 # Columns of V and M for one batch slice (see conv_fast.COLUMN_BYTES).
 SLICE_BYTES = 4 * 2**20
+# The transforms between GEMMs run in the calling thread when False: numba's
+# pool and the BLAS pool handing the two cores back and forth dozens of times
+# per op cost more than the parallel loops gain (measured on the 2-core CI
+# machine: whole-step wall time well above the sum of the kernels).
+PARALLEL = False
+
+
+def launch(kernels, size, *args):
+    """``jit.launch``, or the serial kernel unless ``PARALLEL``."""
+    if PARALLEL:
+        return jit.launch(kernels, size, *args)
+    return kernels[0](*args)
 
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 
@@ -133,9 +145,9 @@ def winograd_conv(x, kernel, out, pads):
         tiles = min(step, n - n0) * per
         v = v_buf[:16 * tiles * cin].reshape(16, tiles, cin)
         m = m_buf[:16 * tiles * cout].reshape(16, tiles, cout)
-        jit.launch(wino_in, v.size, xp, v, n0, th, tw)
+        launch(wino_in, v.size, xp, v, n0, th, tw)
         np.matmul(v, u, out=m)
-        jit.launch(wino_out, m.size, m, y, n0, th, tw)
+        launch(wino_out, m.size, m, y, n0, th, tw)
     return y
 
 
