@@ -1,0 +1,164 @@
+"""Winograd F(2x2, 3x3) convolution for the fused CPU kernels (``conv_fast``).
+
+Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016:
+each 2x2 output tile of a 3x3, stride-1 convolution is computed from a 4x4
+input tile with 16 multiplications per (input, output) channel pair instead of
+36, i.e. 2.25x fewer FLOPs. Per batch slice:
+
+1. input transform ``V = B^T d B`` of every 4x4 tile (numba, parallel over
+   tiles), laid out as (16, tiles, Cin);
+2. 16 GEMMs ``M[e] = V[e] @ U[e]`` with ``U = G k G^T`` (16, Cin, Cout),
+   one batched ``np.matmul``;
+3. output transform ``Y = A^T M A`` (numba), 2x2 outputs per tile.
+
+The forward convolution and the input gradient (a 'full' correlation of the
+padded gradient with the flipped, transposed kernel) both run through it.
+Values match im2col's up to float rounding (a few ulps of the products' scale).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerasflow.backend import jit
+
+__all__ = ["winograd_conv"]
+
+# Columns of V and M for one batch slice (see conv_fast.COLUMN_BYTES).
+SLICE_BYTES = 4 * 2**20
+# The transforms between GEMMs run in the calling thread when False: numba's
+# pool and the BLAS pool handing the two cores back and forth dozens of times
+# per op cost more than the parallel loops gain (measured on the 2-core CI
+# machine: whole-step wall time well above the sum of the kernels).
+PARALLEL = False
+
+
+def launch(kernels, size, *args):
+    """``jit.launch``, or the serial kernel unless ``PARALLEL``."""
+    if PARALLEL:
+        return jit.launch(kernels, size, *args)
+    return kernels[0](*args)
+
+_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+
+# B^T and A^T as (index, sign) terms per row: each transformed value is a
+# signed sum of a few inputs. The kernels are generated with one channel loop
+# per output plane (a few loads, one store): loops that LLVM vectorizes, where
+# one loop storing all 16 planes is not.
+_BT = [((0, 1), (2, -1)), ((1, 1), (2, 1)), ((2, 1), (1, -1)), ((1, 1), (3, -1))]
+_AT = [((0, 1), (1, 1), (2, 1)), ((1, 1), (2, -1), (3, -1))]
+
+
+def _signed_sum(terms):
+    code = ""
+    for k, (sign, ref) in enumerate(terms):
+        code += (ref if sign > 0 else "-" + ref) if k == 0 else (
+            f" + {ref}" if sign > 0 else f" - {ref}")
+    return code
+
+
+def _input_source():
+    lines = ["def wino_in(xp, v, n0, th, tw):",
+             "    c = xp.shape[3]",
+             "    per = th * tw",
+             "    for t in prange(v.shape[1]):",
+             "        n = n0 + t // per",
+             "        r = t % per",
+             "        h0 = 2 * (r // tw)",
+             "        w0 = 2 * (r % tw)"]
+    for i, rows in enumerate(_BT):
+        for j, cols in enumerate(_BT):
+            terms = [(sa * sb, f"xp[n, h0 + {a}, w0 + {b}, q]")
+                     for a, sa in rows for b, sb in cols]
+            lines += ["        for q in range(c):",
+                      f"            v[{4 * i + j}, t, q] = {_signed_sum(terms)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _output_source():
+    lines = ["def wino_out(m, y, n0, th, tw):",
+             "    oh, ow, f = y.shape[1], y.shape[2], y.shape[3]",
+             "    per = th * tw",
+             "    for t in prange(m.shape[1]):",
+             "        n = n0 + t // per",
+             "        r = t % per",
+             "        i0 = 2 * (r // tw)",
+             "        j0 = 2 * (r % tw)"]
+    for i, rows in enumerate(_AT):
+        for j, cols in enumerate(_AT):
+            terms = [(sa * sb, f"m[{4 * a + b}, t, q]")
+                     for a, sa in rows for b, sb in cols]
+            ind = "        "
+            if i or j:  # the last row / column of tiles may stick out
+                cond = " and ".join(c for c, on in (("i0 + 1 < oh", i),
+                                                    ("j0 + 1 < ow", j)) if on)
+                lines.append(f"        if {cond}:")
+                ind += "    "
+            lines += [f"{ind}for q in range(f):",
+                      f"{ind}    y[n, i0 + {i}, j0 + {j}, q] = {_signed_sum(terms)}"]
+    return "\n".join(lines) + "\n"
+
+
+_INPUT = _input_source()
+_OUTPUT = _output_source()
+
+
+def _filter_transform(kernel):
+    """U = G k G^T per channel pair: (16, Cin, Cout), in the kernel's dtype."""
+    g = _G.astype(kernel.dtype)
+    u = np.einsum("ia,abcf,jb->ijcf", g, kernel, g)
+    return np.ascontiguousarray(u.reshape(16, *kernel.shape[2:]))
+
+
+def winograd_conv(x, kernel, out, pads):
+    """3x3 stride-1 correlation of NHWC ``x`` with zero padding.
+
+    ``y[n, i, j, f] = sum_{a, b, c} x[n, i + a - pt, j + b - pl, c] *
+    kernel[a, b, c, f]`` (zero outside x) for i < oh, j < ow.
+
+    Args:
+        x: C-contiguous float array (N, H, W, Cin).
+        kernel: (3, 3, Cin, Cout), x's dtype.
+        out: (oh, ow), the output size.
+        pads: (pt, pl), the zero rows / columns before x.
+    """
+    wino_in = jit.kernels(_INPUT, "wino_in")
+    wino_out = jit.kernels(_OUTPUT, "wino_out")
+    n, h, w, cin = x.shape
+    cout = kernel.shape[-1]
+    th, tw = -(-out[0] // 2), -(-out[1] // 2)
+    # Every tile reads 4x4 inputs: a zero-padded copy unless x fits exactly.
+    size = (2 * th + 2, 2 * tw + 2)
+    if pads == (0, 0) and (h, w) == size:
+        xp = x
+    else:
+        xp = np.zeros((n, *size, cin), x.dtype)
+        rows, cols = min(h, size[0] - pads[0]), min(w, size[1] - pads[1])
+        xp[:, pads[0]:pads[0] + rows, pads[1]:pads[1] + cols] = x[:, :rows, :cols]
+    u = _filter_transform(kernel)
+    y = np.empty((n, *out, cout), x.dtype)
+    per = th * tw
+    step = max(1, min(n, SLICE_BYTES // (16 * per * (cin + cout) * x.itemsize)))
+    v_buf = np.empty(16 * step * per * cin, x.dtype)
+    m_buf = np.empty(16 * step * per * cout, x.dtype)
+    for n0 in range(0, n, step):
+        tiles = min(step, n - n0) * per
+        v = v_buf[:16 * tiles * cin].reshape(16, tiles, cin)
+        m = m_buf[:16 * tiles * cout].reshape(16, tiles, cout)
+        launch(wino_in, v.size, xp, v, n0, th, tw)
+        np.matmul(v, u, out=m)
+        launch(wino_out, m.size, m, y, n0, th, tw)
+    return y
+
+
+def applies(kernel_shape, strides, dilation_rate, channels):
+    """True where Winograd is used: 3x3, stride 1, undilated, >= 16 channels
+    in and out (fewer: the GEMMs are too thin to gain)."""
+    return (tuple(kernel_shape[:2]) == (3, 3) and tuple(strides) == (1, 1)
+            and tuple(dilation_rate) == (1, 1) and min(channels,
+                                                       kernel_shape[-1]) >= 16)
+
+
+def flipped(kernel):
+    """The kernel of the input gradient: spatially flipped, in/out swapped."""
+    return np.ascontiguousarray(kernel[::-1, ::-1].transpose(0, 1, 3, 2))
