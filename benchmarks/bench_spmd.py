@@ -68,6 +68,12 @@ def run(mode, samples):
                              capture_output=True, text=True, timeout=900, check=True)
         return _rate(out.stdout)
     addrs = [f"127.0.0.1:{p}" for p in _ports(2)]
+    # Two processes share this host: each gets its share of the cores, as Ray
+    # gives its actors (OMP_NUM_THREADS=1); unset, their BLAS pools oversubscribe
+    # the cores (measured 9x slower on 2 cores).
+    share = str(max(1, (os.cpu_count() or 2) // 2))
+    env = dict(env, OMP_NUM_THREADS=share, OPENBLAS_NUM_THREADS=share,
+               MKL_NUM_THREADS=share)
     procs = [subprocess.Popen(
         [sys.executable, "-c", CHILD, mode, str(samples)], stdout=subprocess.PIPE,
         text=True, env=dict(env, TF_CONFIG=json.dumps(

@@ -27,6 +27,12 @@ Every wait has the deadline of ``CommunicationOptions.timeout_seconds``
 that did not come; a peer that dies mid-step ends the others' steps with an
 error naming it.
 
+Several tasks on one host: give each process its share of the cores
+(``OMP_NUM_THREADS`` / ``OPENBLAS_NUM_THREADS`` = cores / tasks, set before the
+process starts, as Ray does for its actors); otherwise their BLAS thread pools
+oversubscribe the cores (2 processes on 2 cores: 1,700 samples/s instead of
+15,700 for the MNIST MLP, ``benchmarks/bench_spmd.py``).
+
 Design after TF's ``CollectiveAllReduceStrategy`` launched per worker with
 TF_CONFIG, and Horovod's one-process-per-rank ring allreduce.
 """
