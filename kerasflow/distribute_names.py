@@ -77,9 +77,18 @@ def _ps(*args, **kwargs):
         "kerasflow.strategies.parameter_server").ParameterServerStrategy(*args, **kwargs)
 
 
+def _comm_options(*args, **kwargs):
+    """``tf.distribute.experimental.CommunicationOptions`` (kerasflow's, with
+    its ``port_range`` and ``interface`` additions)."""
+    return importlib.import_module(
+        "kerasflow.strategies.sync_strategy").CommunicationOptions(*args, **kwargs)
+
+
 experimental = types.SimpleNamespace(
     MultiWorkerMirroredStrategy=_mwms, ParameterServerStrategy=_ps,
-    CollectiveCommunication=CollectiveCommunication)
+    CollectiveCommunication=CollectiveCommunication,
+    CommunicationImplementation=CollectiveCommunication,
+    CommunicationOptions=_comm_options)
 
 
 class TFConfigClusterResolver:

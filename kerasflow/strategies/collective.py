@@ -31,6 +31,7 @@ import uuid
 
 import numpy as np
 
+from kerasflow.strategies.netaddr import interface_address
 from kerasflow.strategies.nccl_collective import NcclAllreduce, nccl_unique_id
 from kerasflow.strategies.shm_collective import ShmAllreduce
 from kerasflow.strategies.tcp_collective import TcpRing
@@ -79,7 +80,7 @@ class Hierarchical(Collective):
 
 
 def make_plan(nodes, size, dtype="float32", transport="auto", hosts=None,
-              timeout=300.0, group_id=None):
+              timeout=300.0, group_id=None, port_range=None, interface=None):
     """Builds each rank's collective plan from where the ranks run.
 
     Args:
@@ -91,6 +92,10 @@ def make_plan(nodes, size, dtype="float32", transport="auto", hosts=None,
         hosts: one IP address per rank for tcp listeners (default loopback).
         timeout: deadline of every collective wait, in seconds.
         group_id: unique name stem for shared-memory segments.
+        port_range: ``(low, high)`` the tcp listeners bind in (default any
+            free port); see :mod:`kerasflow.strategies.netaddr`.
+        interface: interface name or IP address the tcp listeners bind on,
+            resolved on each rank's node (default: ``hosts``).
 
     Returns:
         A list of plan dicts, one per rank, for :class:`CollectiveEndpoint`.
@@ -138,7 +143,8 @@ def make_plan(nodes, size, dtype="float32", transport="auto", hosts=None,
             dtype=np.dtype(dtype).name, timeout=float(timeout),
             shm_name=f"kf-{gid}-{node_index}", local_rank=local.index(r),
             local_world=len(local), host=hosts[r], ring_index=ring_index,
-            ring_size=ring_size, token=gid))
+            ring_size=ring_size, token=gid, port_range=port_range,
+            interface=interface))
     return plans
 
 
@@ -167,8 +173,12 @@ class CollectiveEndpoint:
                     p["shm_name"], p["local_rank"], p["local_world"], p["size"],
                     p["dtype"], timeout=p["timeout"], global_rank=p["rank"])
             if self.ring_index is not None and p["ring_size"] > 1:
-                self._ring = TcpRing(self.ring_index, p["ring_size"], host=p["host"],
-                                     timeout=p["timeout"], token=p["token"])
+                host = p["host"]
+                if p.get("interface"):
+                    host = interface_address(p["interface"])
+                self._ring = TcpRing(self.ring_index, p["ring_size"], host=host,
+                                     timeout=p["timeout"], token=p["token"],
+                                     port=p.get("port_range") or 0)
         except BaseException:
             self.close()  # half a group holds no shared memory or socket
             raise

@@ -262,20 +262,23 @@ class WorkerGroup:
         """The Ray node id of every rank, in rank order."""
         return [i["node_id"] for i in self.infos]
 
-    def plan_collective(self, size, dtype="float32", transport="auto", timeout=300.0):
-        """``make_plan`` for where the ranks run; the group remembers the
-        plans' shared-memory names and unlinks any left at :meth:`shutdown`."""
+    def plan_collective(self, size, dtype="float32", transport="auto", timeout=300.0,
+                        **net):
+        """``make_plan`` for where the ranks run (``net``: ``port_range``,
+        ``interface``); the group remembers the plans' shared-memory names
+        and unlinks any left at :meth:`shutdown`."""
         plans = make_plan(self.node_ids(), size, dtype, transport,
-                          hosts=[i["ip"] for i in self.infos], timeout=timeout)
+                          hosts=[i["ip"] for i in self.infos], timeout=timeout, **net)
         self.shm_names.update(p["shm_name"] for p in plans if p["local_world"] > 1)
         return plans
 
-    def setup_collective(self, size, dtype="float32", transport="auto", timeout=300.0):
+    def setup_collective(self, size, dtype="float32", transport="auto", timeout=300.0,
+                         **net):
         """Forms the replicas' collective group: plans it from where they run,
         has each rank open its endpoint (``open_collective(plan)`` returns a
         tcp address or None), then hands every rank the ring's addresses
         (``connect_collective(addresses)``). Returns the plans."""
-        plans = self.plan_collective(size, dtype, transport, timeout)
+        plans = self.plan_collective(size, dtype, transport, timeout, **net)
         addrs = self.execute("open_collective", per_rank=[(p,) for p in plans],
                              timeout=timeout)
         ring = sorted((p["ring_index"], a) for p, a in zip(plans, addrs) if a is not None)

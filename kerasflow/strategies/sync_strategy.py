@@ -42,6 +42,7 @@ from kerasflow.strategies.errors import (
 )
 from kerasflow.strategies.replica import Replica, buffer_layout
 from kerasflow.strategies.shipping import ship_arrays
+from kerasflow.strategies.netaddr import parse_port_range
 from kerasflow.strategies.transport import CollectiveError
 from kerasflow.strategies.worker_group import WorkerGroup, check_placement
 
@@ -62,12 +63,21 @@ class CommunicationOptions:
             ``"RING"`` (tcp) and ``"NCCL"`` are accepted.
         bytes_per_pack: accepted for compatibility; one flat buffer is always
             reduced per step.
+        port_range: kerasflow's addition: ``(low, high)`` or ``"low-high"``,
+            the ports the tcp ring's listeners bind in (first free one; default
+            any free port). Keep it clear of Ray's ports (workers use
+            10002-19999 by default) and open in the firewall between nodes.
+        interface: kerasflow's addition: the network interface name (resolved
+            on each replica's node, as ``NCCL_SOCKET_IFNAME``) or IP address
+            the tcp listeners bind on; default the node's Ray address.
 
     Raises:
-        ValueError: a non-positive timeout or an unknown implementation.
+        ValueError: a non-positive timeout, an unknown implementation or a
+            malformed port range.
     """
 
-    def __init__(self, bytes_per_pack=0, timeout_seconds=300.0, implementation="auto"):
+    def __init__(self, bytes_per_pack=0, timeout_seconds=300.0, implementation="auto",
+                 port_range=None, interface=None):
         timeout_seconds = 300.0 if timeout_seconds is None else timeout_seconds
         if not isinstance(timeout_seconds, (int, float)) or timeout_seconds <= 0:
             raise ValueError(f"CommunicationOptions expects timeout_seconds > 0. "
@@ -81,6 +91,12 @@ class CommunicationOptions:
         self.timeout_seconds = float(timeout_seconds)
         self.implementation = impl
         self.bytes_per_pack = bytes_per_pack
+        self.port_range = parse_port_range(port_range)
+        self.interface = None if interface is None else str(interface)
+
+    def network(self):
+        """``port_range`` and ``interface`` as keyword arguments for the plan."""
+        return {"port_range": self.port_range, "interface": self.interface}
 
     @classmethod
     def check(cls, owner, options):
@@ -114,6 +130,7 @@ class SyncReplicaStrategy(ActorStrategy):
         self.num_replicas_in_sync = int(num_replicas)
         self._use_gpu, self._placement = use_gpu, placement
         self._transport, self._timeout = transport, options.timeout_seconds
+        self._net = options.network()
         self._max_failures, self._per_bundle = int(max_failures), workers_per_bundle
         self._group = None
         self._steps = {}   # id(step) -> (step, key, last synced state)
@@ -175,7 +192,8 @@ class SyncReplicaStrategy(ActorStrategy):
         size = buffer_layout(step, self.num_replicas_in_sync)[0]
         want = (size, np.dtype(step.layout.dtype).name)
         if self._coll != want:
-            group.setup_collective(want[0], want[1], self._transport, self._timeout)
+            group.setup_collective(want[0], want[1], self._transport, self._timeout,
+                                   **self._net)
             self._coll = want
         data_key, self._data = ship_arrays(group, batches, self._data)
         return entry, data_key

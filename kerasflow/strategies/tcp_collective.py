@@ -27,6 +27,7 @@ import time
 
 import numpy as np
 
+from kerasflow.strategies.netaddr import bind_listener
 from kerasflow.strategies.transport import (
     Collective,
     CollectiveError,
@@ -52,7 +53,11 @@ class TcpRing(Collective):
         host: address to listen on (the node's IP; loopback by default).
         timeout: deadline of connecting and of every allreduce, in seconds.
         token: group identifier checked in the handshake.
-        port: port to listen on (0: any free one).
+        port: port to listen on: 0 for any free one, a port, or a
+            ``(low, high)`` range whose first free port is taken.
+
+    Raises:
+        OSError: no free port (in the range) or ``host`` cannot be bound.
 
     Attributes:
         address: ``(host, port)`` to hand to the neighbours.
@@ -69,7 +74,7 @@ class TcpRing(Collective):
         self._seq = 0
         self._next = self._prev = None
         self._sender = None
-        self._server = socket.create_server((host, int(port)), backlog=world_size + 2)
+        self._server = bind_listener(host, port, backlog=world_size + 2)
         self.address = (host, self._server.getsockname()[1])
         self._scratch = np.empty(0, np.uint8)
 
