@@ -4,9 +4,12 @@
 One ``run_steps`` call schedules K global batches. Each global batch t is
 cut into ``num_workers`` contiguous parts; part p of every batch is queued on
 worker p. A worker gets its next task (t, p) when the consistency rule lets
-it start step t (Li et al., OSDI 2014, §3.5, bounded delay); a worker whose
-queue is empty takes the last task of the longest queue when the rule allows
-it (any free worker runs a closure, as in TF's ``ClusterCoordinator``):
+it start step t (Li et al., OSDI 2014, §3.5, bounded delay). A worker whose
+queue is empty, or whose own next task the rule holds back, takes instead the
+oldest task queued on a busy worker when the rule lets that start (any free
+worker runs a closure, as in TF's ``ClusterCoordinator``): a straggler's
+parts drain into the others, which keep computing instead of waiting on its
+clock:
 
 * ``staleness=0`` (sequential): step t starts when every part of step t-1
   was pushed and applied -- the result equals one process on the global
@@ -118,20 +121,26 @@ def run_call(strategy, entry, data_key, batches):
         strategy.clock_trace.append((first + t, p, r, gap))
         strategy.max_clock_gap = max(strategy.max_clock_gap, gap)
 
+    def steal(r):
+        """Worker r cannot start its own next task: it takes the oldest task
+        queued on a busy worker -- the one holding the clock back -- when the
+        rule lets that start (a straggler's queue drains into the others)."""
+        heads = [q for q in queues if q != r and queues[q] and busy[q]]
+        if not heads:
+            return False
+        victim = min(heads, key=lambda q: queues[q][0])
+        if not gate(queues[victim][0][0]):
+            return False
+        queues[r].appendleft(queues[victim].popleft())
+        strategy.steals += 1
+        return True
+
     def schedule():
         for r in list(queues):
             while busy[r] < depth:
-                if not queues[r]:  # idle: take the last task of the longest queue
-                    victim = max(queues, key=lambda q: len(queues[q]))
-                    if busy[r] or len(queues[victim]) < 2 or not gate(
-                            queues[victim][-1][0]):
-                        break
-                    queues[r].append(queues[victim].pop())
-                    strategy.steals += 1
-                t, p = queues[r][0]
-                if not gate(t):
+                if (not queues[r] or not gate(queues[r][0][0])) and not steal(r):
                     break
-                queues[r].popleft()
+                t, p = queues[r].popleft()
                 start(r, t, p)
 
     def push_apply(slices):

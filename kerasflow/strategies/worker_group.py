@@ -49,8 +49,18 @@ def _pythonpath():
     return [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 
 
-def _runtime_env():
-    """Lets workers import this process's copy of kerasflow."""
+def _runtime_env(ship="pythonpath"):
+    """Lets workers import this process's copy of kerasflow: on this machine
+    through ``PYTHONPATH`` (workers start from Ray's pool, no upload); on a
+    cluster by shipping the package (``py_modules``: Ray uploads it once per
+    job and unpacks it on every node, whatever is installed there)."""
+    if ship == "py_modules":  # the driver's other paths, not its kerasflow
+        env = {"py_modules": [os.path.join(_ROOT, "kerasflow")],
+               "excludes": ["__pycache__", "*.pyc"]}
+        paths = [p for p in _pythonpath() if os.path.abspath(p) != _ROOT]
+        if paths:
+            env["env_vars"] = {"PYTHONPATH": os.pathsep.join(paths)}
+        return env
     paths = dict.fromkeys([_ROOT] + _pythonpath())
     return {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
 
@@ -61,24 +71,41 @@ def actor_runtime_env():
     return None if _STARTED["job_env"] or _ROOT in _pythonpath() else _runtime_env()
 
 
-def init_ray(address=None, **kwargs):
+def init_ray(address=None, ship_code="auto", **kwargs):
     """Connects to a Ray cluster, or starts a quiet local one.
 
     Args:
         address: cluster address; default ``$RAY_ADDRESS``, else a new local
             Ray (no dashboard, logging at ERROR, logs under a fresh temp
             folder, ``RAY_AUTH_MODE=disabled``), shut down at interpreter exit.
-        **kwargs: passed to ``ray.init`` (e.g. ``num_cpus``).
+        ship_code: how the workers get this kerasflow: ``"py_modules"`` (the
+            package is uploaded with the job's runtime environment, Ray's
+            ``py_modules``, and every node imports that copy), ``"pythonpath"``
+            (this process's path, for workers on this machine), or
+            ``"auto"`` (``$KERASFLOW_SHIP_CODE``, else ``py_modules`` when
+            joining a cluster by address and ``pythonpath`` for a local Ray).
+            Ignored when ``runtime_env`` is given.
+        **kwargs: passed to ``ray.init`` (e.g. ``num_cpus``, ``runtime_env``).
 
     Returns:
         True when this call started Ray, False when it was already running.
+
+    Raises:
+        ValueError: an unknown ``ship_code``.
     """
     ray = _ray()
     if ray.is_initialized():
         return False
     address = address or os.environ.get("RAY_ADDRESS")
+    ship = os.environ.get("KERASFLOW_SHIP_CODE", "auto") if ship_code == "auto" \
+        else ship_code
+    if ship == "auto":
+        ship = "py_modules" if address else "pythonpath"
+    if ship not in ("py_modules", "pythonpath"):
+        raise ValueError(f"init_ray expects ship_code in ('auto', 'py_modules', "
+                         f"'pythonpath'). Received: {ship!r}")
     opts = dict(logging_level=logging.ERROR, log_to_driver=False,
-                runtime_env=_runtime_env())
+                runtime_env=_runtime_env(ship))
     opts.update(kwargs)
     _STARTED["job_env"] = "runtime_env" not in kwargs
     if address:
