@@ -1,4 +1,5 @@
-"""Fused CPU kernels for the LSTM loop (``RNNLoop`` / ``RNNLoopGrad``), via numba.
+"""Fused CPU kernels for the LSTM and GRU loops (``RNNLoop`` / ``RNNLoopGrad``),
+via numba (the GRU's are in ``rnn_fast_gru``).
 
 The cuDNN / oneDNN idea of a fused LSTM cell, on numpy + numba: per time step
 one BLAS product ``h @ R`` (numpy, into a preallocated buffer) and ONE numba
@@ -12,11 +13,12 @@ gradients stay one product over all steps (as in ``scan_grad.py``).
 
 Registered with the fusion registry (``register_fused_kernel``), so compiled
 plans use them when fusion is on and numba is importable. They cover the LSTM
-with Keras' default activations (tanh, sigmoid; gate order i, f, c, o of Keras
-3) in float32 and float64, with masks, initial states, recurrent dropout
-masks and any sequence direction the layer builds; everything else (other
-cells and activations, eager calls, GPU arrays, mixed dtypes) runs the numpy
-kernels. Both use the same layout, (i, f, o, c) columns with i, f, o
+and the reset-after GRU with Keras' default activations (tanh, sigmoid; gate
+orders i, f, c, o and z, r, h of Keras 3) in float32 and float64, with masks,
+initial states, recurrent dropout masks and any sequence direction the layer
+builds; everything else (SimpleRNN, the reset-before GRU, other activations,
+eager calls, GPU arrays, mixed dtypes, zero steps) runs the numpy kernels.
+Fused and numpy LSTM kernels use the same layout, (i, f, o, c) columns with i, f, o
 pre-scaled by 1/2 (``scan._fast_layout``), and the same cache, so a fused
 forward pairs with a numpy gradient and the reverse.
 
@@ -291,41 +293,56 @@ def lstm_backward(x, w, r, b, h0, c0, mask, rmask, hs, cs, cache, g_hs, g_cs):
 
 
 # -- registration with the fusion pass ------------------------------------------------
+_CELLS = ("lstm", "gru")
+
+
 def _covered(attrs, arrays):
     """True when the fused kernels handle this call (else: numpy kernels)."""
-    if attrs["cell"] != "lstm" or not _scan._fast_lstm(
-            "lstm", attrs["activation"], attrs["recurrent_activation"]):
+    if attrs["cell"] not in _CELLS or attrs["activation"] != "tanh" \
+            or attrs["recurrent_activation"] != "sigmoid":
         return False
     dt = arrays[0].dtype
-    if dt not in (np.float32, np.float64):
+    if dt not in (np.float32, np.float64) or arrays[0].shape[1] == 0:
         return False
     return all(type(a) is np.ndarray and (a.dtype == dt or a.dtype == np.bool_)
                for a in arrays)
 
 
 def _forward_factory(xp, attrs):
-    if xp is not np or jit.numba_module() is None or attrs["cell"] != "lstm":
+    if xp is not np or attrs["cell"] not in _CELLS or jit.numba_module() is None:
         return None
+    cell = attrs["cell"]
 
     def kernel(*inputs):
-        x, w, r, b, h0, c0, mask, rmask, _ = _scan._parse(
-            inputs, attrs["has_state"], attrs["has_mask"], attrs["has_rmask"], "lstm")
-        if not _covered(attrs, inputs) or x.shape[1] == 0:
+        if not _covered(attrs, inputs):
             return _scan._rnn_loop(np, *inputs, **attrs)
+        x, w, r, b, h0, c0, mask, rmask, _ = _scan._parse(
+            inputs, attrs["has_state"], attrs["has_mask"], attrs["has_rmask"], cell)
+        if cell == "gru":
+            from kerasflow.backend.ops import rnn_fast_gru
+
+            return rnn_fast_gru.gru_forward(x, w, r, b, h0, mask, rmask)
         return lstm_forward(x, w, r, b, h0, c0, mask, rmask)
 
     return kernel
 
 
 def _backward_factory(xp, attrs):
-    if xp is not np or jit.numba_module() is None or attrs["cell"] != "lstm":
+    if xp is not np or attrs["cell"] not in _CELLS or jit.numba_module() is None:
         return None
+    cell = attrs["cell"]
 
     def kernel(*inputs):
-        x, w, r, b, h0, c0, mask, rmask, rest = _scan._parse(
-            inputs, attrs["has_state"], attrs["has_mask"], attrs["has_rmask"], "lstm")
-        if not _covered(attrs, inputs) or x.shape[1] == 0:
+        if not _covered(attrs, inputs):
             return _scan_grad._rnn_loop_grad_kernel(np, *inputs, **attrs)
+        x, w, r, b, h0, c0, mask, rmask, rest = _scan._parse(
+            inputs, attrs["has_state"], attrs["has_mask"], attrs["has_rmask"], cell)
+        if cell == "gru":
+            from kerasflow.backend.ops import rnn_fast_gru
+
+            hs, _, cache, g_hs, _ = rest
+            return rnn_fast_gru.gru_backward(x, w, r, b, h0, mask, rmask, hs, cache,
+                                             g_hs)
         return lstm_backward(x, w, r, b, h0, c0, mask, rmask, *rest)
 
     return kernel
