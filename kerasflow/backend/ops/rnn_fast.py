@@ -3,13 +3,15 @@ via numba (the GRU's are in ``rnn_fast_gru``).
 
 The cuDNN / oneDNN idea of a fused LSTM cell, on numpy + numba: per time step
 one BLAS product ``h @ R`` (numpy, into a preallocated buffer) and ONE numba
-pass over the (batch, units) gate block that adds the input projection,
-applies the four gate activations, updates ``c`` and ``h``, applies the mask
-and writes what backpropagation needs, where the numpy kernel of ``scan.py``
-makes about ten numpy passes (and numpy's float32 ``tanh`` alone costs more
-than the product on a 2-core CPU). Backpropagation through time is the same:
-per step one numba pass for the gate gradients, then ``dz @ R^T``; the weight
-gradients stay one product over all steps (as in ``scan_grad.py``).
+kernel call over the (batch, units) gate block that adds the input
+projection, applies the four gate activations, updates ``c`` and ``h``,
+applies the mask and writes what backpropagation needs, where the numpy
+kernel of ``scan.py`` makes about ten numpy passes (numpy's float32 ``tanh``
+of the (128, 512) gate block alone, 0.4 ms, costs more than the product on
+our 2-core CPU). Backpropagation through time is the same: per step one numba
+call for the gate gradients, then ``dz @ R^T``; the weight gradients stay one
+product over all steps (as in ``scan_grad.py``), and the input gradient is
+the separate ``RNNLoopInputGrad`` node, skipped when nothing needs it.
 
 Registered with the fusion registry (``register_fused_kernel``), so compiled
 plans use them when fusion is on and numba is importable. They cover the LSTM
@@ -24,9 +26,10 @@ forward pairs with a numpy gradient and the reverse.
 
 Values: each element goes through the numpy kernel's operations in the same
 order and dtype, except tanh in float32, a rational approximation
-``x P(x^2) / Q(x^2)`` (degrees 8 / 8, fitted here; at most 6 float32 ulp from
-the true tanh, numpy's is within 1.4) that LLVM vectorizes, where a libm
-``tanhf`` call per element is 8x slower than numpy. float64 uses ``np.tanh``.
+``x P(x^2) / Q(x^2)`` (degrees 9 / 8, fitted here; at most 6 float32 ulp from
+the true tanh, numpy's is within 1.4, relative error < 4e-7) that LLVM
+vectorizes, where a libm ``tanhf`` call per element is 8x slower than numpy.
+float64 uses ``np.tanh``.
 Sigmoid is ``(tanh(v / 2) + 1) / 2`` in both kernels.
 """
 
@@ -176,10 +179,12 @@ def _source(kind, f32, masked, has_rmask=False):
 
 
 def _kernel(kind, dtype, masked, has_rmask=False):
-    """The serial numba kernel (the per-step blocks are far below
-    ``jit.PARALLEL_MIN``: waking a thread pool costs more than the work, and
-    the second core serves the BLAS)."""
-    jit.numba_module()
+    """The serial numba kernel: per step the (batch, units) blocks are far
+    below ``jit.PARALLEL_MIN``, and the ``parallel=True`` variant measured
+    slower at (128, 128) on 2 cores (the thread pool's wake-up costs more than
+    the 40-70 us of work, and the second core serves the BLAS)."""
+    if jit.numba_module() is None:
+        raise ImportError("rnn_fast needs numba (pip install numba).")
     src, name = _source(kind, dtype == np.float32, masked, has_rmask)
     return jit.kernels(src, name)[0]
 
@@ -226,14 +231,14 @@ def lstm_forward(x, w, r, b, h0=None, c0=None, mask=None, rmask=None):
     cache = np.empty((t, n, 5 * u), dt)
     z = np.empty((n, 4 * u), dt)
     hin = np.empty((n, u), dt) if rmask is not None else None
-    none = np.ones((n, 1), dt)
+    ones = np.ones((n, 1), dt)
     for s in range(t):
         if rmask is not None:
             np.multiply(h, rmask, out=hin)
             np.matmul(hin, r, out=z)
         else:
             np.matmul(h, r, out=z)
-        fwd(z, xw[s], c, h, none if ms is None else ms[s], cache[s], cs[s], hs[s])
+        fwd(z, xw[s], c, h, ones if ms is None else ms[s], cache[s], cs[s], hs[s])
         h, c = hs[s], cs[s]
     return hs.swapaxes(0, 1), cs.swapaxes(0, 1), cache
 
@@ -262,8 +267,8 @@ def lstm_backward(x, w, r, b, h0, c0, mask, rmask, hs, cs, cache, g_hs, g_cs):
     g_hs, g_cs = np.ascontiguousarray(g_hs), np.ascontiguousarray(g_cs)
     c_init = np.zeros((n, u), dt) if c0 is None else c0.astype(dt)
     ms = None if mask is None else _scan._time_major(np, mask.astype(dt))[..., None]
-    none = np.ones((n, 1), dt)
-    rm = none if rmask is None else np.ascontiguousarray(rmask, dtype=dt)
+    ones = np.ones((n, 1), dt)
+    rm = ones if rmask is None else np.ascontiguousarray(rmask, dtype=dt)
     dz = np.empty((t, n, 4 * u), dt)
     back = np.zeros((n, u), dt)
     keep = np.zeros((n, u), dt)
@@ -271,7 +276,7 @@ def lstm_backward(x, w, r, b, h0, c0, mask, rmask, hs, cs, cache, g_hs, g_cs):
     dct, dhn = np.empty((n, u), dt), np.empty((n, u), dt)
     for s in range(t - 1, -1, -1):
         bwd(cache[s], cs[s - 1] if s > 0 else c_init, back, rm, keep, g_hs, g_cs, s,
-            dc, none if ms is None else ms[s], dct, dhn, dz[s])
+            dc, ones if ms is None else ms[s], dct, dhn, dz[s])
         np.matmul(dz[s], rt, out=back)
     dh0 = back if rmask is None else back * rm
     if ms is not None:

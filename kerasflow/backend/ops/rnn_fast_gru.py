@@ -104,7 +104,8 @@ def _source(kind, f32, masked, has_rmask=False):
 
 
 def _kernel(kind, dtype, masked, has_rmask=False):
-    jit.numba_module()
+    if jit.numba_module() is None:
+        raise ImportError("rnn_fast_gru needs numba (pip install numba).")
     src, name = _source(kind, dtype == np.float32, masked, has_rmask)
     return jit.kernels(src, name)[0]
 
