@@ -4,7 +4,15 @@ LSTM(128) over sequences of 28 steps x 28 features (MNIST rows) -> Dense(10);
 Adam, batch 128, float32, synthetic data. Runs are interleaved and the best of
 each kept. Also times building + compiling a 500-step LSTM training step.
 
+``--fusion off`` compiles kerasflow's step without fusion (the numpy kernels
+everywhere, as ``KERASFLOW_FUSION=0``). ``--ab`` instead trains two kerasflow
+copies interleaved in one process, one with the fused LSTM kernels
+(``kerasflow.backend.ops.rnn_fast``) and one with the numpy ``RNNLoop`` /
+``RNNLoopGrad`` kernels (every other fusion on in both), and prints their
+ratio per round: on a busy machine the ratio is the figure to trust.
+
 Run: python benchmarks/bench_lstm.py [--samples 7680] [--repeats 3] [--threads N]
+     [--fusion on|off] [--ab]
 PyTorch is used when importable (pip install torch==2.13.0).
 """
 
@@ -53,6 +61,41 @@ def bench_kerasflow(model, x, y):
     start = time.perf_counter()
     model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=True)
     return len(x) / (time.perf_counter() - start)
+
+
+_RNN_OPS = ("RNNLoop", "RNNLoopGrad")
+
+
+def ab(x, y, rounds):
+    """Samples/s with the fused LSTM kernels and with the numpy ones, interleaved."""
+    from kerasflow.backend import fusion
+    from kerasflow.backend.ops import rnn_fast  # noqa: F401  (registers them)
+
+    saved = {op: fusion._FACTORIES[op] for op in _RNN_OPS}
+    models = {}
+    for name in ("numpy rnn", "fused rnn"):
+        for op in _RNN_OPS:
+            if name == "numpy rnn":
+                fusion._FACTORIES.pop(op, None)
+            else:
+                fusion._FACTORIES[op] = saved[op]
+        models[name] = build_kerasflow()
+        # The first fit compiles the step with the factories now registered.
+        models[name].fit(x[:BATCH * 2], y[:BATCH * 2], batch_size=BATCH, epochs=1,
+                         verbose=0)
+    fusion._FACTORIES.update(saved)
+    rates = {name: [] for name in models}
+    for _ in range(rounds):
+        for name, model in models.items():
+            rates[name].append(bench_kerasflow(model, x, y))
+    print(f"interleaved A/B, {rounds} rounds of {len(x)} samples, load "
+          f"{os.getloadavg()[0]:.2f}")
+    for name, r in rates.items():
+        print(f"  {name:10s} median {np.median(r):7,.0f} samples/s  best "
+              f"{max(r):7,.0f}")
+    ratios = [b / a for a, b in zip(rates["numpy rnn"], rates["fused rnn"])]
+    print(f"  fused / numpy per round: median {np.median(ratios):.2f}x "
+          f"({', '.join(f'{v:.2f}' for v in ratios)})")
 
 
 def build_torch():
@@ -112,8 +155,17 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS / torch threads for both sides (default: all)")
+    parser.add_argument("--fusion", choices=("on", "off"), default="on")
+    parser.add_argument("--ab", action="store_true",
+                        help="fused vs numpy LSTM kernels, interleaved")
     args = parser.parse_args()
     x, y = data(args.samples)
+    if args.ab:
+        return ab(x, y, args.repeats)
+    if args.fusion == "off":
+        import kerasflow as kf
+
+        kf.backend.set_fusion(False)
     model = build_kerasflow()
     model.fit(x[:BATCH * 2], y[:BATCH * 2], batch_size=BATCH, epochs=1, verbose=0)
     if THREADS:

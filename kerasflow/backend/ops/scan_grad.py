@@ -21,7 +21,11 @@ __all__: list = []
 def _rnn_loop_grad(node, g_hs, g_cs, _g_cache):
     attrs = node.attrs
     grads = apply("RNNLoopGrad", *node.inputs, *node.outputs, g_hs, g_cs, **attrs)
-    dx, dw, dr, db, dh0, dc0 = grads
+    dz, dw, dr, db, dh0, dc0 = grads
+    # dx is its own node: a plan that needs no input gradient (x fed by the
+    # caller) prunes it, saving a (steps * batch, G * units) x (G * units,
+    # features) product.
+    dx = apply("RNNLoopInputGrad", dz, node.inputs[1], **attrs)
     out = [dx, dw, dr, db]
     if attrs["has_state"]:
         out.append(dh0)
@@ -34,8 +38,9 @@ def _rnn_loop_grad(node, g_hs, g_cs, _g_cache):
 def _grad_infer(*specs, cell, units, activation, recurrent_activation, has_state,
                 has_mask, has_rmask):
     x, w, r, b = specs[:4]
-    n = None if x.shape is None else x.shape[0]
-    return [(x.shape, x.dtype), (w.shape, x.dtype), (r.shape, x.dtype),
+    n, t = (None, None) if x.shape is None else x.shape[:2]
+    dz = (t, n, _GATES[cell] * units)  # time-major, the kernel's gate order
+    return [(dz, x.dtype), (w.shape, x.dtype), (r.shape, x.dtype),
             (b.shape, x.dtype), ((n, units), x.dtype), ((n, units), x.dtype)]
 
 
@@ -195,7 +200,6 @@ def _rnn_loop_grad_kernel(xp, *inputs, cell, units, activation, recurrent_activa
     else:
         dr = h_prevs.reshape(t * n, u).T @ dzr.reshape(t * n, k * u)
     flat = dxw.reshape(t * n, k * u)
-    dx = (flat @ w.T).reshape(t, n, d).swapaxes(0, 1)
     dw = _time_major(xp, x).reshape(t * n, d).T @ flat
     db_in = flat.sum(axis=0)
     db = xp.stack([db_in, dzr.reshape(t * n, k * u).sum(axis=0)]) \
@@ -203,4 +207,23 @@ def _rnn_loop_grad_kernel(xp, *inputs, cell, units, activation, recurrent_activa
     if fast:
         dw, dr, db = dw[:, inverse], dr[:, inverse], db[inverse]
     dc0 = dc if cell == "lstm" else xp.zeros((n, u), dt)
-    return dx, dw, dr.astype(dt), db.astype(dt), dh, dc0
+    return dxw, dw, dr.astype(dt), db.astype(dt), dh, dc0
+
+
+def _input_grad_infer(dz, w, *, cell, units, activation, recurrent_activation,
+                      has_state, has_mask, has_rmask):
+    t, n = (None, None) if dz.shape is None else dz.shape[:2]
+    return (n, t, w.shape[0] if w.shape is not None else None), dz.dtype
+
+
+@register_op("RNNLoopInputGrad", _input_grad_infer)
+def _rnn_loop_input_grad(xp, dz, w, *, cell, units, activation, recurrent_activation,
+                         has_state, has_mask, has_rmask):
+    """dx (batch, steps, features) = dz @ W^T, dz the time-major (steps, batch,
+    G * units) gradient of ``x W + b`` that ``RNNLoopGrad`` returns, in the
+    column order of its kernel ((i, f, o, c) for the fast LSTM)."""
+    t, n, k = dz.shape
+    if _fast_lstm(cell, activation, recurrent_activation):
+        perm, _ = _fast_layout(xp, units, w.dtype)
+        w = w[:, perm]
+    return (dz.reshape(t * n, k) @ w.T).reshape(t, n, -1).swapaxes(0, 1)
