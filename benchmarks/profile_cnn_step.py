@@ -59,6 +59,8 @@ def _flops(node, args, out):
         k = a.shape[-2] if ta else a.shape[-1]
         n = b.shape[-2] if tb else b.shape[-1]
         return 2 * m * k * n
+    if op == "Conv2DTranspose":  # x (N, h, w, Cin) against (kh, kw, Cout, Cin)
+        return 2 * args[0].size * int(np.prod(args[1].shape[:3]))
     if op.startswith("Conv2D"):
         kshape = getattr(args[1], "shape", None)
         y = out if op == "Conv2D" else args[2]

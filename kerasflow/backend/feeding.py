@@ -47,7 +47,8 @@ def cast_fed(value, dtype, name):
             f"Placeholder '{name}' expects dtype {dtype.name}. Received: a "
             f"value of dtype {src.name}."
         )
-    if src.kind in "iu" and dtype.kind in "iu" and src != dtype and value.size:
+    if (src.kind in "iu" and dtype.kind in "iu" and src != dtype and value.size
+            and not np.can_cast(src, dtype, "safe")):  # widening cannot wrap
         # same_kind casts wrap integers around silently (int64 300 -> int8 44).
         info = np.iinfo(dtype)
         lo, hi = _array.to_numpy(value.min()), _array.to_numpy(value.max())
@@ -57,6 +58,8 @@ def cast_fed(value, dtype, name):
                 f"[{info.min}, {info.max}]. Received: values in [{lo}, {hi}] "
                 f"(dtype {src.name}), which would wrap around."
             )
+    if np.can_cast(src, dtype, "safe"):  # nothing can overflow
+        return _array.to_device(value, dtype=dtype)
     try:
         with np.errstate(over="raise"):
             return _array.to_device(value, dtype=dtype)

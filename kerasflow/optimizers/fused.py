@@ -35,6 +35,10 @@ __all__ = ["adagrad_update", "adam_update", "momentum_update", "rmsprop_update",
            "sgd_update"]
 
 prange = range  # the loops run as plain Python until jit.kernels compiles them
+# Variables from this many elements take the fused kernel (serial below
+# jit.PARALLEL_MIN): even a bias of 10 is cheaper as one compiled call (a few
+# us of dispatch) than as the numpy kernel's dozen ufunc calls.
+MIN_SIZE = 1
 
 
 # -- element loops (compiled by numba; plain Python until then) --------------------
@@ -118,7 +122,7 @@ def _flat(var, grad, slots):
     """1-D views of value, gradient and slots, or None when unsupported."""
     w = var.value
     if (not isinstance(w, np.ndarray) or w.dtype.kind != "f" or w.dtype.itemsize < 4
-            or not w.flags.c_contiguous or w.size < fusion.MIN_SIZE):
+            or not w.flags.c_contiguous or w.size < MIN_SIZE):
         return None
     g = np.asarray(grad)
     if g.shape != w.shape:

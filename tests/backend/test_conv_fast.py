@@ -9,7 +9,7 @@ import pytest
 
 from kerasflow import backend as K
 from kerasflow.backend.ops import conv as conv_module
-from kerasflow.backend.ops import conv_fast, conv_winograd
+from kerasflow.backend.ops import conv_direct, conv_fast, conv_winograd
 from kerasflow.backend.ops import pooling as pool_module
 
 from gradcheck import check_gradients
@@ -26,12 +26,17 @@ CONV_CASES = [
     # Many channels: the per-tap im2col (few channels use the run copy).
     ((2, 7, 8, 17), (3, 2, 17, 5), (2, 1), "SAME", (1, 2)),
     ((2, 7, 8, 20), (3, 3, 20, 6), (1, 1), "VALID", (1, 1)),
+    # <= conv_direct.MAX_OUT output channels: the direct (GEMM-free) loops.
+    ((3, 9, 8, 5), (3, 3, 5, 1), (1, 1), "SAME", (1, 1)),
+    ((3, 10, 11, 7), (3, 2, 7, 2), (2, 1), "SAME", (2, 1)),
+    ((2, 7, 7, 20), (3, 3, 20, 1), (2, 2), "VALID", (1, 1)),
     # 3x3, stride 1, >= 16 channels in and out: Winograd F(2x2, 3x3), with
     # odd output sizes (tiles that stick out) and SAME padding.
     ((3, 10, 11, 16), (3, 3, 16, 17), (1, 1), "VALID", (1, 1)),
     ((2, 9, 8, 16), (3, 3, 16, 16), (1, 1), "SAME", (1, 1)),
 ]
 WINOGRAD = CONV_CASES[-2:]
+DIRECT = CONV_CASES[-5:-2]
 POOL_CASES = [
     ((3, 8, 8, 5), (2, 2), (2, 2), "VALID"),
     ((3, 9, 7, 5), (3, 2), (2, 1), "SAME"),  # overlapping windows
@@ -133,7 +138,31 @@ def test_winograd_applies_to_3x3_stride_1_with_16_channels():
                    for x, k, s, _, d in CONV_CASES[:-2])
 
 
-@pytest.mark.parametrize("case", CONV_CASES[:4] + WINOGRAD)
+def test_direct_loops_apply_to_few_output_channels():
+    assert all(conv_direct.applies(k) for _, k, _, _, _ in DIRECT)
+    assert not any(conv_direct.applies(c[1]) for c in CONV_CASES if c not in DIRECT)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", DIRECT)
+def test_direct_loops_match_im2col(monkeypatch, dtype, case):
+    shape, kshape, strides, padding, dilation = case
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(shape).astype(dtype)
+    k = rng.standard_normal(kshape).astype(dtype)
+    attrs = (strides, padding, dilation)
+    g = rng.standard_normal(conv_module._conv(np, x, k, *attrs).shape).astype(dtype)
+    got = {}
+    for max_out in (conv_direct.MAX_OUT, 0):  # direct, then im2col + GEMM
+        monkeypatch.setattr(conv_direct, "MAX_OUT", max_out)
+        got[max_out] = (conv_fast.conv2d_forward(x, k, *attrs),
+                        conv_fast.conv2d_backprop_input(x.shape, k, g, *attrs),
+                        conv_fast.conv2d_backprop_filter(x, k, g, *attrs))
+    for a, b in zip(*got.values()):
+        _close(a, b, dtype)
+
+
+@pytest.mark.parametrize("case", CONV_CASES[:4] + DIRECT + WINOGRAD)
 def test_fused_conv_gradients(float64, always_fast, case):
     shape, kshape, strides, padding, dilation = case
     rng = np.random.default_rng(3)

@@ -10,6 +10,9 @@ second convolution, (128, 26, 26, 32) * (3, 3, 32, 64)):
 
 * 3x3 stride-1 convolutions with >= 16 channels (forward and input gradient)
   use Winograd F(2x2, 3x3) (``conv_winograd``): 2.25x fewer multiplications.
+* Kernels with <= 2 output channels (``conv_direct.MAX_OUT``; the
+  autoencoder's last Conv2D 32 -> 1) use direct loops (``conv_direct``): there
+  im2col + GEMM is a memory-bound matrix-vector product.
 * Otherwise im2col runs as a parallel numba loop (numpy copies in one thread)
   into a buffer of a few images, which is still in cache when the GEMM reads
   it; the GEMM is one plain ``(images * out pixels, kh * kw * Cin) @
@@ -26,6 +29,9 @@ second convolution, (128, 26, 26, 32) * (3, 3, 32, 64)):
   first maximum (TF's rule) in one pass and writes dx, zeros included, in the
   same pass.
 
+* ``Conv2DTranspose`` is conv2d's input gradient (and its gradients are a
+  Conv2D and a Conv2DBackpropFilter): it runs through the same kernels.
+
 Padding (TF's SAME/VALID) is handled by bounds checks inside the loops, so no
 padded copy of the input is made.
 """
@@ -38,6 +44,8 @@ import numpy as np
 
 from kerasflow.backend import fusion, jit
 from kerasflow.backend.ops import conv as _conv
+from kerasflow.backend.ops import conv_direct as _direct
+from kerasflow.backend.ops import conv_extra as _extra
 from kerasflow.backend.ops import conv_winograd as _wino
 from kerasflow.backend.ops import pooling as _pooling
 
@@ -238,6 +246,8 @@ def conv2d_forward(x, kernel, strides, padding, dilation_rate):
     out, pads = _geometry(x.shape, kernel.shape, strides, padding, dilation_rate)
     if _wino.applies(kernel.shape, strides, dilation_rate, x.shape[-1]):
         return _wino.winograd_conv(x, kernel, out, pads)
+    if _direct.applies(kernel.shape):
+        return _direct.forward(x, kernel, out, strides, dilation_rate, pads)
     n, cout = x.shape[0], kernel.shape[-1]
     k2 = _c(kernel).reshape(-1, cout)
     y = np.empty((n, *out, cout), x.dtype)
@@ -258,6 +268,9 @@ def conv2d_backprop_filter(x, kernel, g, strides, padding, dilation_rate):
     im2col = _im2col(x.shape[-1])
     x = _c(x)
     out, pads = _geometry(x.shape, kernel.shape, strides, padding, dilation_rate)
+    if _direct.applies(kernel.shape):
+        return _direct.backprop_filter(x, kernel.shape, _c(g), strides,
+                                       dilation_rate, pads)
     n, cout = x.shape[0], kernel.shape[-1]
     taps = kernel.size // cout
     g2 = g.reshape(-1, cout)
@@ -286,6 +299,9 @@ def conv2d_backprop_input(shape, kernel, g, strides, padding, dilation_rate):
     if _wino.applies(kernel.shape, strides, dilation_rate, shape[-1]):
         return _wino.winograd_conv(g, _wino.flipped(kernel), tuple(shape[1:3]),
                                    (2 - pads[0], 2 - pads[1]))
+    if _direct.applies(kernel.shape):
+        return _direct.backprop_input(tuple(shape), kernel, g, strides,
+                                      dilation_rate, pads)
     n, cout = shape[0], kernel.shape[-1]
     kt = _c(kernel).reshape(-1, cout).T
     rows = math.prod(out)
@@ -345,6 +361,17 @@ def _backprop_input(x, kernel, g, **attrs):
     return conv2d_backprop_input(tuple(x.shape), kernel, g, **attrs)
 
 
+def conv2d_transpose(x, kernel, strides, padding, dilation_rate, output_shape):
+    """Conv2DTranspose (TF's ``conv2d_transpose``): conv2d's input gradient of
+    ``x`` as g, with the kernel (kh, kw, out channels, in channels); its
+    gradients (Conv2D, Conv2DBackpropFilter) use the kernels above too."""
+    shape = (x.shape[0], *output_shape[:2], kernel.shape[2])
+    return conv2d_backprop_input(shape, kernel, x, strides, padding, dilation_rate)
+
+
+fusion.register_fused_kernel("Conv2DTranspose", _factory(
+    conv2d_transpose, _extra._conv2d_transpose, lambda a: a,
+    lambda a: a[0].size * a[1].shape[0] * a[1].shape[1]))
 fusion.register_fused_kernel("Conv2D", _factory(
     conv2d_forward, _conv._conv, lambda a: a[:2], lambda a: a[0].size))
 fusion.register_fused_kernel("Conv2DBackpropInput", _factory(

@@ -1,0 +1,259 @@
+"""Issue 26's yardstick: kerasflow against Keras 3 (tensorflow, jax, torch backends).
+
+Four models, written once as Keras code (``build`` below) and run with
+``lib = kerasflow`` or ``lib = keras``:
+
+* ``mlp``: Dense 512 relu, Dense 512 relu, Dense 10 softmax over (784,) inputs.
+* ``convnet``: the classic Keras MNIST convnet (Conv2D 32 3x3 relu, Conv2D 64 3x3
+  relu, MaxPooling2D 2, Dropout .25, Flatten, Dense 128 relu, Dropout .5,
+  Dense 10 softmax) over (28, 28, 1).
+* ``lstm``: LSTM(128) over MNIST rows (28 steps x 28 features), Dense 10 softmax.
+* ``autoencoder``: keras.io's convolutional autoencoder (Conv2D 32 3x3 relu same,
+  MaxPooling2D 2 same, Conv2D 32 3x3 relu same, MaxPooling2D 2 same,
+  Conv2DTranspose 32 3x3 strides 2 relu same (twice), Conv2D 1 3x3 sigmoid same;
+  binary crossentropy against its input).
+
+All: Adam (lr 1e-3), batch 128, float32, synthetic data of MNIST's shape (uniform
+[0, 1) pixels, random labels: throughput does not depend on the values), sparse
+categorical crossentropy for the classifiers, no metrics, ``fit(epochs=2,
+verbose=0)``. The second epoch is timed (a callback's on_epoch_begin/end; the
+first epoch is the warm-up: tracing, XLA/numba compilation, caches). The first
+step latency is the time from calling ``fit`` to the end of the first batch
+(trace + compile + first batch).
+
+Each (framework, model) run is a FRESH subprocess (``--worker``), and the
+frameworks run interleaved, round after round, in an order rotated each round,
+so that load changes on a shared machine hit all of them alike. Printed per
+model: median samples/s [min-max] per framework, median first-step latency, and
+the ratio kerasflow / fastest Keras backend as the median of the per-round
+ratios (each round's kerasflow figure over that round's fastest backend). The
+load average is printed before and after (a warning when above 1: the numbers
+are then disturbed).
+
+Threads: each framework's default (all cores). Keras' default ``jit_compile``
+('auto': XLA for jax and tensorflow, eager for torch).
+
+Run (from the repository root; needs the ``bench`` extra):
+    python benchmarks/bench_vs_keras.py                       # all, 3 rounds
+    python benchmarks/bench_vs_keras.py --models mlp,convnet --rounds 5
+    python benchmarks/bench_vs_keras.py --samples 2048 --rounds 1   # smoke test
+    python benchmarks/bench_vs_keras.py --backends jax --fusion both
+Options: --models, --rounds, --samples (per epoch, default 60000 for the mlp
+and 15360 for the others), --backends (Keras backends, default
+tensorflow,jax,torch), --fusion on|off|both (kerasflow's fused kernels:
+KERASFLOW_FUSION=0 when off; both runs kerasflow twice), --timeout (s per
+run), --json PATH (all raw results).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+MODELS = ("mlp", "convnet", "lstm", "autoencoder")
+BACKENDS = ("tensorflow", "jax", "torch")
+BATCH = 128
+DEFAULT_SAMPLES = {"mlp": 60000, "convnet": 15360, "lstm": 15360,
+                   "autoencoder": 15360}
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MARK = "BENCH_RESULT "
+
+
+# -- the models, written once as Keras code ---------------------------------------------
+def build(lib, name):
+    """The model ``name`` built with ``lib`` (kerasflow or keras), compiled."""
+    L = lib.layers
+    if name == "mlp":
+        layers = [lib.Input(shape=(784,)), L.Dense(512, activation="relu"),
+                  L.Dense(512, activation="relu"), L.Dense(10, activation="softmax")]
+    elif name == "convnet":
+        layers = [lib.Input(shape=(28, 28, 1)),
+                  L.Conv2D(32, kernel_size=(3, 3), activation="relu"),
+                  L.Conv2D(64, kernel_size=(3, 3), activation="relu"),
+                  L.MaxPooling2D(pool_size=(2, 2)), L.Dropout(0.25), L.Flatten(),
+                  L.Dense(128, activation="relu"), L.Dropout(0.5),
+                  L.Dense(10, activation="softmax")]
+    elif name == "lstm":
+        layers = [lib.Input(shape=(28, 28)), L.LSTM(128),
+                  L.Dense(10, activation="softmax")]
+    elif name == "autoencoder":
+        layers = [lib.Input(shape=(28, 28, 1)),
+                  L.Conv2D(32, (3, 3), activation="relu", padding="same"),
+                  L.MaxPooling2D((2, 2), padding="same"),
+                  L.Conv2D(32, (3, 3), activation="relu", padding="same"),
+                  L.MaxPooling2D((2, 2), padding="same"),
+                  L.Conv2DTranspose(32, (3, 3), strides=2, activation="relu",
+                                    padding="same"),
+                  L.Conv2DTranspose(32, (3, 3), strides=2, activation="relu",
+                                    padding="same"),
+                  L.Conv2D(1, (3, 3), activation="sigmoid", padding="same")]
+    else:
+        raise ValueError(f"Unknown model {name!r}; choose from {MODELS}.")
+    model = lib.Sequential(layers)
+    loss = ("binary_crossentropy" if name == "autoencoder"
+            else "sparse_categorical_crossentropy")
+    model.compile(optimizer=lib.optimizers.Adam(learning_rate=1e-3), loss=loss)
+    return model
+
+
+def data(name, n, seed=0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    shape = {"mlp": (784,), "lstm": (28, 28)}.get(name, (28, 28, 1))
+    x = rng.random((n, *shape), dtype=np.float32)
+    if name == "autoencoder":
+        return x, x
+    return x, rng.integers(0, 10, n).astype("int32")
+
+
+def worker(framework, name, samples):
+    """Runs in the subprocess: one fit of two epochs; prints one result line."""
+    if framework.startswith("kerasflow"):
+        import kerasflow as lib
+    else:
+        import keras as lib
+    x, y = data(name, samples)
+    marks = {}
+
+    class Timer(lib.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            marks[f"begin{epoch}"] = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            if "first" not in marks:
+                marks["first"] = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            marks[f"end{epoch}"] = time.perf_counter()
+
+    model = build(lib, name)
+    start = time.perf_counter()
+    model.fit(x, y, batch_size=BATCH, epochs=2, verbose=0, callbacks=[Timer()])
+    result = {"framework": framework, "model": name, "samples": samples,
+              "samples_per_s": samples / (marks["end1"] - marks["begin1"]),
+              "first_step_s": marks["first"] - start,
+              "epoch1_s": marks["end0"] - marks["begin0"]}
+    print(MARK + json.dumps(result), flush=True)
+
+
+# -- the driver --------------------------------------------------------------------------
+def run_one(framework, name, samples, timeout):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if framework.startswith("kerasflow"):
+        env["KERASFLOW_FUSION"] = "0" if framework.endswith("nofusion") else "1"
+    else:
+        env["KERAS_BACKEND"] = framework.split("/")[1]
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", framework,
+           "--models", name, "--samples", str(samples)]
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"framework": framework, "model": name, "error": "timeout"}
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARK):
+            return json.loads(line[len(MARK):])
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+    return {"framework": framework, "model": name,
+            "error": f"exit {proc.returncode}: {' | '.join(tail)}"}
+
+
+def load_line(when):
+    load = os.getloadavg()
+    text = f"load average {when}: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    if load[0] > 1:
+        text += ("  WARNING: load > 1, other processes share the cores; "
+                 "timings are disturbed")
+    return text
+
+
+def summarize(name, results, frameworks):
+    ok = [r for r in results if r["model"] == name and "error" not in r]
+    print(f"\n== {name} ==")
+    print(f"{'framework':<22}{'samples/s (median)':>20}{'[min-max]':>22}"
+          f"{'first step s':>14}  runs")
+    for fw in frameworks:
+        rs = [r for r in ok if r["framework"] == fw]
+        errors = [r["error"] for r in results
+                  if r["model"] == name and r["framework"] == fw and "error" in r]
+        if rs:
+            sps = [r["samples_per_s"] for r in rs]
+            first = statistics.median(r["first_step_s"] for r in rs)
+            print(f"{fw:<22}{statistics.median(sps):>20,.0f}"
+                  f"{f'[{min(sps):,.0f}-{max(sps):,.0f}]':>22}{first:>14.2f}"
+                  f"  {len(rs)}")
+        for e in errors:
+            print(f"{fw:<22}  FAILED: {e}")
+    keras = [fw for fw in frameworks if fw.startswith("keras/")]
+    for kf in (fw for fw in frameworks if fw.startswith("kerasflow")):
+        ratios = []
+        for rnd in sorted({r["round"] for r in ok}):
+            mine = [r for r in ok if r["round"] == rnd and r["framework"] == kf]
+            best = max((r["samples_per_s"] for r in ok if r["round"] == rnd
+                        and r["framework"] in keras), default=None)
+            if mine and best:
+                ratios.append(mine[0]["samples_per_s"] / best)
+        if ratios:
+            print(f"{kf} / fastest Keras backend: {statistics.median(ratios):.2f}x "
+                  f"(median of {len(ratios)} round(s): "
+                  f"{', '.join(f'{r:.2f}' for r in ratios)}; target >= 1.0)")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--samples", type=int, default=None)
+    p.add_argument("--backends", default=",".join(BACKENDS))
+    p.add_argument("--fusion", choices=("on", "off", "both"), default="on")
+    p.add_argument("--timeout", type=float, default=1800)
+    p.add_argument("--json", default=None)
+    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    a = p.parse_args()
+    models = [m.strip() for m in a.models.split(",") if m.strip()]
+    for m in models:
+        if m not in MODELS:
+            p.error(f"unknown model {m!r}; choose from {', '.join(MODELS)}")
+    if a.worker:
+        return worker(a.worker, models[0], a.samples or DEFAULT_SAMPLES[models[0]])
+    backends = [b.strip() for b in a.backends.split(",") if b.strip()]
+    for b in backends:
+        if b not in BACKENDS:
+            p.error(f"unknown backend {b!r}; choose from {', '.join(BACKENDS)}")
+    frameworks = {"on": ["kerasflow"], "off": ["kerasflow-nofusion"],
+                  "both": ["kerasflow", "kerasflow-nofusion"]}[a.fusion]
+    frameworks += [f"keras/{b}" for b in backends]
+    print(load_line("before"))
+    print(f"models {models}, {a.rounds} round(s), batch {BATCH}, frameworks "
+          f"{frameworks}", flush=True)
+    results = []
+    for rnd in range(a.rounds):
+        for name in models:
+            samples = a.samples or DEFAULT_SAMPLES[name]
+            shift = rnd % len(frameworks)
+            for fw in frameworks[shift:] + frameworks[:shift]:
+                r = run_one(fw, name, samples, a.timeout)
+                r["round"] = rnd
+                results.append(r)
+                shown = (f"{r['samples_per_s']:,.0f} samples/s, first step "
+                         f"{r['first_step_s']:.2f} s" if "error" not in r
+                         else r["error"])
+                print(f"round {rnd + 1} {name:<12}{fw:<22}{shown}", flush=True)
+    for name in models:
+        summarize(name, results, frameworks)
+    print("\n" + load_line("after"))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
