@@ -115,6 +115,7 @@ def data(name, n, seed=0):
 def worker(framework, name, samples):
     """Runs in the subprocess: one fit of two epochs; prints one result line."""
     if framework.startswith("kerasflow"):
+        sys.path.insert(0, ROOT)  # this checkout's kerasflow, even when run alone
         import kerasflow as lib
     else:
         import keras as lib
