@@ -84,10 +84,13 @@ def test_symbolic_path_equals_eager(cls, kw):
 
 
 @pytest.mark.parametrize("opt", [
-    lambda: O.Nadam(0.05), lambda: O.Adamax(0.05), lambda: O.Lion(0.03),
+    lambda: O.Nadam(0.05), lambda: O.Adamax(0.05), lambda: O.Lion(0.05),
     lambda: O.Lamb(0.05), lambda: O.Adafactor(0.1),
     lambda: O.LossScaleOptimizer(O.Adam(0.05), initial_scale=64.0)])
 def test_learns_a_linear_model(opt):
+    # Seeded: Lion's sign steps at lr 0.03 reached 5% of the first loss in
+    # 40 epochs from only 6 of 10 random initialisations (lr 0.05: 12 of 12).
+    kf.utils.set_random_seed(0)
     rng = np.random.RandomState(1)
     x = rng.randn(128, 3).astype("float32")
     y = x @ np.array([[1.0], [-2.0], [0.5]], "float32") + 0.3
