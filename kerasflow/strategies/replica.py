@@ -69,12 +69,42 @@ class StepWorker:
         self.data[key] = list(arrays)
         return True
 
+    def load_named(self, key, named):
+        """Keeps one call's training arrays under ``key``, replacing every
+        array held before (one ``fit`` at a time).
+
+        Args:
+            named: list of ``(content key, array or None)``; None: the array
+                this worker already holds under that content key.
+        """
+        held = getattr(self, "named", {})
+        self.named = {k: held[k] if a is None else a for k, a in named}
+        self.data = {key: [self.named[k] for k, _ in named]}
+        return True
+
     def drop_data(self, key):
         self.data.pop(key, None)
         return True
 
     def set_state(self, key, values):
         self.steps[key].set_state(values)
+        return True
+
+    def set_values(self, key, indices, values):
+        """Sets ``variables[i]`` of step ``key`` for ``i`` in ``indices``."""
+        variables = self.steps[key].variables
+        K.assign_all([variables[i] for i in indices], values, "Replica")
+        return True
+
+    def rng_state(self, key):
+        """Step ``key``'s random-stream states (``rng_state()``), or None."""
+        get = getattr(self.steps[key], "rng_state", None)
+        return None if get is None else get()
+
+    def set_rng_state(self, key, state):
+        """Restores :meth:`rng_state` (a recovery replaying from a commit)."""
+        if state is not None:
+            self.steps[key].set_rng_state(state)
         return True
 
     def get_state(self, key, indices):
@@ -123,7 +153,13 @@ class Replica(StepWorker, InputReader, CollectiveMember):
         buf = self.buffers.get(key)
         if buf is None or not isinstance(buf[0], xp.ndarray):
             size, sizes, merged = buffer_layout(step, self.world)
-            buf = self.buffers[key] = (xp.zeros(size, step.layout.dtype), sizes, merged)
+            # The shared-memory slot itself, when it fits: the gradients are
+            # packed straight into it (no copy into the segment).
+            slot = getattr(self.coll, "slot", None)
+            if not (xp is np and slot is not None and slot.size == size
+                    and slot.dtype == np.dtype(step.layout.dtype)):
+                slot = xp.zeros(size, step.layout.dtype)
+            buf = self.buffers[key] = (slot, sizes, merged)
         return buf
 
     def run_steps(self, key, data_key, batches, first_step=0, return_state=False):
@@ -136,12 +172,16 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             batches: list of int64 index arrays (rows of the global batch), or
                 of array lists when ``data_key`` is None.
             first_step: global step number of the first batch (error messages).
-            return_state: also return the step's variables after the last batch.
+            return_state: True: also return the step's variables after the
+                last batch (``state``, ``get_state()`` order); a list of
+                indices into ``step.variables``: only those (the metric
+                state, when the weights stay on the replicas).
 
         Returns:
             dict with ``loss`` (list, global-batch loss per step), ``count``
             (global batch sizes), ``output_losses`` (list of lists),
-            ``seconds`` (compute, allreduce: totals) and optionally ``state``.
+            ``seconds`` (totals: compute, apply, copies into the buffer,
+            allreduce including waits) and optionally ``state``.
         """
         def rows():
             for batch in batches:
@@ -182,15 +222,24 @@ class Replica(StepWorker, InputReader, CollectiveMember):
         initial = np.concatenate([np.ravel(a) for a in step.merge_initial]) \
             if mlen else None
         losses, counts, outs = [], [], []
-        t_comm = t_total = 0.0
+        into = getattr(step, "grads_out", False) and xp is K.get_xp()
+        clock = time.perf_counter
+        t_comp = t_copy = t_comm = t_apply = 0.0
         for i, (n, mine) in enumerate(rows):
-            t0 = time.perf_counter()
+            t0 = clock()
             local = len(mine[0]) if mine else 0
             if local:
                 # Global size unknown (own input): gradients of the local mean
                 # loss times the local count; divided by the summed count below.
-                res = step.compute_gradients(mine, local if n is None else n)
-                buf[:g] = xp.asarray(res.grads) if xp is not np else K.to_numpy(res.grads)
+                if into:  # packed straight into the buffer
+                    res = step.compute_gradients(mine, local if n is None else n,
+                                                 out=buf[:g])
+                    t_comp += clock() - t0
+                else:
+                    res = step.compute_gradients(mine, local if n is None else n)
+                    t_comp += clock() - t0
+                    buf[:g] = xp.asarray(res.grads) if xp is not np else \
+                        K.to_numpy(res.grads)
                 pos = g
                 for delta, size in zip(res.metric_deltas, metric_sizes):
                     buf[pos:pos + size] = xp.ravel(xp.asarray(delta))
@@ -214,9 +263,10 @@ class Replica(StepWorker, InputReader, CollectiveMember):
                 buf[:] = 0.0
                 if mlen:  # merging the initial state changes nothing
                     buf[mine_at:mine_at + mlen] = xp.asarray(initial)
-            t1 = time.perf_counter()
+            t1 = clock()
             self.coll.allreduce(buf, "SUM", step=first_step + i)
-            t_comm += time.perf_counter() - t1
+            t2 = clock()
+            t_comm += t2 - t1
             # metrics, losses and count: one small copy to the host
             tail = buf[g:] if xp is np else K.to_numpy(buf[g:])
             total = int(round(tail[-1]))
@@ -239,11 +289,16 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             counts.append(total if n is None else n)
             outs.append([float(v) for v in tail[d_end - g + 1:c - g]])
             self.progress += 1
-            t_total += time.perf_counter() - t0
+            t3 = clock()
+            t_apply += t3 - t2
+            t_copy += t1 - t0
+        # compute, apply, copies into the buffer, allreduce (waits included)
         out = dict(loss=losses, count=counts, output_losses=outs,
-                   seconds=(t_total - t_comm, t_comm))
-        if return_state:
+                   seconds=(t_comp, t_apply, t_copy - t_comp, t_comm))
+        if return_state is True:
             out["state"] = step.get_state()
+        elif return_state:  # indices of the variables wanted
+            out["state"] = self.get_state(key, return_state)
         return out
 
 

@@ -34,14 +34,17 @@ import numpy as np
 
 from kerasflow.distribute_input import DistributedDatasetsFromFunction, InputOptions
 from kerasflow.distribute_lib import check_dataset_fn
-from kerasflow.strategies.base import ActorStrategy, changed_state, check_metric_merge
+from kerasflow import backend as K
+from kerasflow.driver_state import mark_behind
+from kerasflow.strategies.base import ActorStrategy, check_metric_merge
 from kerasflow.strategies.errors import (
     ReplicaDiedError,
     ReplicaFailedError,
     ReplicaTimeoutError,
 )
 from kerasflow.strategies.replica import Replica, buffer_layout
-from kerasflow.strategies.shipping import ship_arrays
+from kerasflow.strategies.replica_state import StepEntry
+from kerasflow.strategies.shipping import ArrayCache
 from kerasflow.strategies.transport import CollectiveError
 from kerasflow.strategies.worker_group import WorkerGroup, check_placement
 
@@ -116,15 +119,27 @@ class SyncReplicaStrategy(ActorStrategy):
         self._transport, self._timeout = transport, options.timeout_seconds
         self._max_failures, self._per_bundle = int(max_failures), workers_per_bundle
         self._group = None
-        self._steps = {}   # id(step) -> (step, key, last synced state)
-        self._data = None  # (arrays list, key)
+        self._steps = {}   # id(step) -> StepEntry
+        self._cache = ArrayCache()
         self._feeds = set()  # keys of the input sources the replicas hold
         self._coll = None  # (size, dtype) of the current collective
         self.recoveries = []
         self.comm_seconds = self.compute_seconds = 0.0
+        self.step_seconds = dict(compute=0.0, apply=0.0, copies=0.0, allreduce=0.0,
+                                 steps=0)
+        self.pulls = 0
         # Placement errors surface here; actors start on the first step.
         check_placement(self.num_replicas_in_sync, 1.0, 1 if use_gpu else 0,
                         placement, workers_per_bundle, "replica")
+
+    #: At most this many steps run between two commits (pulls of the weights)
+    #: and are redone after a failure.
+    commit_steps = 512
+
+    @property
+    def data_shipments(self):
+        """``(arrays, bytes)`` of training data sent to replicas so far."""
+        return self._cache.shipped_arrays, self._cache.shipped_bytes
 
     # -- group lifecycle -------------------------------------------------------------
     def _start_group(self):
@@ -135,14 +150,29 @@ class SyncReplicaStrategy(ActorStrategy):
             timeout=self._timeout, poll_interval=min(5.0, self._timeout),
             stall_timeout=self._timeout, name="replica",
             workers_per_bundle=self._per_bundle)
-        self._steps, self._data, self._coll = {}, None, None
-        self._feeds = set()
+        self._forget_group()
         return self._group
 
+    def _forget_group(self):
+        for entry in self._steps.values():  # reloaded (and replayed) on use
+            entry.loaded = False
+        self._cache.reset()
+        self._coll = None
+        self._feeds = set()
+
     def close(self):
-        """Closes the replicas' collectives and shuts the replica actors down
-        (a later ``run_steps`` restarts them); idempotent."""
+        """Pulls the replicas' weights into the driver's model, closes the
+        replicas' collectives and shuts the replica actors down (a later
+        ``run_steps`` restarts them); idempotent."""
+        if self._group is not None:
+            try:
+                self.sync_to_driver()
+            except Exception as err:  # noqa: BLE001 - closing anyway
+                log.warning("%s: the replicas' weights could not be pulled at "
+                            "close (%s); the model keeps the last commit.",
+                            type(self).__name__, err)
         self._teardown(graceful=True)
+        self._steps = {}
 
     def _teardown(self, graceful):
         # A failed group is killed at once: its live replicas may be blocked
@@ -150,35 +180,106 @@ class SyncReplicaStrategy(ActorStrategy):
         if self._group is not None:
             self._group.shutdown(graceful=graceful)
         self._group = None
-        self._steps, self._data, self._coll = {}, None, None
-        self._feeds = set()
+        self._forget_group()
 
     @property
     def worker_group(self):
         """The live :class:`WorkerGroup` (None after ``close``)."""
         return self._group
 
+    # -- the weights on the replicas ------------------------------------------------
+    def sync_to_driver(self):
+        """Pulls the weights, optimizer slots and other variables of every
+        step whose replicas are ahead of the driver into the driver's
+        variables (a commit, see ``replica_state.py``). Called through
+        ``kerasflow.driver_state.sync_driver_state`` before callbacks that
+        may read the model, by evaluation and prediction, and at the end of
+        ``fit``. A replica failure while pulling is recovered as in training.
+
+        Raises:
+            WorkerGroupError: failures beyond ``max_failures``.
+        """
+        for entry in list(self._steps.values()):
+            while entry.behind:
+                if self._group is None:  # given up: the driver keeps the commit
+                    entry.behind = False
+                    break
+                try:
+                    self._ship(entry.step, None)  # reloads after a failure
+                    if entry.behind:
+                        self._pull(entry)
+                except Exception as err:  # noqa: BLE001 - sorted by _recover
+                    self._recover(err)
+
+    def _pull(self, entry, skip=()):
+        """Rank 0's values into the driver's variables (all but ``skip``),
+        the replicas' random streams with them: a commit."""
+        group, variables = self._group, entry.step.variables
+        idx = [i for i in range(len(variables)) if i not in set(skip)]
+        ref = group.call(0, "get_state", entry.key, idx)
+        rngs = group.execute("rng_state", entry.key)
+        (values,) = group.wait([ref], what="get_state", ranks=[0])
+        K.assign_all([variables[i] for i in idx], values, "MirroredStrategy")
+        entry.mark(idx)
+        entry.commit(rngs if any(r is not None for r in rngs) else None)
+        self.pulls += 1
+
+    def _sync_others(self, step):
+        # Each step holds its own copy of the variables on the replicas: the
+        # driver's copy must be current before another step runs.
+        for entry in self._steps.values():
+            if entry.step is not step and entry.behind and entry.loaded:
+                self._pull(entry)
+
     # -- shipping ------------------------------------------------------------------------
     def _ship(self, step, batches):
         group = self._group or self._start_group()
-        entry = self._steps.get(id(step))
-        if entry is None or entry[0] is not step:
+        self._sync_others(step)
+        entry, replay = self._steps.get(id(step)), False
+        if entry is None or entry.step is not step:
             key = f"s{len(self._steps)}-{time.time_ns()}"
-            state = step.get_state()
             group.execute("load_step", key, group.put(step))
-            entry = self._steps[id(step)] = [step, key, state]
+            entry = self._steps[id(step)] = StepEntry(step, key)
+            entry.commit()
+        elif not entry.loaded:  # a rebuilt group: the last commit, then the log
+            group.execute("load_step", entry.key, group.put(step))
+            entry.loaded, replay = True, entry.behind
+            entry.mark()
         else:
-            now = changed_state(step, entry[2])
-            if now is not None:  # replicas take the driver's values
-                group.execute("set_state", entry[1], group.put(now))
-                entry[2] = now
+            changed = entry.changed()
+            if changed:  # replicas take the driver's values
+                if entry.behind:  # the rest first: the commit includes the change
+                    self._pull(entry, skip=changed)
+                values = [step.variables[i].numpy() for i in changed]
+                group.execute("set_values", entry.key, changed, group.put(values))
+                entry.mark(changed)
+                entry.commit(entry.commit_rng)  # nothing ran since the pull
         size = buffer_layout(step, self.num_replicas_in_sync)[0]
         want = (size, np.dtype(step.layout.dtype).name)
         if self._coll != want:
             group.setup_collective(want[0], want[1], self._transport, self._timeout)
             self._coll = want
-        data_key, self._data = ship_arrays(group, batches, self._data)
+        arrays = self._cache.arrays if batches is None else (
+            batches[0].arrays if batches[0].indices is not None else None)
+        data_key = None if arrays is None else self._cache.ship(group, arrays)
+        if replay:
+            self._replay(entry, data_key)
         return entry, data_key
+
+    def _replay(self, entry, data_key):
+        # Horovod elastic's restore: the committed metric state and random
+        # streams, then the calls run since the commit, again.
+        group = self._group
+        if entry.metric_idx:
+            group.execute("set_values", entry.key, entry.metric_idx,
+                          group.put(entry.commit_metrics))
+        if entry.commit_rng is not None:
+            group.execute("set_rng_state",
+                          per_rank=[(entry.key, r) for r in entry.commit_rng])
+        for first, payload in entry.log:
+            ref = group.put(payload)
+            group.execute("run_steps", entry.key, data_key, ref, first, False,
+                          timeout=self._timeout * len(payload))
 
     # -- input the replicas read ------------------------------------------------------
     reads_replica_input = True
@@ -212,7 +313,7 @@ class SyncReplicaStrategy(ActorStrategy):
     def _feed_payload(self, entry, batches):
         ref = batches[0].feed
         new_pass = any(b.feed.new_pass for b in batches)
-        return [(entry[1], ref.feed.key, ref.feed.convert, len(batches), new_pass,
+        return [(entry.key, ref.feed.key, ref.feed.convert, len(batches), new_pass,
                  self._global_step, r == 0) for r in range(self.num_replicas_in_sync)]
 
     # -- running -------------------------------------------------------------------------
@@ -231,21 +332,47 @@ class SyncReplicaStrategy(ActorStrategy):
             payload = [[np.asarray(a) for a in b.arrays] for b in batches]
         else:
             payload = [np.asarray(b.indices, np.int64) for b in batches]
+        # Rows by index: the weights stay on the replicas and only the metric
+        # state comes back (the call is logged until the next commit).
+        lazy = data_key is not None
+        ret = entry.metric_idx if lazy else True
         ref = group.put(payload)
-        per_rank = [(entry[1], data_key, ref, self._global_step, r == 0)
+        per_rank = [(entry.key, data_key, ref, self._global_step, ret if r == 0 else False)
                     for r in range(self.num_replicas_in_sync)]
         # Each step's collective has its own deadline and stuck replicas are
         # caught by progress pings; the call's deadline scales with K.
         out = group.execute("run_steps", per_rank=per_rank,
                             timeout=self._timeout * len(batches))[0]
-        return self._commit(step, entry, out)
+        if not lazy:
+            return self._commit(step, entry, out)
+        if entry.metric_idx:
+            K.assign_all([step.variables[i] for i in entry.metric_idx], out["state"],
+                         "MirroredStrategy")
+            entry.mark(entry.metric_idx)
+        entry.record(self._global_step, payload, len(batches))
+        mark_behind(self)
+        self._account(out)
+        if entry.logged_steps >= self.commit_steps:
+            self._pull(entry)
+        return zip(out["loss"], out["count"], out["output_losses"])
+
+    def _account(self, out):
+        comp, apply, copies, comm = out["seconds"]
+        self.compute_seconds += comp + apply + copies
+        self.comm_seconds += comm
+        sec = self.step_seconds
+        sec["compute"] += comp
+        sec["apply"] += apply
+        sec["copies"] += copies
+        sec["allreduce"] += comm
+        sec["steps"] += len(out["loss"])
 
     def _commit(self, step, entry, out):
         state = [np.array(v) for v in out["state"]]  # writable copies
-        step.set_state(state)
-        entry[2] = state
-        self.compute_seconds += out["seconds"][0]
-        self.comm_seconds += out["seconds"][1]
+        K.assign_all(step.variables, state, "MirroredStrategy")
+        entry.mark()
+        entry.commit()
+        self._account(out)
         return zip(out["loss"], out["count"], out["output_losses"])
 
     def _recover(self, err):
