@@ -224,7 +224,6 @@ class TrainStep(_Step):
     """
 
     kind = "train"
-    grads_out = True  # compute_gradients(..., out=) packs into a given buffer
     _GRAPH = ("inputs", "grad_phs", "outputs", "grads", "deltas",
               "apply_updates", "run_updates", "state_updates", "variables",
               "trainable_variables", "metric_variables", "merge_inputs",

@@ -22,6 +22,7 @@ of this module: the worker group hosts it.
 
 from __future__ import annotations
 
+import inspect
 import time
 
 import numpy as np
@@ -222,7 +223,8 @@ class Replica(StepWorker, InputReader, CollectiveMember):
         initial = np.concatenate([np.ravel(a) for a in step.merge_initial]) \
             if mlen else None
         losses, counts, outs = [], [], []
-        into = getattr(step, "grads_out", False) and xp is K.get_xp()
+        into = xp is K.get_xp() and "out" in inspect.signature(
+            step.compute_gradients).parameters
         clock = time.perf_counter
         t_comp = t_copy = t_comm = t_apply = 0.0
         for i, (n, mine) in enumerate(rows):
