@@ -23,6 +23,7 @@ of this module: the worker group hosts it.
 from __future__ import annotations
 
 import inspect
+import os
 import time
 
 import numpy as np
@@ -141,6 +142,11 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             # One GPU per actor (num_gpus=1): the NCCL transport reduces the
             # buffer on the device; shm / tcp stage it through host memory.
             K.set_device("gpu")
+
+    def threads(self):
+        """``OMP_NUM_THREADS`` of this replica (BLAS and numba's cap), as Ray
+        set it from the CPUs the replica reserved."""
+        return os.environ.get("OMP_NUM_THREADS")
 
     def collective_kind(self):
         """``(transport class name, array module of the reduced buffers)``."""

@@ -110,11 +110,15 @@ class SyncReplicaStrategy(ActorStrategy):
         comm_seconds / compute_seconds: replica 0's totals so far.
     """
 
-    default_steps_per_execution = 16
+    default_steps_per_execution = 64
 
     def _setup(self, num_replicas, options, *, transport, use_gpu=False,
-               placement="STRICT_PACK", max_failures=3, workers_per_bundle=1):
+               placement="STRICT_PACK", max_failures=3, workers_per_bundle=1,
+               cpus_per_replica=1.0):
         self.num_replicas_in_sync = int(num_replicas)
+        # Ray sets each actor's OMP_NUM_THREADS (BLAS, and numba's cap) from
+        # its CPUs: the replicas' threads add up to the cores, never more.
+        self._cpus = float(cpus_per_replica)
         self._use_gpu, self._placement = use_gpu, placement
         self._transport, self._timeout = transport, options.timeout_seconds
         self._max_failures, self._per_bundle = int(max_failures), workers_per_bundle
@@ -129,7 +133,7 @@ class SyncReplicaStrategy(ActorStrategy):
                                  steps=0)
         self.pulls = 0
         # Placement errors surface here; actors start on the first step.
-        check_placement(self.num_replicas_in_sync, 1.0, 1 if use_gpu else 0,
+        check_placement(self.num_replicas_in_sync, self._cpus, 1 if use_gpu else 0,
                         placement, workers_per_bundle, "replica")
 
     #: At most this many steps run between two commits (pulls of the weights)
@@ -145,7 +149,7 @@ class SyncReplicaStrategy(ActorStrategy):
     def _start_group(self):
         self._group = WorkerGroup(
             Replica, self.num_replicas_in_sync, args=("gpu" if self._use_gpu else "cpu",),
-            num_cpus=1.0, num_gpus=1 if self._use_gpu else 0,
+            num_cpus=self._cpus, num_gpus=1 if self._use_gpu else 0,
             strategy=self._placement, placement_timeout=30.0,
             timeout=self._timeout, poll_interval=min(5.0, self._timeout),
             stall_timeout=self._timeout, name="replica",
