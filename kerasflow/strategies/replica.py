@@ -35,6 +35,7 @@ from kerasflow.distribute_input import shard_bounds
 from kerasflow.distribute_lib import take_rows
 from kerasflow.strategies.collective import CollectiveMember
 from kerasflow.strategies.replica_input import InputReader
+from kerasflow.strategies.zero import plan_zero
 
 __all__ = ["Replica", "StepWorker", "buffer_layout", "shard_bounds"]
 
@@ -137,7 +138,7 @@ class Replica(StepWorker, InputReader, CollectiveMember):
 
     def __init__(self, rank, world, device="cpu"):
         super().__init__(rank, world)
-        self.buffers = {}
+        self.buffers, self.zero = {}, {}
         if device == "gpu":
             # One GPU per actor (num_gpus=1): the NCCL transport reduces the
             # buffer on the device; shm / tcp stage it through host memory.
@@ -150,7 +151,7 @@ class Replica(StepWorker, InputReader, CollectiveMember):
 
     def collective_kind(self):
         """``(transport class name, array module of the reduced buffers)``."""
-        mods = {type(b).__module__.split(".")[0] for b, *_ in self.buffers.values()}
+        mods = {type(b[0]).__module__.split(".")[0] for b in self.buffers.values()}
         return type(self.coll).__name__, ",".join(sorted(mods))
 
     # -- training ----------------------------------------------------------------
@@ -158,7 +159,7 @@ class Replica(StepWorker, InputReader, CollectiveMember):
         # A device transport (NCCL) reduces the buffer where the gradients are.
         xp = K.get_xp() if getattr(self.coll, "on_device", False) else np
         buf = self.buffers.get(key)
-        if buf is None or not isinstance(buf[0], xp.ndarray):
+        if buf is None or not isinstance(buf[0], xp.ndarray) or buf[3] is not self.coll:
             size, sizes, merged = buffer_layout(step, self.world)
             # The shared-memory slot itself, when it fits: the gradients are
             # packed straight into it (no copy into the segment).
@@ -166,10 +167,42 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             if not (xp is np and slot is not None and slot.size == size
                     and slot.dtype == np.dtype(step.layout.dtype)):
                 slot = xp.zeros(size, step.layout.dtype)
-            buf = self.buffers[key] = (slot, sizes, merged)
-        return buf
+            buf = self.buffers[key] = (slot, sizes, merged, self.coll)
+            self.zero.pop(key, None)
+        return buf[:3]
 
-    def run_steps(self, key, data_key, batches, first_step=0, return_state=False):
+    def _zero(self, key, step):
+        """``(plan, apply(result))`` of ZeRO-1 for ``step`` (``zero.py``), or
+        None when the optimizer or the transport cannot shard."""
+        if key in self.zero:
+            return self.zero[key]
+        size = buffer_layout(step, self.world)[0]
+        plan = plan_zero(step, self.world, size) if hasattr(
+            self.coll, "reduce_apply") else None
+        if plan is None:
+            self.zero[key] = None
+            return None
+        mine = [j for j, r in enumerate(plan.var_owner) if r == self.rank]
+        fn = K.Function([step.grad_phs[j] for j in mine], [],
+                        updates=plan.owned_updates[self.rank], name="apply_shard")
+        spans = [(o, o + int(np.prod(sh, dtype=np.int64)), sh)
+                 for o, sh in step.layout.entries]
+        variables = step.trainable_variables
+
+        def apply(result):
+            fn(*[result[spans[j][0]:spans[j][1]].reshape(spans[j][2]) for j in mine])
+            for j in mine:  # the new values, for the other ranks to read
+                result[spans[j][0]:spans[j][1]] = variables[j].value.reshape(-1)
+
+        def gather(buf):
+            for j, r in enumerate(plan.var_owner):
+                if r != self.rank:
+                    variables[j].assign(buf[spans[j][0]:spans[j][1]].reshape(spans[j][2]))
+        self.zero[key] = (plan, apply, gather)
+        return self.zero[key]
+
+    def run_steps(self, key, data_key, batches, first_step=0, return_state=False,
+                  shard=False):
         """Runs one synchronous step per global batch.
 
         Args:
@@ -179,6 +212,9 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             batches: list of int64 index arrays (rows of the global batch), or
                 of array lists when ``data_key`` is None.
             first_step: global step number of the first batch (error messages).
+            shard: apply the optimizer ZeRO-1 style (``zero.py``) when the
+                step and the transport allow it; the slots of the variables
+                other ranks own then go stale here.
             return_state: True: also return the step's variables after the
                 last batch (``state``, ``get_state()`` order); a list of
                 indices into ``step.variables``: only those (the metric
@@ -194,7 +230,7 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             for batch in batches:
                 n, lo, hi, mine = self.rows(data_key, batch, self.world, self.rank)
                 yield n, mine
-        return self._train(key, rows(), first_step, return_state)
+        return self._train(key, rows(), first_step, return_state, shard)
 
     def run_input_steps(self, key, feed_key, convert, k, new_pass, first_step=0,
                         return_state=False):
@@ -215,10 +251,11 @@ class Replica(StepWorker, InputReader, CollectiveMember):
         return self._train(key, self.input_rows(feed_key, convert, k, new_pass),
                            first_step, return_state)
 
-    def _train(self, key, rows, first_step, return_state):
+    def _train(self, key, rows, first_step, return_state, shard=False):
         step = self.steps[key]
         buf, metric_sizes, merged = self._buffer(key, step)
         xp = np if isinstance(buf, np.ndarray) else K.get_xp()
+        zero = self._zero(key, step) if shard and xp is np else None
         g = step.layout.size
         # [grads | metric deltas | partial metric states, one slot per rank
         #  (an allgather inside the SUM: the other slots are zeros) | loss |
@@ -272,18 +309,36 @@ class Replica(StepWorker, InputReader, CollectiveMember):
                 if mlen:  # merging the initial state changes nothing
                     buf[mine_at:mine_at + mlen] = xp.asarray(initial)
             t1 = clock()
-            self.coll.allreduce(buf, "SUM", step=first_step + i)
-            t2 = clock()
-            t_comm += t2 - t1
-            # metrics, losses and count: one small copy to the host
-            tail = buf[g:] if xp is np else K.to_numpy(buf[g:])
+            if zero is not None and n is not None:
+                # reduce own ranges -> apply own variables -> gather the rest
+                spent = [0.0]
+
+                def timed(result, apply=zero[1]):
+                    a = clock()
+                    apply(result)
+                    spent[0] += clock() - a
+                self.coll.reduce_apply(buf, zero[0].ranges[self.rank], timed,
+                                       step=first_step + i)
+                zero[2](buf)
+                t2 = clock()
+                t_comm += t2 - t1 - spent[0]
+                t_apply += spent[0]
+                tail = buf[g:]
+            else:
+                self.coll.allreduce(buf, "SUM", step=first_step + i)
+                t2 = clock()
+                t_comm += t2 - t1
+                # metrics, losses and count: one small copy to the host
+                tail = buf[g:] if xp is np else K.to_numpy(buf[g:])
             total = int(round(tail[-1]))
             if n is None:
                 if total == 0:  # every replica's input is exhausted
                     break
                 buf[:g] /= total
                 tail[d_end - g:c - g] /= total
-            step.apply_gradients(buf[:g] if xp is not np else K.get_xp().asarray(buf[:g]))
+            if zero is None or n is None:
+                step.apply_gradients(buf[:g] if xp is not np
+                                     else K.get_xp().asarray(buf[:g]))
             deltas, pos = [], 0
             for var, size in zip(step.metric_variables, metric_sizes):
                 deltas.append(tail[pos:pos + size].reshape(var.shape))

@@ -38,6 +38,9 @@ class StepEntry:
         commit_rng: the replicas' random-stream states at the last commit
             (one entry per rank; None when there is nothing to restore).
         logged_steps: steps in ``log``.
+        plan / sharded: the step's ZeRO-1 plan (``zero.py``; False until
+            computed, None when the optimizer cannot be sharded) and whether
+            the replicas ran sharded since their slots were last made equal.
     """
 
     def __init__(self, step, key):
@@ -47,6 +50,8 @@ class StepEntry:
         self.metric_idx = [i for i, v in enumerate(step.variables) if id(v) in metric]
         self.log, self.logged_steps = [], 0
         self.commit_metrics, self.commit_rng = None, None
+        self.plan = False     # the ZeRO-1 plan (None: not separable), once known
+        self.sharded = False  # replicas hold only their own slots current
         self._refs = []
         self.mark()
 

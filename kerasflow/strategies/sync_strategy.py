@@ -46,6 +46,7 @@ from kerasflow.strategies.replica import Replica, buffer_layout
 from kerasflow.strategies.replica_state import StepEntry
 from kerasflow.strategies.shipping import ArrayCache
 from kerasflow.strategies.transport import CollectiveError
+from kerasflow.strategies.zero import plan_zero
 from kerasflow.strategies.worker_group import WorkerGroup, check_placement
 
 __all__ = ["CommunicationOptions", "SyncReplicaStrategy"]
@@ -136,9 +137,19 @@ class SyncReplicaStrategy(ActorStrategy):
         check_placement(self.num_replicas_in_sync, self._cpus, 1 if use_gpu else 0,
                         placement, workers_per_bundle, "replica")
 
+    #: Shard the optimizer over the replicas (ZeRO-1, ``zero.py``) when its
+    #: updates are separable per variable; False: every replica applies all.
+    shard_optimizer = True
+
     #: At most this many steps run between two commits (pulls of the weights)
     #: and are redone after a failure.
     commit_steps = 512
+
+    @property
+    def optimizer_sharded(self):
+        """True when a step of this strategy ran with the optimizer sharded
+        (ZeRO-1) since the replicas' slots were last made equal."""
+        return any(e.sharded for e in self._steps.values())
 
     @property
     def data_shipments(self):
@@ -219,14 +230,39 @@ class SyncReplicaStrategy(ActorStrategy):
         """Rank 0's values into the driver's variables (all but ``skip``),
         the replicas' random streams with them: a commit."""
         group, variables = self._group, entry.step.variables
-        idx = [i for i in range(len(variables)) if i not in set(skip)]
-        ref = group.call(0, "get_state", entry.key, idx)
+        skip = set(skip)
+        owner = entry.plan.owner_of if entry.sharded and entry.plan else None
+        ranks = sorted(set(owner)) if owner else [0]
+        # each variable from the rank holding its current value (ZeRO slots)
+        per = {r: [i for i in range(len(variables)) if i not in skip
+                   and (owner is None or owner[i] == r)] for r in ranks}
+        refs = [group.call(r, "get_state", entry.key, per[r]) for r in ranks]
         rngs = group.execute("rng_state", entry.key)
-        (values,) = group.wait([ref], what="get_state", ranks=[0])
+        got = group.wait(refs, what="get_state", ranks=ranks)
+        idx = [i for r in ranks for i in per[r]]
+        values = [v for vals in got for v in vals]
         K.assign_all([variables[i] for i in idx], values, "MirroredStrategy")
         entry.mark(idx)
         entry.commit(rngs if any(r is not None for r in rngs) else None)
         self.pulls += 1
+
+    def _plan(self, entry):
+        """The step's ZeRO-1 plan (``zero.py``) when the optimizer is sharded."""
+        if not self.shard_optimizer or self.num_replicas_in_sync < 2:
+            return None
+        if entry.plan is False:
+            size = buffer_layout(entry.step, self.num_replicas_in_sync)[0]
+            entry.plan = plan_zero(entry.step, self.num_replicas_in_sync, size)
+        return entry.plan
+
+    def _unshard(self, entry):
+        # A call that applies the whole optimizer on every replica needs every
+        # replica's slots current: the owners' values to the driver, then to all.
+        if entry.sharded:
+            self._pull(entry)
+            self._group.execute("set_state", entry.key,
+                                self._group.put(entry.step.get_state()))
+            entry.sharded = False
 
     def _sync_others(self, step):
         # Each step holds its own copy of the variables on the replicas: the
@@ -283,7 +319,7 @@ class SyncReplicaStrategy(ActorStrategy):
         for first, payload in entry.log:
             ref = group.put(payload)
             group.execute("run_steps", entry.key, data_key, ref, first, False,
-                          timeout=self._timeout * len(payload))
+                          entry.sharded, timeout=self._timeout * len(payload))
 
     # -- input the replicas read ------------------------------------------------------
     reads_replica_input = True
@@ -328,6 +364,7 @@ class SyncReplicaStrategy(ActorStrategy):
         entry, data_key = self._ship(step, batches)
         group = self._group
         if batches[0].feed is not None:
+            self._unshard(entry)
             out = group.execute("run_input_steps",
                                 per_rank=self._feed_payload(entry, batches),
                                 timeout=self._timeout * len(batches))[0]
@@ -340,9 +377,12 @@ class SyncReplicaStrategy(ActorStrategy):
         # state comes back (the call is logged until the next commit).
         lazy = data_key is not None
         ret = entry.metric_idx if lazy else True
+        shard = lazy and self._plan(entry) is not None
+        if not shard:
+            self._unshard(entry)
         ref = group.put(payload)
-        per_rank = [(entry.key, data_key, ref, self._global_step, ret if r == 0 else False)
-                    for r in range(self.num_replicas_in_sync)]
+        per_rank = [(entry.key, data_key, ref, self._global_step, ret if r == 0 else False,
+                     shard) for r in range(self.num_replicas_in_sync)]
         # Each step's collective has its own deadline and stuck replicas are
         # caught by progress pings; the call's deadline scales with K.
         out = group.execute("run_steps", per_rank=per_rank,
@@ -353,6 +393,7 @@ class SyncReplicaStrategy(ActorStrategy):
             K.assign_all([step.variables[i] for i in entry.metric_idx], out["state"],
                          "MirroredStrategy")
             entry.mark(entry.metric_idx)
+        entry.sharded |= shard
         entry.record(self._global_step, payload, len(batches))
         mark_behind(self)
         self._account(out)

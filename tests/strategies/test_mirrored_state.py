@@ -127,3 +127,48 @@ def test_recovery_with_dropout_equals_unkilled_run(float64, epoch):
     for k in unkilled[1].history:
         np.testing.assert_allclose(got[1].history[k], unkilled[1].history[k],
                                    rtol=1e-9)
+
+
+def _optimizer_state(model):
+    return [v.numpy() for v in model.optimizer.variables]
+
+
+@pytest.mark.parametrize("replicas", [2, 3])
+def test_zero_sharded_optimizer_equals_unsharded(float64, replicas):
+    # ZeRO-1: each replica applies Adam to the variables it owns; the weights
+    # and every optimizer slot (pulled from its owner) equal the unsharded run.
+    runs = []
+    for shard in (True, False):
+        strategy = kf.distribute.MirroredStrategy(num_replicas=replicas)
+        strategy.shard_optimizer = shard
+        cb = _Weights()
+        model, h = _fit(strategy, [cb], epochs=2)
+        runs.append((model, h, cb))
+        assert strategy.pulls > 0
+    (m1, h1, c1), (m2, h2, c2) = runs
+    _same(m2.get_weights(), m1.get_weights())
+    _same(_optimizer_state(m2), _optimizer_state(m1))
+    for a, b in zip(c1.seen, c2.seen):
+        _same(a, b)
+    np.testing.assert_allclose(h1.history["loss"], h2.history["loss"], rtol=1e-9)
+
+
+def test_zero_refuses_global_norm_clipping(float64):
+    from kerasflow.strategies.zero import plan_zero
+    x, y = _data()
+    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    with strategy.scope():
+        model = _model()
+        model.compile(optimizer=kf.optimizers.Adam(0.02, global_clipnorm=0.5),
+                      loss=kf.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      steps_per_execution=4)
+        np.random.seed(5)
+        model.fit(x, y, batch_size=20, epochs=2, verbose=0)
+        assert not strategy.optimizer_sharded  # clipping reads every gradient
+    ref = _model()
+    ref.compile(optimizer=kf.optimizers.Adam(0.02, global_clipnorm=0.5),
+                loss=kf.losses.SparseCategoricalCrossentropy(from_logits=True))
+    np.random.seed(5)
+    ref.fit(x, y, batch_size=20, epochs=2, verbose=0)
+    _same(ref.get_weights(), model.get_weights())
+    assert plan_zero(object(), 2, 10) is None
