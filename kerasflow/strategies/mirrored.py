@@ -14,6 +14,12 @@ scaled by the global batch size, the gradients are summed by a deterministic
 allreduce (shared memory), and every replica applies the same sum. Batch
 normalization statistics are per replica (TF's ON_READ), so its moving
 averages differ from a single process's; dropout masks are drawn per replica.
+
+The weights stay on the replicas between driver calls and reach the driver's
+model when something reads them (callbacks that may read the model,
+evaluate/predict, the end of ``fit``); with Adam, SGD, RMSprop and other
+per-variable optimizers each replica applies the optimizer to its own share
+of the variables (ZeRO-1). See ``sync_strategy.py``.
 """
 
 from __future__ import annotations

@@ -2,18 +2,27 @@
 
 ``SyncReplicaStrategy`` is what ``MirroredStrategy`` and
 ``MultiWorkerMirroredStrategy`` share: a :class:`WorkerGroup` of
-:class:`Replica` actors, the step and the training arrays shipped once, then
-per ``run_steps`` call one small message (the K global batches' row indices)
-and one answer (K losses and rank 0's variables). The driver's step is set to
-rank 0's variables after every call, so the driver's model is current for
-callbacks, evaluation and saving, and every call is a commit point: when a
-replica dies or a collective times out, the group is rebuilt, the driver's
-state (the last commit) is pushed, and the failed call is run again -- at most
-K = ``steps_per_execution`` steps are redone (Horovod elastic's commit/restore,
-Ray Train's full-group restart). ``max_failures`` caps recoveries.
+:class:`Replica` actors, the step and the training arrays shipped once (the
+arrays found again by content on a later ``fit``, ``shipping.ArrayCache``),
+then per ``run_steps`` call one small message (the K global batches' row
+indices) and one small answer (K losses and the metric state).
 
-Evaluation and prediction run in the driver process (the weights there are
-current after every call).
+The weights and optimizer slots stay on the replicas between calls, as the
+workers of PyTorch DDP and Horovod keep theirs: the driver pulls them from
+the replicas only when something reads them (``kerasflow/driver_state.py``:
+a callback that may read the model, evaluation, prediction, the end of
+``fit``) or when it changed a variable itself (a metric reset at an epoch's
+start, ``set_weights``, a learning rate set by a callback), at most every
+``commit_steps`` steps. Every pull is a commit (Horovod elastic's
+``state.commit()``; ``replica_state.py``): when a replica dies or a
+collective times out, the group is rebuilt, gets the committed state and
+random streams, replays the calls logged since the commit and runs the
+failed call again -- the run equals an unkilled one, dropout included (Ray
+Train's full-group restart). ``max_failures`` caps recoveries. With an
+optimizer whose updates are separable per variable, the replicas shard it
+(ZeRO-1, ``zero.py``).
+
+Evaluation and prediction run in the driver process, after a pull.
 
 Input the replicas read themselves (``distribute_datasets_from_function``, a
 multi-worker ``experimental_distribute_dataset``, ``kf.data.from_ray``; see
@@ -43,10 +52,9 @@ from kerasflow.strategies.errors import (
     ReplicaTimeoutError,
 )
 from kerasflow.strategies.replica import Replica, buffer_layout
-from kerasflow.strategies.replica_state import StepEntry
+from kerasflow.strategies.replica_state import ReplicaStateMixin, StepEntry
 from kerasflow.strategies.shipping import ArrayCache
 from kerasflow.strategies.transport import CollectiveError
-from kerasflow.strategies.zero import plan_zero
 from kerasflow.strategies.worker_group import WorkerGroup, check_placement
 
 __all__ = ["CommunicationOptions", "SyncReplicaStrategy"]
@@ -100,7 +108,7 @@ class CommunicationOptions:
         return options
 
 
-class SyncReplicaStrategy(ActorStrategy):
+class SyncReplicaStrategy(ReplicaStateMixin, ActorStrategy):
     """N replica actors that run ``compute -> allreduce -> apply`` in lockstep.
 
     Subclasses call ``_setup(...)`` from ``__init__``; see MirroredStrategy.
@@ -136,25 +144,6 @@ class SyncReplicaStrategy(ActorStrategy):
         # Placement errors surface here; actors start on the first step.
         check_placement(self.num_replicas_in_sync, self._cpus, 1 if use_gpu else 0,
                         placement, workers_per_bundle, "replica")
-
-    #: Shard the optimizer over the replicas (ZeRO-1, ``zero.py``) when its
-    #: updates are separable per variable; False: every replica applies all.
-    shard_optimizer = True
-
-    #: At most this many steps run between two commits (pulls of the weights)
-    #: and are redone after a failure.
-    commit_steps = 512
-
-    @property
-    def optimizer_sharded(self):
-        """True when a step of this strategy ran with the optimizer sharded
-        (ZeRO-1) since the replicas' slots were last made equal."""
-        return any(e.sharded for e in self._steps.values())
-
-    @property
-    def data_shipments(self):
-        """``(arrays, bytes)`` of training data sent to replicas so far."""
-        return self._cache.shipped_arrays, self._cache.shipped_bytes
 
     # -- group lifecycle -------------------------------------------------------------
     def _start_group(self):
@@ -202,75 +191,6 @@ class SyncReplicaStrategy(ActorStrategy):
         """The live :class:`WorkerGroup` (None after ``close``)."""
         return self._group
 
-    # -- the weights on the replicas ------------------------------------------------
-    def sync_to_driver(self):
-        """Pulls the weights, optimizer slots and other variables of every
-        step whose replicas are ahead of the driver into the driver's
-        variables (a commit, see ``replica_state.py``). Called through
-        ``kerasflow.driver_state.sync_driver_state`` before callbacks that
-        may read the model, by evaluation and prediction, and at the end of
-        ``fit``. A replica failure while pulling is recovered as in training.
-
-        Raises:
-            WorkerGroupError: failures beyond ``max_failures``.
-        """
-        for entry in list(self._steps.values()):
-            while entry.behind:
-                if self._group is None:  # given up: the driver keeps the commit
-                    entry.behind = False
-                    break
-                try:
-                    self._ship(entry.step, None)  # reloads after a failure
-                    if entry.behind:
-                        self._pull(entry)
-                except Exception as err:  # noqa: BLE001 - sorted by _recover
-                    self._recover(err)
-
-    def _pull(self, entry, skip=()):
-        """Rank 0's values into the driver's variables (all but ``skip``),
-        the replicas' random streams with them: a commit."""
-        group, variables = self._group, entry.step.variables
-        skip = set(skip)
-        owner = entry.plan.owner_of if entry.sharded and entry.plan else None
-        ranks = sorted(set(owner)) if owner else [0]
-        # each variable from the rank holding its current value (ZeRO slots)
-        per = {r: [i for i in range(len(variables)) if i not in skip
-                   and (owner is None or owner[i] == r)] for r in ranks}
-        refs = [group.call(r, "get_state", entry.key, per[r]) for r in ranks]
-        rngs = group.execute("rng_state", entry.key)
-        got = group.wait(refs, what="get_state", ranks=ranks)
-        idx = [i for r in ranks for i in per[r]]
-        values = [v for vals in got for v in vals]
-        K.assign_all([variables[i] for i in idx], values, "MirroredStrategy")
-        entry.mark(idx)
-        entry.commit(rngs if any(r is not None for r in rngs) else None)
-        self.pulls += 1
-
-    def _plan(self, entry):
-        """The step's ZeRO-1 plan (``zero.py``) when the optimizer is sharded."""
-        if not self.shard_optimizer or self.num_replicas_in_sync < 2:
-            return None
-        if entry.plan is False:
-            size = buffer_layout(entry.step, self.num_replicas_in_sync)[0]
-            entry.plan = plan_zero(entry.step, self.num_replicas_in_sync, size)
-        return entry.plan
-
-    def _unshard(self, entry):
-        # A call that applies the whole optimizer on every replica needs every
-        # replica's slots current: the owners' values to the driver, then to all.
-        if entry.sharded:
-            self._pull(entry)
-            self._group.execute("set_state", entry.key,
-                                self._group.put(entry.step.get_state()))
-            entry.sharded = False
-
-    def _sync_others(self, step):
-        # Each step holds its own copy of the variables on the replicas: the
-        # driver's copy must be current before another step runs.
-        for entry in self._steps.values():
-            if entry.step is not step and entry.behind and entry.loaded:
-                self._pull(entry)
-
     # -- shipping ------------------------------------------------------------------------
     def _ship(self, step, batches):
         group = self._group or self._start_group()
@@ -305,21 +225,6 @@ class SyncReplicaStrategy(ActorStrategy):
         if replay:
             self._replay(entry, data_key)
         return entry, data_key
-
-    def _replay(self, entry, data_key):
-        # Horovod elastic's restore: the committed metric state and random
-        # streams, then the calls run since the commit, again.
-        group = self._group
-        if entry.metric_idx:
-            group.execute("set_values", entry.key, entry.metric_idx,
-                          group.put(entry.commit_metrics))
-        if entry.commit_rng is not None:
-            group.execute("set_rng_state",
-                          per_rank=[(entry.key, r) for r in entry.commit_rng])
-        for first, payload in entry.log:
-            ref = group.put(payload)
-            group.execute("run_steps", entry.key, data_key, ref, first, False,
-                          entry.sharded, timeout=self._timeout * len(payload))
 
     # -- input the replicas read ------------------------------------------------------
     reads_replica_input = True
