@@ -270,8 +270,10 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             step.compute_gradients).parameters
         clock = time.perf_counter
         t_comp = t_copy = t_comm = t_apply = 0.0
+        t_last = clock()
         for i, (n, mine) in enumerate(rows):
             t0 = clock()
+            t_copy += t0 - t_last  # this replica's rows gathered
             local = len(mine[0]) if mine else 0
             if local:
                 # Global size unknown (own input): gradients of the local mean
@@ -352,10 +354,11 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             counts.append(total if n is None else n)
             outs.append([float(v) for v in tail[d_end - g + 1:c - g]])
             self.progress += 1
-            t3 = clock()
-            t_apply += t3 - t2
+            t_last = clock()
+            t_apply += t_last - t2
             t_copy += t1 - t0
-        # compute, apply, copies into the buffer, allreduce (waits included)
+        # compute, apply, copies (rows gathered, buffer filled), allreduce
+        # (waits included)
         out = dict(loss=losses, count=counts, output_losses=outs,
                    seconds=(t_comp, t_apply, t_copy - t_comp, t_comm))
         if return_state is True:
