@@ -340,8 +340,8 @@ class ShmAllreduce(Collective):
             ``buf``.
 
         Raises:
-            as :meth:`allreduce`; whatever ``apply`` raises (the peers then
-            time out at the second barrier).
+            as :meth:`allreduce`; whatever ``apply`` raises (the group is
+            aborted first, so the peers raise ``CollectivePeerError``).
         """
         check_buffer(buf, self.size, self.dtype, "ShmAllreduce.reduce_apply")
         seq = self._seq + 1
@@ -353,9 +353,13 @@ class ShmAllreduce(Collective):
         self._post(_ARRIVE, target)
         self._wait(_ARRIVE, target, everyone, "write its buffer", step)
         result = self._result[seq % 2]
-        for lo, hi in ranges:
-            reduce_into(result[lo:hi], [s[lo:hi] for s in self._slots], "SUM")
-        apply(result)
+        try:
+            for lo, hi in ranges:
+                reduce_into(result[lo:hi], [s[lo:hi] for s in self._slots], "SUM")
+            apply(result)
+        except BaseException:
+            self.abort()  # the peers raise at once instead of timing out
+            raise
         self._post(_DONE, target)
         self._wait(_DONE, target, everyone, "apply its shard", step)
         np.copyto(buf, result)
