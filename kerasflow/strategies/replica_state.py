@@ -70,6 +70,11 @@ class StepEntry:
             for i in indices:
                 self._refs[i] = variables[i].value
 
+    def unmark(self, indices) -> None:
+        """Makes :meth:`changed` report ``indices`` (values still to push)."""
+        for i in indices:
+            self._refs[i] = None
+
     def changed(self) -> list:
         """Indices of the variables the driver assigned since :meth:`mark`."""
         return [i for i, (v, ref) in enumerate(zip(self.step.variables, self._refs))

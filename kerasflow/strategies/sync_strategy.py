@@ -202,18 +202,11 @@ class SyncReplicaStrategy(ReplicaStateMixin, ActorStrategy):
             entry = self._steps[id(step)] = StepEntry(step, key)
             entry.commit()
         elif not entry.loaded:  # a rebuilt group: the last commit, then the log
+            pending = entry.changed() if entry.behind else []  # not pushed yet
             group.execute("load_step", entry.key, group.put(step))
             entry.loaded, replay = True, entry.behind
             entry.mark()
-        else:
-            changed = entry.changed()
-            if changed:  # replicas take the driver's values
-                if entry.behind:  # the rest first: the commit includes the change
-                    self._pull(entry, skip=changed)
-                values = [step.variables[i].numpy() for i in changed]
-                group.execute("set_values", entry.key, changed, group.put(values))
-                entry.mark(changed)
-                entry.commit(entry.commit_rng)  # nothing ran since the pull
+            entry.unmark(pending)  # pushed after the replay
         size = buffer_layout(step, self.num_replicas_in_sync)[0]
         want = (size, np.dtype(step.layout.dtype).name)
         if self._coll != want:
@@ -224,6 +217,14 @@ class SyncReplicaStrategy(ReplicaStateMixin, ActorStrategy):
         data_key = None if arrays is None else self._cache.ship(group, arrays)
         if replay:
             self._replay(entry, data_key)
+        changed = entry.changed()
+        if changed:  # replicas take the driver's values
+            if entry.behind:  # the rest first: the commit includes the change
+                self._pull(entry, skip=changed)
+            values = [step.variables[i].numpy() for i in changed]
+            group.execute("set_values", entry.key, changed, group.put(values))
+            entry.mark(changed)
+            entry.commit(entry.commit_rng)  # nothing ran since the pull
         return entry, data_key
 
     # -- input the replicas read ------------------------------------------------------

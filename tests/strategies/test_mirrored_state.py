@@ -106,6 +106,7 @@ class _KillOnce(kf.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
+        self.on_train_batch_end(None)
 
     def on_train_batch_end(self, batch, logs=None):
         s = self.strategy
@@ -113,15 +114,17 @@ class _KillOnce(kf.callbacks.Callback):
             s.worker_group.kill(self.rank)
 
 
-@pytest.mark.parametrize("epoch", [0, 1])
-def test_recovery_with_dropout_equals_unkilled_run(float64, epoch):
+@pytest.mark.parametrize("epoch,batch,step", [(0, 7, 8), (1, 7, 18), (1, None, 10)])
+def test_recovery_with_dropout_equals_unkilled_run(float64, epoch, batch, step):
     # Killed after step 8 of an epoch (K=4): the calls since the last commit
     # (the epoch's start) are replayed with the committed random streams.
+    # batch None: killed at an epoch's start, after the driver reset the
+    # metrics and before it pushed the reset (pushed after the replay).
     unkilled = _fit(kf.distribute.MirroredStrategy(num_replicas=2), dropout=0.3)
     strategy = kf.distribute.MirroredStrategy(num_replicas=2)
-    got = _fit(strategy, [_KillOnce(strategy, epoch, 7)], dropout=0.3)
+    got = _fit(strategy, [_KillOnce(strategy, epoch, batch)], dropout=0.3)
     assert len(strategy.recoveries) == 1
-    assert strategy.recoveries[0]["step"] == 10 * epoch + 8
+    assert strategy.recoveries[0]["step"] == step
     assert got[1].history.pop("recoveries")
     _same(unkilled[0].get_weights(), got[0].get_weights())
     for k in unkilled[1].history:
