@@ -194,10 +194,12 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             for j in mine:  # the new values, for the other ranks to read
                 result[spans[j][0]:spans[j][1]] = variables[j].value.reshape(-1)
 
-        def gather(buf):
+        def gather(result, buf):  # the others' new values and the summed tail
             for j, r in enumerate(plan.var_owner):
                 if r != self.rank:
-                    variables[j].assign(buf[spans[j][0]:spans[j][1]].reshape(spans[j][2]))
+                    variables[j].assign(result[spans[j][0]:spans[j][1]].reshape(
+                        spans[j][2]))
+            buf[step.layout.size:] = result[step.layout.size:]
         self.zero[key] = (plan, apply, gather)
         return self.zero[key]
 
@@ -320,8 +322,8 @@ class Replica(StepWorker, InputReader, CollectiveMember):
                     apply(result)
                     spent[0] += clock() - a
                 self.coll.reduce_apply(buf, zero[0].ranges[self.rank], timed,
-                                       step=first_step + i)
-                zero[2](buf)
+                                       step=first_step + i,
+                                       gather=lambda res, z=zero[2]: z(res, buf))
                 t2 = clock()
                 t_comm += t2 - t1 - spent[0]
                 t_apply += spent[0]

@@ -322,7 +322,7 @@ class ShmAllreduce(Collective):
         self._seq = seq
         return finish_op(buf, op, self.world_size)
 
-    def reduce_apply(self, buf, ranges, apply, step=None):
+    def reduce_apply(self, buf, ranges, apply, step=None, gather=None):
         """ZeRO-1's step in one round (see ``zero.py``): sums the slots over
         this rank's ``ranges`` only (a reduce-scatter), calls
         ``apply(result)`` -- which reads the summed ranges of the shared
@@ -335,6 +335,9 @@ class ShmAllreduce(Collective):
                 ranges must cover the buffer without overlapping.
             apply: callable on the (size,) shared result array.
             step: the caller's step, for error messages.
+            gather: optional callable on the shared result, called instead
+                of the whole copy into ``buf`` (it copies what it needs; the
+                result stays valid until the call after next).
 
         Returns:
             ``buf``.
@@ -362,7 +365,10 @@ class ShmAllreduce(Collective):
             raise
         self._post(_DONE, target)
         self._wait(_DONE, target, everyone, "apply its shard", step)
-        np.copyto(buf, result)
+        if gather is None:
+            np.copyto(buf, result)
+        else:
+            gather(result)
         self._seq = seq
         return buf
 
