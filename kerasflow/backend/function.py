@@ -114,7 +114,21 @@ class Function:
         self.updates = [self._as_update(u) for u in updates]
         self._xp = _array.get_xp()
         self._specs = [(t.shape, t.dtype, t.name) for t in self.inputs]
+        self.rngs = []  # one generator per random node, in plan order
         self._run, self._lines = self._compile()
+
+    def rng_state(self) -> list:
+        """The random nodes' generator states (picklable), in plan order
+        (``bit_generator.state``; None for a generator without one)."""
+        return [getattr(getattr(r, "bit_generator", None), "state", None)
+                for r in self.rngs]
+
+    def set_rng_state(self, states) -> None:
+        """Restores :meth:`rng_state`'s states (same graph, same order), so
+        the next run draws what the saved function drew next."""
+        for rng, state in zip(self.rngs, states):
+            if state is not None:
+                rng.bit_generator.state = state
 
     @staticmethod
     def _as_update(u):
@@ -169,6 +183,7 @@ class Function:
             attrs = dict(node.attrs)
             if opdef.random:
                 attrs["rng"] = make_rng(xp, attrs.get("seed"))
+                self.rngs.append(attrs["rng"])
             bind = getattr(opdef.kernel, "bind", None)
             fused = _fusion.kernel_for(node, xp, attrs)
             if fused is not None:

@@ -38,6 +38,11 @@ class Callback:
         model.fit(x, y, epochs=3, callbacks=[PrintLoss()])
     """
 
+    #: False when the hooks read only ``logs`` (and ``model.stop_training``),
+    #: never the model's variables: a strategy keeping the weights on its
+    #: replicas then needs not pull them before the hook runs.
+    reads_model = True
+
     def __init__(self) -> None:
         self.model: Any = None
         self.params: dict[str, Any] | None = None

@@ -8,19 +8,35 @@ from typing import Any
 from kerasflow.callbacks.callback import Callback
 from kerasflow.callbacks.history import History
 from kerasflow.callbacks.progbar_logger import ProgbarLogger
+from kerasflow.driver_state import sync_driver_state
 
 __all__ = ["CallbackList"]
 
 
+def _reads_model(callback: Callback, hook: str) -> bool:
+    """True when ``callback`` overrides ``hook`` and may read the model's
+    variables there (any callback not declaring ``reads_model = False``)."""
+    return getattr(callback, "reads_model", True) and (
+        getattr(type(callback), hook) is not getattr(Callback, hook))
+
+
 def _dispatch(hook: str, indexed: bool):
-    """A ``CallbackList`` method calling ``hook`` on every callback in order."""
+    """A ``CallbackList`` method calling ``hook`` on every callback in order.
+
+    Before the first callback that may read the model, weights a strategy
+    keeps on its replicas are pulled into the driver (``driver_state``), so
+    callbacks see current values; log-only callbacks pull nothing."""
     if indexed:
         def method(self, index: int, logs: dict | None = None) -> None:
             for callback in self.callbacks:
+                if _reads_model(callback, hook):
+                    sync_driver_state()
                 getattr(callback, hook)(index, {} if logs is None else logs)
     else:
         def method(self, logs: dict | None = None) -> None:
             for callback in self.callbacks:
+                if _reads_model(callback, hook):
+                    sync_driver_state()
                 getattr(callback, hook)({} if logs is None else logs)
     method.__name__ = method.__qualname__ = hook
     method.__doc__ = f"Calls ``{hook}`` on every callback (``logs`` None: {{}})."

@@ -33,6 +33,8 @@ class CSVLogger(Callback):
                   callbacks=[kf.callbacks.CSVLogger("training.csv")])
     """
 
+    reads_model = False  # logs only
+
     def __init__(
         self, filename: str | os.PathLike, separator: str = ",", append: bool = False
     ) -> None:

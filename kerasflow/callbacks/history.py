@@ -24,6 +24,8 @@ class History(Callback):
         h.history["loss"]  # three floats
     """
 
+    reads_model = False  # logs only
+
     def __init__(self) -> None:
         super().__init__()
         self.history: dict[str, list] = {}

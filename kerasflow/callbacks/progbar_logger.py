@@ -81,6 +81,8 @@ class ProgbarLogger(Callback):
         model.fit(x, y, epochs=5, verbose=2)  # adds ProgbarLogger()
     """
 
+    reads_model = False  # logs only
+
     def __init__(self, mininterval: float = 0.1) -> None:
         super().__init__()
         self.mininterval = mininterval

@@ -20,6 +20,8 @@ class TerminateOnNaN(Callback):
         model.fit(x, y, epochs=10, callbacks=[kf.callbacks.TerminateOnNaN()])
     """
 
+    reads_model = False  # logs only
+
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(float(loss)):

@@ -116,7 +116,24 @@ class _Step:
         fn = self._fns.get(key)
         if fn is None:
             fn = self._fns[key] = build()
+            pending = getattr(self, "_rng_pending", {}).pop(key, None)
+            if pending is not None:
+                fn.set_rng_state(pending)
         return fn
+
+    def rng_state(self):
+        """The random streams (dropout masks) of the compiled functions, as a
+        picklable ``{function: states}``, or None when none draws."""
+        state = {k: fn.rng_state() for k, fn in self._fns.items() if fn.rngs}
+        return state or None
+
+    def set_rng_state(self, state) -> None:
+        """Restores :meth:`rng_state` (functions not compiled yet take it when
+        they are): the next steps draw what the saved step drew next."""
+        self._rng_pending = dict(state or {})
+        for key in list(self._rng_pending):
+            if key in self._fns:
+                self._fns[key].set_rng_state(self._rng_pending.pop(key))
 
     def _feed(self, arrays, global_batch_size):
         n = len(arrays[0]) if arrays else 0
@@ -272,12 +289,15 @@ class TrainStep(_Step):
         return cls(inputs, train_op.loss, train_op.optimizer, train_op.var_list,
                    output_losses, metric_updates, state_updates, extra)
 
-    def compute_gradients(self, arrays, global_batch_size) -> StepResult:
+    def compute_gradients(self, arrays, global_batch_size, out=None) -> StepResult:
         """Loss, flat gradients and metric deltas of one replica's batch.
 
         Args:
             arrays: this replica's batch, one array per input placeholder.
             global_batch_size: int, samples in the global batch (all replicas).
+            out: optional (layout.size,) buffer of ``layout.dtype`` the
+                gradients are packed into (a replica's collective buffer:
+                one copy fewer); ``grads`` is then that buffer.
 
         Returns:
             ``StepResult`` with ``grads`` of shape (layout.size,); its
@@ -288,13 +308,13 @@ class TrainStep(_Step):
             self.inputs, self.outputs + self.grads + self.deltas,
             updates=self.state_updates, name="compute_gradients"))
         feed, n = self._feed(arrays, global_batch_size)
-        out = self._from_initial(lambda: fn(*feed))
+        res = self._from_initial(lambda: fn(*feed))
         k, m = self.num_outputs, len(self.grads)
-        flat = self.layout.pack(out[k:k + m])
-        deltas = [K.to_numpy(d) for d in out[k + m:]]
+        flat = self.layout.pack(res[k:k + m], out)
+        deltas = [K.to_numpy(d) for d in res[k + m:]]
         for i, init in zip(self.merge_index, self.merge_initial):
             deltas[i] = init + deltas[i]  # the batch's partial state
-        return self._result(out, n, flat, deltas)
+        return self._result(res, n, flat, deltas)
 
     def apply_gradients(self, flat_grads) -> None:
         """Applies the (reduced) flat gradient buffer: one optimizer step."""

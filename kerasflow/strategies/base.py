@@ -103,6 +103,10 @@ class ActorStrategy(Strategy):
         """Shuts the actors down (a later ``run_steps`` starts them again)."""
         raise NotImplementedError
 
+    def sync_to_driver(self):
+        """Makes the driver's variables current when the actors keep newer
+        values between calls (see ``kerasflow/driver_state.py``); here a no-op."""
+
     @contextlib.contextmanager
     def scope(self):
         """Models built and fit inside train on the actors; leaving the
@@ -122,12 +126,16 @@ class ActorStrategy(Strategy):
         strategy, its actors are closed when the run ends (a model compiled
         in the scope and fit outside it, an Estimator's ``train_distribute``)."""
         self._runs += 1
+        ok = False
         try:
             yield self
+            ok = True
         finally:
             self._runs -= 1
             if self._depth == 0 and self._runs == 0:
                 self.close()
+            elif ok and self._runs == 0:  # the model holds the trained weights
+                self.sync_to_driver()
 
     def run_steps(self, step, batches) -> list:
         """Trains on K global batches in one driver call (evaluation and
@@ -146,7 +154,8 @@ class ActorStrategy(Strategy):
         """
         if not batches:
             return []
-        if step.kind != "train":
+        if step.kind != "train":  # on the driver, with the replicas' weights
+            self.sync_to_driver()
             return DefaultStrategy().run_steps(step, batches)
         check_batch_size(self, batches, self._unit)
         while True:

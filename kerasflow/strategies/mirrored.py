@@ -14,6 +14,12 @@ scaled by the global batch size, the gradients are summed by a deterministic
 allreduce (shared memory), and every replica applies the same sum. Batch
 normalization statistics are per replica (TF's ON_READ), so its moving
 averages differ from a single process's; dropout masks are drawn per replica.
+
+The weights stay on the replicas between driver calls and reach the driver's
+model when something reads them (callbacks that may read the model,
+evaluate/predict, the end of ``fit``); with Adam, SGD, RMSprop and other
+per-variable optimizers each replica applies the optimizer to its own share
+of the variables (ZeRO-1). See ``sync_strategy.py``.
 """
 
 from __future__ import annotations
@@ -59,6 +65,9 @@ class MirroredStrategy(SyncReplicaStrategy):
         max_failures: replica failures to recover from before giving up.
 
     With no argument: every GPU of the node, else one CPU replica per core.
+    CPU replicas share the node's cores out: each reserves
+    ``cores // num_replicas`` CPUs (at least 1), and Ray sets its BLAS and
+    numba thread count (``OMP_NUM_THREADS``) to that.
 
     Raises:
         ValueError: conflicting or malformed arguments; ``num_gpus`` beyond the
@@ -119,5 +128,9 @@ class MirroredStrategy(SyncReplicaStrategy):
             raise ValueError("MirroredStrategy's NCCL allreduce needs GPU replicas "
                              "(devices=['/gpu:0', ...] or num_gpus=). Received: CPU "
                              "replicas; use cross_device_ops=None (shared memory).")
+        cpus = 1.0
+        if not use_gpu:  # the node's cores shared out (BLAS / numba threads)
+            node = int(max((r.get("CPU", 0) for r in nodes), default=1))
+            cpus = float(max(1, min(node, os.cpu_count() or 1) // count))
         self._setup(count, opts, transport=transport, use_gpu=use_gpu,
-                    max_failures=max_failures)
+                    max_failures=max_failures, cpus_per_replica=cpus)

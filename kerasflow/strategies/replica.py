@@ -22,6 +22,8 @@ of this module: the worker group hosts it.
 
 from __future__ import annotations
 
+import inspect
+import os
 import time
 
 import numpy as np
@@ -33,6 +35,7 @@ from kerasflow.distribute_input import shard_bounds
 from kerasflow.distribute_lib import take_rows
 from kerasflow.strategies.collective import CollectiveMember
 from kerasflow.strategies.replica_input import InputReader
+from kerasflow.strategies.zero import plan_zero
 
 __all__ = ["Replica", "StepWorker", "buffer_layout", "shard_bounds"]
 
@@ -69,12 +72,42 @@ class StepWorker:
         self.data[key] = list(arrays)
         return True
 
+    def load_named(self, key, named):
+        """Keeps one call's training arrays under ``key``, replacing every
+        array held before (one ``fit`` at a time).
+
+        Args:
+            named: list of ``(content key, array or None)``; None: the array
+                this worker already holds under that content key.
+        """
+        held = getattr(self, "named", {})
+        self.named = {k: held[k] if a is None else a for k, a in named}
+        self.data = {key: [self.named[k] for k, _ in named]}
+        return True
+
     def drop_data(self, key):
         self.data.pop(key, None)
         return True
 
     def set_state(self, key, values):
         self.steps[key].set_state(values)
+        return True
+
+    def set_values(self, key, indices, values):
+        """Sets ``variables[i]`` of step ``key`` for ``i`` in ``indices``."""
+        variables = self.steps[key].variables
+        K.assign_all([variables[i] for i in indices], values, "Replica")
+        return True
+
+    def rng_state(self, key):
+        """Step ``key``'s random-stream states (``rng_state()``), or None."""
+        get = getattr(self.steps[key], "rng_state", None)
+        return None if get is None else get()
+
+    def set_rng_state(self, key, state):
+        """Restores :meth:`rng_state` (a recovery replaying from a commit)."""
+        if state is not None:
+            self.steps[key].set_rng_state(state)
         return True
 
     def get_state(self, key, indices):
@@ -105,15 +138,20 @@ class Replica(StepWorker, InputReader, CollectiveMember):
 
     def __init__(self, rank, world, device="cpu"):
         super().__init__(rank, world)
-        self.buffers = {}
+        self.buffers, self.zero = {}, {}
         if device == "gpu":
             # One GPU per actor (num_gpus=1): the NCCL transport reduces the
             # buffer on the device; shm / tcp stage it through host memory.
             K.set_device("gpu")
 
+    def threads(self):
+        """``OMP_NUM_THREADS`` of this replica (BLAS and numba's cap), as Ray
+        set it from the CPUs the replica reserved."""
+        return os.environ.get("OMP_NUM_THREADS")
+
     def collective_kind(self):
         """``(transport class name, array module of the reduced buffers)``."""
-        mods = {type(b).__module__.split(".")[0] for b, *_ in self.buffers.values()}
+        mods = {type(b[0]).__module__.split(".")[0] for b in self.buffers.values()}
         return type(self.coll).__name__, ",".join(sorted(mods))
 
     # -- training ----------------------------------------------------------------
@@ -121,12 +159,52 @@ class Replica(StepWorker, InputReader, CollectiveMember):
         # A device transport (NCCL) reduces the buffer where the gradients are.
         xp = K.get_xp() if getattr(self.coll, "on_device", False) else np
         buf = self.buffers.get(key)
-        if buf is None or not isinstance(buf[0], xp.ndarray):
+        if buf is None or not isinstance(buf[0], xp.ndarray) or buf[3] is not self.coll:
             size, sizes, merged = buffer_layout(step, self.world)
-            buf = self.buffers[key] = (xp.zeros(size, step.layout.dtype), sizes, merged)
-        return buf
+            # The shared-memory slot itself, when it fits: the gradients are
+            # packed straight into it (no copy into the segment).
+            slot = getattr(self.coll, "slot", None)
+            if not (xp is np and slot is not None and slot.size == size
+                    and slot.dtype == np.dtype(step.layout.dtype)):
+                slot = xp.zeros(size, step.layout.dtype)
+            buf = self.buffers[key] = (slot, sizes, merged, self.coll)
+            self.zero.pop(key, None)
+        return buf[:3]
 
-    def run_steps(self, key, data_key, batches, first_step=0, return_state=False):
+    def _zero(self, key, step):
+        """``(plan, apply(result))`` of ZeRO-1 for ``step`` (``zero.py``), or
+        None when the optimizer or the transport cannot shard."""
+        if key in self.zero:
+            return self.zero[key]
+        size = buffer_layout(step, self.world)[0]
+        plan = plan_zero(step, self.world, size) if hasattr(
+            self.coll, "reduce_apply") else None
+        if plan is None:
+            self.zero[key] = None
+            return None
+        mine = [j for j, r in enumerate(plan.var_owner) if r == self.rank]
+        fn = K.Function([step.grad_phs[j] for j in mine], [],
+                        updates=plan.owned_updates[self.rank], name="apply_shard")
+        spans = [(o, o + int(np.prod(sh, dtype=np.int64)), sh)
+                 for o, sh in step.layout.entries]
+        variables = step.trainable_variables
+
+        def apply(result):
+            fn(*[result[spans[j][0]:spans[j][1]].reshape(spans[j][2]) for j in mine])
+            for j in mine:  # the new values, for the other ranks to read
+                result[spans[j][0]:spans[j][1]] = variables[j].value.reshape(-1)
+
+        def gather(result, buf):  # the others' new values and the summed tail
+            for j, r in enumerate(plan.var_owner):
+                if r != self.rank:
+                    variables[j].assign(result[spans[j][0]:spans[j][1]].reshape(
+                        spans[j][2]))
+            buf[step.layout.size:] = result[step.layout.size:]
+        self.zero[key] = (plan, apply, gather)
+        return self.zero[key]
+
+    def run_steps(self, key, data_key, batches, first_step=0, return_state=False,
+                  shard=False):
         """Runs one synchronous step per global batch.
 
         Args:
@@ -136,18 +214,25 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             batches: list of int64 index arrays (rows of the global batch), or
                 of array lists when ``data_key`` is None.
             first_step: global step number of the first batch (error messages).
-            return_state: also return the step's variables after the last batch.
+            shard: apply the optimizer ZeRO-1 style (``zero.py``) when the
+                step and the transport allow it; the slots of the variables
+                other ranks own then go stale here.
+            return_state: True: also return the step's variables after the
+                last batch (``state``, ``get_state()`` order); a list of
+                indices into ``step.variables``: only those (the metric
+                state, when the weights stay on the replicas).
 
         Returns:
             dict with ``loss`` (list, global-batch loss per step), ``count``
             (global batch sizes), ``output_losses`` (list of lists),
-            ``seconds`` (compute, allreduce: totals) and optionally ``state``.
+            ``seconds`` (totals: compute, apply, copies into the buffer,
+            allreduce including waits) and optionally ``state``.
         """
         def rows():
             for batch in batches:
                 n, lo, hi, mine = self.rows(data_key, batch, self.world, self.rank)
                 yield n, mine
-        return self._train(key, rows(), first_step, return_state)
+        return self._train(key, rows(), first_step, return_state, shard)
 
     def run_input_steps(self, key, feed_key, convert, k, new_pass, first_step=0,
                         return_state=False):
@@ -168,10 +253,11 @@ class Replica(StepWorker, InputReader, CollectiveMember):
         return self._train(key, self.input_rows(feed_key, convert, k, new_pass),
                            first_step, return_state)
 
-    def _train(self, key, rows, first_step, return_state):
+    def _train(self, key, rows, first_step, return_state, shard=False):
         step = self.steps[key]
         buf, metric_sizes, merged = self._buffer(key, step)
         xp = np if isinstance(buf, np.ndarray) else K.get_xp()
+        zero = self._zero(key, step) if shard and xp is np else None
         g = step.layout.size
         # [grads | metric deltas | partial metric states, one slot per rank
         #  (an allgather inside the SUM: the other slots are zeros) | loss |
@@ -182,15 +268,27 @@ class Replica(StepWorker, InputReader, CollectiveMember):
         initial = np.concatenate([np.ravel(a) for a in step.merge_initial]) \
             if mlen else None
         losses, counts, outs = [], [], []
-        t_comm = t_total = 0.0
+        into = xp is K.get_xp() and "out" in inspect.signature(
+            step.compute_gradients).parameters
+        clock = time.perf_counter
+        t_comp = t_copy = t_comm = t_apply = 0.0
+        t_last = clock()
         for i, (n, mine) in enumerate(rows):
-            t0 = time.perf_counter()
+            t0 = clock()
+            t_copy += t0 - t_last  # this replica's rows gathered
             local = len(mine[0]) if mine else 0
             if local:
                 # Global size unknown (own input): gradients of the local mean
                 # loss times the local count; divided by the summed count below.
-                res = step.compute_gradients(mine, local if n is None else n)
-                buf[:g] = xp.asarray(res.grads) if xp is not np else K.to_numpy(res.grads)
+                if into:  # packed straight into the buffer
+                    res = step.compute_gradients(mine, local if n is None else n,
+                                                 out=buf[:g])
+                    t_comp += clock() - t0
+                else:
+                    res = step.compute_gradients(mine, local if n is None else n)
+                    t_comp += clock() - t0
+                    buf[:g] = xp.asarray(res.grads) if xp is not np else \
+                        K.to_numpy(res.grads)
                 pos = g
                 for delta, size in zip(res.metric_deltas, metric_sizes):
                     buf[pos:pos + size] = xp.ravel(xp.asarray(delta))
@@ -214,18 +312,37 @@ class Replica(StepWorker, InputReader, CollectiveMember):
                 buf[:] = 0.0
                 if mlen:  # merging the initial state changes nothing
                     buf[mine_at:mine_at + mlen] = xp.asarray(initial)
-            t1 = time.perf_counter()
-            self.coll.allreduce(buf, "SUM", step=first_step + i)
-            t_comm += time.perf_counter() - t1
-            # metrics, losses and count: one small copy to the host
-            tail = buf[g:] if xp is np else K.to_numpy(buf[g:])
+            t1 = clock()
+            if zero is not None and n is not None:
+                # reduce own ranges -> apply own variables -> gather the rest
+                spent = [0.0]
+
+                def timed(result, apply=zero[1]):
+                    a = clock()
+                    apply(result)
+                    spent[0] += clock() - a
+                self.coll.reduce_apply(buf, zero[0].ranges[self.rank], timed,
+                                       step=first_step + i,
+                                       gather=lambda res, z=zero[2]: z(res, buf))
+                t2 = clock()
+                t_comm += t2 - t1 - spent[0]
+                t_apply += spent[0]
+                tail = buf[g:]
+            else:
+                self.coll.allreduce(buf, "SUM", step=first_step + i)
+                t2 = clock()
+                t_comm += t2 - t1
+                # metrics, losses and count: one small copy to the host
+                tail = buf[g:] if xp is np else K.to_numpy(buf[g:])
             total = int(round(tail[-1]))
             if n is None:
                 if total == 0:  # every replica's input is exhausted
                     break
                 buf[:g] /= total
                 tail[d_end - g:c - g] /= total
-            step.apply_gradients(buf[:g] if xp is not np else K.get_xp().asarray(buf[:g]))
+            if zero is None or n is None:
+                step.apply_gradients(buf[:g] if xp is not np
+                                     else K.get_xp().asarray(buf[:g]))
             deltas, pos = [], 0
             for var, size in zip(step.metric_variables, metric_sizes):
                 deltas.append(tail[pos:pos + size].reshape(var.shape))
@@ -239,11 +356,17 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             counts.append(total if n is None else n)
             outs.append([float(v) for v in tail[d_end - g + 1:c - g]])
             self.progress += 1
-            t_total += time.perf_counter() - t0
+            t_last = clock()
+            t_apply += t_last - t2
+            t_copy += t1 - t0
+        # compute, apply, copies (rows gathered, buffer filled), allreduce
+        # (waits included)
         out = dict(loss=losses, count=counts, output_losses=outs,
-                   seconds=(t_total - t_comm, t_comm))
-        if return_state:
+                   seconds=(t_comp, t_apply, t_copy - t_comp, t_comm))
+        if return_state is True:
             out["state"] = step.get_state()
+        elif return_state:  # indices of the variables wanted
+            out["state"] = self.get_state(key, return_state)
         return out
 
 

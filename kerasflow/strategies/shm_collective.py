@@ -322,6 +322,56 @@ class ShmAllreduce(Collective):
         self._seq = seq
         return finish_op(buf, op, self.world_size)
 
+    def reduce_apply(self, buf, ranges, apply, step=None, gather=None):
+        """ZeRO-1's step in one round (see ``zero.py``): sums the slots over
+        this rank's ``ranges`` only (a reduce-scatter), calls
+        ``apply(result)`` -- which reads the summed ranges of the shared
+        result and writes the new values over them -- then, once every rank
+        has, copies the whole result into ``buf`` (an allgather).
+
+        Args:
+            buf: as :meth:`allreduce` (usually :attr:`slot`).
+            ranges: ``(lo, hi)`` element ranges this rank reduces; the ranks'
+                ranges must cover the buffer without overlapping.
+            apply: callable on the (size,) shared result array.
+            step: the caller's step, for error messages.
+            gather: optional callable on the shared result, called instead
+                of the whole copy into ``buf`` (it copies what it needs; the
+                result stays valid until the call after next).
+
+        Returns:
+            ``buf``.
+
+        Raises:
+            as :meth:`allreduce`; whatever ``apply`` raises (the group is
+            aborted first, so the peers raise ``CollectivePeerError``).
+        """
+        check_buffer(buf, self.size, self.dtype, "ShmAllreduce.reduce_apply")
+        seq = self._seq + 1
+        target = seq & _SEQ_MASK
+        mine = self._slots[self.rank]
+        if not np.shares_memory(buf, mine):
+            np.copyto(mine, buf)
+        everyone = range(self.world_size)
+        self._post(_ARRIVE, target)
+        self._wait(_ARRIVE, target, everyone, "write its buffer", step)
+        result = self._result[seq % 2]
+        try:
+            for lo, hi in ranges:
+                reduce_into(result[lo:hi], [s[lo:hi] for s in self._slots], "SUM")
+            apply(result)
+        except BaseException:
+            self.abort()  # the peers raise at once instead of timing out
+            raise
+        self._post(_DONE, target)
+        self._wait(_DONE, target, everyone, "apply its shard", step)
+        if gather is None:
+            np.copyto(buf, result)
+        else:
+            gather(result)
+        self._seq = seq
+        return buf
+
     def broadcast(self, buf, root=0, step=None):
         """Copies ``root``'s ``buf`` into every rank's ``buf``, in place."""
         check_buffer(buf, self.size, self.dtype, "ShmAllreduce.broadcast")

@@ -2,18 +2,27 @@
 
 ``SyncReplicaStrategy`` is what ``MirroredStrategy`` and
 ``MultiWorkerMirroredStrategy`` share: a :class:`WorkerGroup` of
-:class:`Replica` actors, the step and the training arrays shipped once, then
-per ``run_steps`` call one small message (the K global batches' row indices)
-and one answer (K losses and rank 0's variables). The driver's step is set to
-rank 0's variables after every call, so the driver's model is current for
-callbacks, evaluation and saving, and every call is a commit point: when a
-replica dies or a collective times out, the group is rebuilt, the driver's
-state (the last commit) is pushed, and the failed call is run again -- at most
-K = ``steps_per_execution`` steps are redone (Horovod elastic's commit/restore,
-Ray Train's full-group restart). ``max_failures`` caps recoveries.
+:class:`Replica` actors, the step and the training arrays shipped once (the
+arrays found again by content on a later ``fit``, ``shipping.ArrayCache``),
+then per ``run_steps`` call one small message (the K global batches' row
+indices) and one small answer (K losses and the metric state).
 
-Evaluation and prediction run in the driver process (the weights there are
-current after every call).
+The weights and optimizer slots stay on the replicas between calls, as the
+workers of PyTorch DDP and Horovod keep theirs: the driver pulls them from
+the replicas only when something reads them (``kerasflow/driver_state.py``:
+a callback that may read the model, evaluation, prediction, the end of
+``fit``) or when it changed a variable itself (a metric reset at an epoch's
+start, ``set_weights``, a learning rate set by a callback), at most every
+``commit_steps`` steps. Every pull is a commit (Horovod elastic's
+``state.commit()``; ``replica_state.py``): when a replica dies or a
+collective times out, the group is rebuilt, gets the committed state and
+random streams, replays the calls logged since the commit and runs the
+failed call again -- the run equals an unkilled one, dropout included (Ray
+Train's full-group restart). ``max_failures`` caps recoveries. With an
+optimizer whose updates are separable per variable, the replicas shard it
+(ZeRO-1, ``zero.py``).
+
+Evaluation and prediction run in the driver process, after a pull.
 
 Input the replicas read themselves (``distribute_datasets_from_function``, a
 multi-worker ``experimental_distribute_dataset``, ``kf.data.from_ray``; see
@@ -34,15 +43,18 @@ import numpy as np
 
 from kerasflow.distribute_input import DistributedDatasetsFromFunction, InputOptions
 from kerasflow.distribute_lib import check_dataset_fn
-from kerasflow.strategies.base import ActorStrategy, changed_state, check_metric_merge
+from kerasflow import backend as K
+from kerasflow.driver_state import mark_behind
+from kerasflow.strategies.base import ActorStrategy, check_metric_merge
 from kerasflow.strategies.errors import (
     ReplicaDiedError,
     ReplicaFailedError,
     ReplicaTimeoutError,
 )
 from kerasflow.strategies.replica import Replica, buffer_layout
-from kerasflow.strategies.shipping import ship_arrays
 from kerasflow.strategies.netaddr import parse_port_range
+from kerasflow.strategies.replica_state import ReplicaStateMixin, StepEntry
+from kerasflow.strategies.shipping import ArrayCache
 from kerasflow.strategies.transport import CollectiveError
 from kerasflow.strategies.worker_group import WorkerGroup, check_placement
 
@@ -112,7 +124,7 @@ class CommunicationOptions:
         return options
 
 
-class SyncReplicaStrategy(ActorStrategy):
+class SyncReplicaStrategy(ReplicaStateMixin, ActorStrategy):
     """N replica actors that run ``compute -> allreduce -> apply`` in lockstep.
 
     Subclasses call ``_setup(...)`` from ``__init__``; see MirroredStrategy.
@@ -123,43 +135,65 @@ class SyncReplicaStrategy(ActorStrategy):
         comm_seconds / compute_seconds: replica 0's totals so far.
     """
 
-    default_steps_per_execution = 16
+    default_steps_per_execution = 64
 
     def _setup(self, num_replicas, options, *, transport, use_gpu=False,
-               placement="STRICT_PACK", max_failures=3, workers_per_bundle=1):
+               placement="STRICT_PACK", max_failures=3, workers_per_bundle=1,
+               cpus_per_replica=1.0):
         self.num_replicas_in_sync = int(num_replicas)
+        # Ray sets each actor's OMP_NUM_THREADS (BLAS, and numba's cap) from
+        # its CPUs: the replicas' threads add up to the cores, never more.
+        self._cpus = float(cpus_per_replica)
         self._use_gpu, self._placement = use_gpu, placement
         self._transport, self._timeout = transport, options.timeout_seconds
         self._net = options.network()
         self._max_failures, self._per_bundle = int(max_failures), workers_per_bundle
         self._group = None
-        self._steps = {}   # id(step) -> (step, key, last synced state)
-        self._data = None  # (arrays list, key)
+        self._steps = {}   # id(step) -> StepEntry
+        self._cache = ArrayCache()
         self._feeds = set()  # keys of the input sources the replicas hold
         self._coll = None  # (size, dtype) of the current collective
         self.recoveries = []
         self.comm_seconds = self.compute_seconds = 0.0
+        self.step_seconds = dict(compute=0.0, apply=0.0, copies=0.0, allreduce=0.0,
+                                 steps=0)
+        self.pulls = 0
         # Placement errors surface here; actors start on the first step.
-        check_placement(self.num_replicas_in_sync, 1.0, 1 if use_gpu else 0,
+        check_placement(self.num_replicas_in_sync, self._cpus, 1 if use_gpu else 0,
                         placement, workers_per_bundle, "replica")
 
     # -- group lifecycle -------------------------------------------------------------
     def _start_group(self):
         self._group = WorkerGroup(
             Replica, self.num_replicas_in_sync, args=("gpu" if self._use_gpu else "cpu",),
-            num_cpus=1.0, num_gpus=1 if self._use_gpu else 0,
+            num_cpus=self._cpus, num_gpus=1 if self._use_gpu else 0,
             strategy=self._placement, placement_timeout=30.0,
             timeout=self._timeout, poll_interval=min(5.0, self._timeout),
             stall_timeout=self._timeout, name="replica",
             workers_per_bundle=self._per_bundle)
-        self._steps, self._data, self._coll = {}, None, None
-        self._feeds = set()
+        self._forget_group()
         return self._group
 
+    def _forget_group(self):
+        for entry in self._steps.values():  # reloaded (and replayed) on use
+            entry.loaded = False
+        self._cache.reset()
+        self._coll = None
+        self._feeds = set()
+
     def close(self):
-        """Closes the replicas' collectives and shuts the replica actors down
-        (a later ``run_steps`` restarts them); idempotent."""
+        """Pulls the replicas' weights into the driver's model, closes the
+        replicas' collectives and shuts the replica actors down (a later
+        ``run_steps`` restarts them); idempotent."""
+        if self._group is not None:
+            try:
+                self.sync_to_driver()
+            except Exception as err:  # noqa: BLE001 - closing anyway
+                log.warning("%s: the replicas' weights could not be pulled at "
+                            "close (%s); the model keeps the last commit.",
+                            type(self).__name__, err)
         self._teardown(graceful=True)
+        self._steps = {}
 
     def _teardown(self, graceful):
         # A failed group is killed at once: its live replicas may be blocked
@@ -167,8 +201,7 @@ class SyncReplicaStrategy(ActorStrategy):
         if self._group is not None:
             self._group.shutdown(graceful=graceful)
         self._group = None
-        self._steps, self._data, self._coll = {}, None, None
-        self._feeds = set()
+        self._forget_group()
 
     @property
     def worker_group(self):
@@ -178,24 +211,38 @@ class SyncReplicaStrategy(ActorStrategy):
     # -- shipping ------------------------------------------------------------------------
     def _ship(self, step, batches):
         group = self._group or self._start_group()
-        entry = self._steps.get(id(step))
-        if entry is None or entry[0] is not step:
+        self._sync_others(step)
+        entry, replay = self._steps.get(id(step)), False
+        if entry is None or entry.step is not step:
             key = f"s{len(self._steps)}-{time.time_ns()}"
-            state = step.get_state()
             group.execute("load_step", key, group.put(step))
-            entry = self._steps[id(step)] = [step, key, state]
-        else:
-            now = changed_state(step, entry[2])
-            if now is not None:  # replicas take the driver's values
-                group.execute("set_state", entry[1], group.put(now))
-                entry[2] = now
+            entry = self._steps[id(step)] = StepEntry(step, key)
+            entry.commit()
+        elif not entry.loaded:  # a rebuilt group: the last commit, then the log
+            pending = entry.changed() if entry.behind else []  # not pushed yet
+            group.execute("load_step", entry.key, group.put(step))
+            entry.loaded, replay = True, entry.behind
+            entry.mark()
+            entry.unmark(pending)  # pushed after the replay
         size = buffer_layout(step, self.num_replicas_in_sync)[0]
         want = (size, np.dtype(step.layout.dtype).name)
         if self._coll != want:
             group.setup_collective(want[0], want[1], self._transport, self._timeout,
                                    **self._net)
             self._coll = want
-        data_key, self._data = ship_arrays(group, batches, self._data)
+        arrays = self._cache.arrays if batches is None else (
+            batches[0].arrays if batches[0].indices is not None else None)
+        data_key = None if arrays is None else self._cache.ship(group, arrays)
+        if replay:
+            self._replay(entry, data_key)
+        changed = entry.changed()
+        if changed:  # replicas take the driver's values
+            if entry.behind:  # the rest first: the commit includes the change
+                self._pull(entry, skip=changed)
+            values = [step.variables[i].numpy() for i in changed]
+            group.execute("set_values", entry.key, changed, group.put(values))
+            entry.mark(changed)
+            entry.commit(entry.commit_rng)  # nothing ran since the pull
         return entry, data_key
 
     # -- input the replicas read ------------------------------------------------------
@@ -230,7 +277,7 @@ class SyncReplicaStrategy(ActorStrategy):
     def _feed_payload(self, entry, batches):
         ref = batches[0].feed
         new_pass = any(b.feed.new_pass for b in batches)
-        return [(entry[1], ref.feed.key, ref.feed.convert, len(batches), new_pass,
+        return [(entry.key, ref.feed.key, ref.feed.convert, len(batches), new_pass,
                  self._global_step, r == 0) for r in range(self.num_replicas_in_sync)]
 
     # -- running -------------------------------------------------------------------------
@@ -241,6 +288,7 @@ class SyncReplicaStrategy(ActorStrategy):
         entry, data_key = self._ship(step, batches)
         group = self._group
         if batches[0].feed is not None:
+            self._unshard(entry)
             out = group.execute("run_input_steps",
                                 per_rank=self._feed_payload(entry, batches),
                                 timeout=self._timeout * len(batches))[0]
@@ -249,21 +297,51 @@ class SyncReplicaStrategy(ActorStrategy):
             payload = [[np.asarray(a) for a in b.arrays] for b in batches]
         else:
             payload = [np.asarray(b.indices, np.int64) for b in batches]
+        # Rows by index: the weights stay on the replicas and only the metric
+        # state comes back (the call is logged until the next commit).
+        lazy = data_key is not None
+        ret = entry.metric_idx if lazy else True
+        shard = lazy and self._plan(entry) is not None
+        if not shard:
+            self._unshard(entry)
         ref = group.put(payload)
-        per_rank = [(entry[1], data_key, ref, self._global_step, r == 0)
-                    for r in range(self.num_replicas_in_sync)]
+        per_rank = [(entry.key, data_key, ref, self._global_step, ret if r == 0 else False,
+                     shard) for r in range(self.num_replicas_in_sync)]
         # Each step's collective has its own deadline and stuck replicas are
         # caught by progress pings; the call's deadline scales with K.
         out = group.execute("run_steps", per_rank=per_rank,
                             timeout=self._timeout * len(batches))[0]
-        return self._commit(step, entry, out)
+        if not lazy:
+            return self._commit(step, entry, out)
+        if entry.metric_idx:
+            K.assign_all([step.variables[i] for i in entry.metric_idx], out["state"],
+                         "MirroredStrategy")
+            entry.mark(entry.metric_idx)
+        entry.sharded |= shard
+        entry.record(self._global_step, payload, len(batches))
+        mark_behind(self)
+        self._account(out)
+        if entry.logged_steps >= self.commit_steps:
+            self._pull(entry)
+        return zip(out["loss"], out["count"], out["output_losses"])
+
+    def _account(self, out):
+        comp, apply, copies, comm = out["seconds"]
+        self.compute_seconds += comp + apply + copies
+        self.comm_seconds += comm
+        sec = self.step_seconds
+        sec["compute"] += comp
+        sec["apply"] += apply
+        sec["copies"] += copies
+        sec["allreduce"] += comm
+        sec["steps"] += len(out["loss"])
 
     def _commit(self, step, entry, out):
         state = [np.array(v) for v in out["state"]]  # writable copies
-        step.set_state(state)
-        entry[2] = state
-        self.compute_seconds += out["seconds"][0]
-        self.comm_seconds += out["seconds"][1]
+        K.assign_all(step.variables, state, "MirroredStrategy")
+        entry.mark()
+        entry.commit()
+        self._account(out)
         return zip(out["loss"], out["count"], out["output_losses"])
 
     def _recover(self, err):
