@@ -75,8 +75,8 @@ def init_ray(address=None, ship_code="auto", **kwargs):
     """Connects to a Ray cluster, or starts a quiet local one.
 
     Args:
-        address: cluster address; default ``$RAY_ADDRESS``, else a new local
-            Ray (no dashboard, logging at ERROR, logs under a fresh temp
+        address: cluster address; default ``$RAY_ADDRESS``; ``"local"`` or
+            neither: a new local Ray (no dashboard, logging at ERROR, logs under a fresh temp
             folder, ``RAY_AUTH_MODE=disabled``), shut down at interpreter exit.
         ship_code: how the workers get this kerasflow: ``"py_modules"`` (the
             package is uploaded with the job's runtime environment, Ray's
@@ -97,6 +97,8 @@ def init_ray(address=None, ship_code="auto", **kwargs):
     if ray.is_initialized():
         return False
     address = address or os.environ.get("RAY_ADDRESS")
+    if address == "local":  # Ray's name for "start a new local cluster"
+        address = None
     ship = os.environ.get("KERASFLOW_SHIP_CODE", "auto") if ship_code == "auto" \
         else ship_code
     if ship == "auto":
