@@ -46,8 +46,8 @@ def parse_port_range(spec):
             parts = [spec, spec]
         else:
             parts = [int(p) for p in spec]
-        low, high = {1: (parts[0], parts[0]) if parts else None,
-                     2: tuple(parts)}.get(len(parts), (None, None))
+        parts = parts * 2 if len(parts) == 1 else parts
+        low, high = parts if len(parts) == 2 else (None, None)
     except (TypeError, ValueError):
         low = high = None
     if low is None or not 1 <= low <= high <= 65535:

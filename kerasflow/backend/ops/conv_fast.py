@@ -321,6 +321,15 @@ def conv2d_backprop_input(shape, kernel, g, strides, padding, dilation_rate):
 
 
 def max_pool2d_forward(x, pool_size, strides, padding):
+    """2-D max pooling of NHWC ``x`` in one numba pass (Keras' ``MaxPooling2D``).
+
+    Args:
+        x: (batch, height, width, channels) float32/float64 array.
+        pool_size, strides: (rows, cols) ints; padding: ``"valid"``/``"same"``.
+
+    Returns:
+        (batch, out_h, out_w, channels) array of x's dtype.
+    """
     maxpool = jit.kernels(_MAXPOOL, "maxpool")
     x = _c(x)
     out, pads = _geometry(x.shape, pool_size, strides, padding, (1, 1))
@@ -330,6 +339,16 @@ def max_pool2d_forward(x, pool_size, strides, padding):
 
 
 def max_pool2d_grad(x, y, g, pool_size, strides, padding):
+    """Gradient of :func:`max_pool2d_forward`: each window's ``g`` goes to the
+    first input position (row-major in the window) equal to its maximum ``y``,
+    as TF's ``MaxPoolGrad`` routes it to the argmax.
+
+    Args:
+        x: the pooled input (batch, h, w, c); y: its output; g: dL/dy, y's shape.
+
+    Returns:
+        dL/dx, x's shape, g's dtype.
+    """
     grad = jit.kernels(_MAXPOOL_GRAD, "maxpool_grad")
     x, y, g = _c(x), _c(y), _c(g)
     _, pads = _geometry(x.shape, pool_size, strides, padding, (1, 1))
