@@ -85,45 +85,59 @@ def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
     ckpt_steps, ckpt_secs = cfg.save_checkpoints_steps, cfg.save_checkpoints_secs
     t_log, s_log = time.monotonic(), step
     loss = None
+    # K batches per strategy call (the strategy's default_steps_per_execution:
+    # 1 in process, 64 for replicas): a group ends at the target and at every
+    # step-based checkpoint; hooks see every step, so with hooks K = 1.
+    per_call = 1 if hooks else R.steps_per_call(est, built)
     try:
-        batch = (features, labels)
-        while True:
+        pending = (features, labels)
+        while pending is not None:
             if target is not None and step >= target:
                 break
-            arrays = _graph.flatten_batch(batch[0]) + _graph.flatten_batch(batch[1])
-            loss = float(R.run_train_step(est, built, arrays))
-            if not np.isfinite(loss):
-                raise RuntimeError(
-                    f"Model diverged with loss = {loss} at global step {step + 1} "
-                    f"(NaN or infinite loss during training). The checkpoints in "
-                    f"'{est.model_dir}' up to step {last_save_step} are intact.")
-            new = int(gs_var.value)
-            if new == step:  # train_op did not count: the Estimator does
-                new = step + 1
-                gs_var.assign(new)
-            step = new
-            if summary_every and step % summary_every == 0:
-                writer.add_scalar("loss", loss, step)
-            if step % log_every == 0:
-                now = time.monotonic()
-                rate = (step - s_log) / max(now - t_log, 1e-9)
-                writer.add_scalar("global_step/sec", rate, step)
-                bar.update(step - bar.n)
-                bar.set_postfix(loss=f"{loss:.4g}", steps_per_sec=f"{rate:.1f}")
-                t_log, s_log = now, step
+            k = per_call if target is None else min(per_call, target - step)
+            if ckpt_steps:
+                k = min(k, max(ckpt_steps - (step - last_save_step), 1))
+            group = [pending]
+            while len(group) < k:
+                nxt = _next_batch(it, built, est, ModeKeys.TRAIN)
+                if nxt is None:
+                    break
+                group.append(nxt)
+            exhausted = len(group) < k
+            losses = R.run_train_steps(est, built, [
+                _graph.flatten_batch(f) + _graph.flatten_batch(lab) for f, lab in group])
+            before = step
+            if int(gs_var.value) == before:  # train_op did not count: the Estimator does
+                gs_var.assign(before + len(losses))
+            for loss in map(float, losses):
+                if not np.isfinite(loss):
+                    raise RuntimeError(
+                        f"Model diverged with loss = {loss} at global step {step + 1} "
+                        f"(NaN or infinite loss during training). The checkpoints in "
+                        f"'{est.model_dir}' up to step {last_save_step} are intact.")
+                step += 1
+                if summary_every and step % summary_every == 0:
+                    writer.add_scalar("loss", loss, step)
+                if step % log_every == 0:
+                    now = time.monotonic()
+                    rate = (step - s_log) / max(now - t_log, 1e-9)
+                    writer.add_scalar("global_step/sec", rate, step)
+                    bar.update(step - bar.n)
+                    bar.set_postfix(loss=f"{loss:.4g}", steps_per_sec=f"{rate:.1f}")
+                    t_log, s_log = now, step
+                if hooks:
+                    _call_hooks(hooks, "after_run", ctx, SessionRunValues(
+                        {"loss": loss, "global_step": step}))
+            step = max(step, int(gs_var.value))  # a train_op counting more than one
+            # The weights now are those after the group's last step.
             if (ckpt_steps and step - last_save_step >= ckpt_steps) or (
                     ckpt_secs and time.monotonic() - last_save_time >= ckpt_secs):
                 R.save_checkpoint(est, built, step)
                 _call_hooks(saving_listeners or [], "after_save", None, step)
                 last_save_step, last_save_time = step, time.monotonic()
-            if hooks:
-                _call_hooks(hooks, "after_run", ctx, SessionRunValues(
-                    {"loss": loss, "global_step": step}))
-                if ctx.stop_requested:
-                    break
-            batch = _next_batch(it, built, est, ModeKeys.TRAIN)
-            if batch is None:
+            if ctx.stop_requested or exhausted:
                 break
+            pending = _next_batch(it, built, est, ModeKeys.TRAIN)
         if step != last_save_step or ckpt.latest_checkpoint(
                 est.model_dir) is None:
             R.save_checkpoint(est, built, step)

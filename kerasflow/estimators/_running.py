@@ -38,7 +38,8 @@ __all__ = [
     "load_checkpoint",
     "load_latest",
     "reset_variables",
-    "run_train_step",
+    "run_train_steps",
+    "steps_per_call",
     "save_checkpoint",
     "warm_start",
     "writes_model_dir",
@@ -325,25 +326,43 @@ def check_signature(built, features, labels, est, mode):
             f"labels {key[1:]} like the first batch; received a different one.")
 
 
-def run_train_step(est, built, arrays):
-    """One training step on ``arrays``; returns the loss (the one swap point).
+def _train_strategy(est):
+    strategy = est.config.train_distribute
+    return get_strategy() if strategy is None else strategy
+
+
+def steps_per_call(est, built):
+    """Batches per strategy call in ``train``: the strategy's
+    ``default_steps_per_execution`` (Keras' ``steps_per_execution``; 1 in
+    process) for a ``minimize`` train op, else 1."""
+    if built.train_step is None:
+        return 1
+    return max(int(getattr(_train_strategy(est), "default_steps_per_execution", 1)), 1)
+
+
+def run_train_steps(est, built, arrays_list):
+    """Training steps, one per entry of ``arrays_list`` (each a batch's flat
+    feature and label arrays), in one strategy call; returns their losses
+    (the one swap point).
 
     A ``minimize`` train op runs as a ``TrainStep`` through the strategy of
     ``config.train_distribute`` (``DefaultStrategy`` when None), the path
-    ``fit`` takes; a grouped train op (several optimizers, e.g. wide & deep)
-    runs its compiled Function in process.
+    ``fit`` takes, K batches per call as ``fit``'s ``steps_per_execution``:
+    replicas ship the batches and return the state once per call, not per step.
+    A grouped train op (several optimizers, e.g. wide & deep) runs its compiled
+    Function in process, one batch at a time.
 
     Raises:
         ValueError: a grouped train op under a non-default strategy.
     """
     strategy = est.config.train_distribute
     if built.train_step is not None:
-        if strategy is None:
-            strategy = get_strategy()
-        return strategy.run_steps(built.train_step, [BatchRef(arrays, None)])[0].loss
+        results = _train_strategy(est).run_steps(
+            built.train_step, [BatchRef(arrays, None) for arrays in arrays_list])
+        return [r.loss for r in results]
     if strategy is not None and not isinstance(strategy, DefaultStrategy):
         raise ValueError(
             f"{type(strategy).__name__} runs train ops that one optimizer's "
             f"minimize() returned; this model_fn returned a grouped op (several "
             f"optimizers). Train it without train_distribute.")
-    return built.train_fn(*arrays)[0]
+    return [built.train_fn(*arrays)[0] for arrays in arrays_list]

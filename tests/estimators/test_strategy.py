@@ -53,3 +53,60 @@ def test_two_replicas_equal_one_process(tmp_path):
         np.testing.assert_allclose(two.get_variable_value(name),
                                    one.get_variable_value(name),
                                    rtol=1e-5, atol=1e-6)
+
+
+class GroupingHalves(TwoHalves):
+    """TwoHalves taking up to 4 batches per call; records each call's size."""
+
+    default_steps_per_execution = 4
+
+    def __init__(self):
+        super().__init__()
+        self.groups = []
+
+    def run_steps(self, step, batches):
+        self.groups.append(len(batches))
+        return super().run_steps(step, batches)
+
+
+def _train_config(model_dir, strategy, hooks=None, **config):
+    x, y = data(96)
+    est = Estimator(model_fn, model_dir=str(model_dir), params={"lr": 0.05},
+                    config=RunConfig(tf_random_seed=1, train_distribute=strategy,
+                                     **config))
+    est.train(kf.estimators.inputs.numpy_input_fn({"x": x}, y, batch_size=32,
+                                                  num_epochs=3, shuffle=False),
+              hooks=hooks)
+    return est
+
+
+def _checkpoint_steps(model_dir):
+    return sorted(int(p.name.split("-")[1]) for p in model_dir.glob("model.ckpt-*"))
+
+
+def test_groups_of_steps_per_call_end_at_checkpoints(tmp_path):
+    strategy = GroupingHalves()
+    two = _train_config(tmp_path / "two", strategy, save_checkpoints_steps=5)
+    one = _train_config(tmp_path / "one", None, save_checkpoints_steps=5)
+    # 9 batches: a group never crosses the checkpoint at step 5, nor the input's end
+    assert strategy.groups == [4, 1, 4]
+    assert two.get_variable_value("global_step") == 9
+    assert _checkpoint_steps(tmp_path / "two") == _checkpoint_steps(tmp_path / "one")
+    assert 5 in _checkpoint_steps(tmp_path / "two")
+    for name in ("dense/kernel", "dense/bias", "dense_1/kernel"):
+        np.testing.assert_allclose(two.get_variable_value(name),
+                                   one.get_variable_value(name), rtol=1e-5, atol=1e-6)
+
+
+def test_hooks_see_every_step(tmp_path):
+    class Record:
+        def __init__(self):
+            self.steps = []
+
+        def after_run(self, run_context, run_values):
+            self.steps.append(run_values.results["global_step"])
+
+    strategy, hook = GroupingHalves(), Record()
+    _train_config(tmp_path / "h", strategy, hooks=[hook])
+    assert strategy.groups == [1] * 9
+    assert hook.steps == list(range(1, 10))
