@@ -172,12 +172,7 @@ def _gather_grad_kernel(xp, g, params, indices, axis=0):
     gm = gm.reshape((-1,) + moved.shape[1:])
     idx = indices.reshape(-1) % params.shape[ax]
     # Repeated indices accumulate (embedding rows used twice in a batch).
-    if xp is np:
-        np.add.at(moved, idx, gm)
-    else:
-        import cupyx  # noqa: PLC0415  (only reached when xp is cupy)
-
-        cupyx.scatter_add(moved, idx, gm)
+    xp.add.at(moved, idx, gm)  # numpy's ufunc.at; cupy's own add.at on the device
     return out
 
 
