@@ -16,16 +16,25 @@ The model (one global step; every worker takes a batch of ``B`` samples):
   the ring, but 2 latencies per step instead of ``2 (N - 1)``;
 * fp16 gradients halve ``M``; no overlap of compute and communication (the
   conservative case: kerasflow reduces after the backward pass);
-* ``samples/s = N * B / (t_c + t_comm)``, efficiency = that over ``N`` times
-  one worker's ``B / t_c``.
+* stragglers: a synchronous step waits for the slowest of N workers. With a
+  worker's step time of mean ``t_c`` and coefficient of variation ``cv``
+  (independent, roughly normal), the expected slowest is
+  ``t_c (1 + cv * z_N)``, ``z_N`` the expected maximum of N standard normals
+  (0 for N = 1, 0.56 for 2, 1.54 for 10, 2.75 for 200: the "tail at scale"
+  effect; Dean & Barroso, CACM 2013);
+* the driver's call: ``o`` seconds per call of ``K`` steps
+  (``steps_per_execution``), ``o / K`` per step;
+* ``samples/s = N * B / (t_c (1 + cv z_N) + t_comm + o / K)``, efficiency =
+  that over ``N`` times one worker's ``B / (t_c + o / K)``.
 
 ``--validate`` checks the model against a measurement on this machine: the
 simulated 3-node Ray cluster (``ray.cluster_utils.Cluster``), one replica per
-node, ``MultiWorkerMirroredStrategy`` on the TCP ring. The link's bandwidth
-and latency are measured with the ring itself (two sizes of allreduce), the
-per-sample compute from the replicas' own compute seconds in the same run;
-it prints predicted against measured seconds per step (the gap is what the
-model leaves out: the driver's call, shipping, stragglers).
+node, ``MultiWorkerMirroredStrategy`` on the TCP ring. The model's inputs are
+measured apart from the quantity predicted: the link's bandwidth and latency
+with the ring itself (two sizes of allreduce), ``t_c`` and ``cv`` from every
+replica's own per-step seconds outside the allreduce (``step_work``), ``o``
+as the round trip of an empty call to the replicas; it prints predicted
+against measured wall seconds per step, and the term by term split.
 
 Run: PYTHONPATH=. python benchmarks/scaling_model.py [--measure] [--validate]
 """
@@ -48,6 +57,9 @@ MODELS = {
                                           batch=128),
     "census wide & deep": dict(params=1_370_000, sec_per_sample=25e-6, batch=256),
 }
+# Straggler spread of one worker's step time assumed for the table (dedicated
+# machines; --validate measures it here) and the driver's call per K steps.
+CV, CALL_SECONDS, K_STEPS = 0.05, 1e-3, 64
 LINKS = {"10 Gb/s": (10 * GBPS, 20e-6), "25 Gb/s": (25 * GBPS, 10e-6),
          "100 Gb/s": (100 * GBPS, 5e-6)}
 WORKERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -62,13 +74,33 @@ def comm_seconds(kind, n, nbytes, bw, lat):
     return volume + hops * lat
 
 
+def expected_max_normal(n):
+    """``E[max of n independent standard normals]`` (0 for n = 1), by
+    integrating ``x n phi(x) Phi(x)^(n-1)`` on a grid."""
+    if n <= 1:
+        return 0.0
+    x = np.linspace(-9.0, 9.0, 20001)
+    phi = np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
+    cdf = np.cumsum(phi) * (x[1] - x[0])
+    return float(np.sum(x * n * phi * cdf ** (n - 1)) * (x[1] - x[0]))
+
+
+def step_seconds(t_c, n, nbytes, bw, lat, kind="ring", cv=CV, call=CALL_SECONDS,
+                 k=K_STEPS):
+    """Predicted seconds of one synchronous step and its terms
+    ``(total, compute with stragglers, communication, call)``."""
+    comp = t_c * (1.0 + cv * expected_max_normal(n))
+    comm = comm_seconds(kind, n, nbytes, bw, lat)
+    return comp + comm + call / k, comp, comm, call / k
+
+
 def predict(model, n, bw, lat, kind="ring", fp16=False):
     """``(samples/s, efficiency)`` of ``n`` workers."""
     nbytes = model["params"] * (2 if fp16 else 4)
     t_c = model["batch"] * model["sec_per_sample"]
-    step = t_c + comm_seconds(kind, n, nbytes, bw, lat)
+    step = step_seconds(t_c, n, nbytes, bw, lat, kind)[0]
     rate = n * model["batch"] / step
-    return rate, rate / (n * model["batch"] / t_c)
+    return rate, rate / (n * model["batch"] / (t_c + CALL_SECONDS / K_STEPS))
 
 
 def table(models=MODELS):
@@ -143,29 +175,49 @@ def validate(steps=60, batch=96):
         x = rng.rand(steps * batch, 784).astype("float32")
         y = rng.randint(0, 10, len(x))
         strategy = kf.distribute.MultiWorkerMirroredStrategy(num_workers=3)
+        k = steps // 3
         with strategy.scope():
             model = kf.Sequential([kf.layers.Dense(512, activation="relu",
                                                    input_shape=(784,)),
                                    kf.layers.Dense(512, activation="relu"),
                                    kf.layers.Dense(10)])
             model.compile("adam", kf.losses.SparseCategoricalCrossentropy(
-                from_logits=True), steps_per_execution=steps // 3)
+                from_logits=True), steps_per_execution=k)
             model.fit(x, y, batch_size=batch, epochs=1, verbose=0)  # warm-up
-            c0 = strategy.compute_seconds
+            group = strategy.worker_group
+            call = float(np.median([_timed(lambda: group.execute("threads"))
+                                    for _ in range(15)]))
+            done = [len(w) for w in strategy.step_work]
             t0 = time.perf_counter()
             model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
             wall = (time.perf_counter() - t0) / steps
-            compute = (strategy.compute_seconds - c0) / steps
+            work = np.array([w[d:] for w, d in zip(strategy.step_work, done)])
         params = sum(int(np.prod(w.shape)) for w in model.get_weights())
-        predicted = compute + comm_seconds("ring", 3, 4 * params, bw, lat)
+        t_c = float(work.mean())
+        cv = float(work.std() / t_c)  # pooled over ranks and steps
+        slowest = float(work.max(axis=0).mean())  # the spread, measured directly
+        total, comp, comm, per_call = step_seconds(t_c, 3, 4 * params, bw, lat,
+                                                   cv=cv, call=call, k=k)
+        plain = t_c + comm  # the model without stragglers and calls
         print(f"link measured with the ring: {bw / 1e9:.2f} GB/s, latency "
-              f"{lat * 1e6:.0f} us")
-        print(f"3 workers, MLP: predicted {predicted * 1e3:.2f} ms/step (compute "
-              f"{compute * 1e3:.2f} + ring), measured {wall * 1e3:.2f} ms/step: "
-              f"measured / predicted = {wall / predicted:.2f}")
+              f"{lat * 1e6:.0f} us; empty call to the replicas {call * 1e3:.2f} ms; "
+              f"a replica's step work {t_c * 1e3:.2f} ms, cv {cv:.2f} (slowest of 3 "
+              f"per step, measured: {slowest * 1e3:.2f} ms; model "
+              f"{comp * 1e3:.2f} ms)")
+        print(f"3 workers, MLP: predicted {total * 1e3:.2f} ms/step (compute with "
+              f"stragglers {comp * 1e3:.2f} + ring {comm * 1e3:.2f} + call "
+              f"{per_call * 1e3:.2f}), measured {wall * 1e3:.2f} ms/step: measured / "
+              f"predicted = {wall / total:.2f} (without the straggler and call "
+              f"terms: {wall / plain:.2f})")
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def _link(ring_cls, small=1024, big=16 << 20, reps=5):

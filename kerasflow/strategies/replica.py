@@ -226,7 +226,9 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             dict with ``loss`` (list, global-batch loss per step), ``count``
             (global batch sizes), ``output_losses`` (list of lists),
             ``seconds`` (totals: compute, apply, copies into the buffer,
-            allreduce including waits) and optionally ``state``.
+            allreduce including waits), ``work`` (per step, this rank's
+            seconds outside the allreduce: the straggler spread) and
+            optionally ``state``.
         """
         def rows():
             for batch in batches:
@@ -272,9 +274,11 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             step.compute_gradients).parameters
         clock = time.perf_counter
         t_comp = t_copy = t_comm = t_apply = 0.0
+        work = []  # per step: this rank's own seconds (all but the allreduce)
         t_last = clock()
         for i, (n, mine) in enumerate(rows):
             t0 = clock()
+            applied = t_apply
             t_copy += t0 - t_last  # this replica's rows gathered
             local = len(mine[0]) if mine else 0
             if local:
@@ -359,10 +363,11 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             t_last = clock()
             t_apply += t_last - t2
             t_copy += t1 - t0
+            work.append(t1 - t0 + t_apply - applied)
         # compute, apply, copies (rows gathered, buffer filled), allreduce
         # (waits included)
         out = dict(loss=losses, count=counts, output_losses=outs,
-                   seconds=(t_comp, t_apply, t_copy - t_comp, t_comm))
+                   seconds=(t_comp, t_apply, t_copy - t_comp, t_comm), work=work)
         if return_state is True:
             out["state"] = step.get_state()
         elif return_state:  # indices of the variables wanted

@@ -133,6 +133,10 @@ class SyncReplicaStrategy(ReplicaStateMixin, ActorStrategy):
         num_replicas_in_sync: number of replicas.
         recoveries: one dict per recovery (``step``, ``error``, ``seconds``).
         comm_seconds / compute_seconds: replica 0's totals so far.
+        step_work: per rank, the last (<= 4096) steps' seconds outside the
+            allreduce (compute, copies, apply): a synchronous step waits for
+            the slowest rank, so the spread across ranks is the stragglers'
+            cost (``benchmarks/scaling_model.py --validate`` reads it).
     """
 
     default_steps_per_execution = 64
@@ -157,6 +161,7 @@ class SyncReplicaStrategy(ReplicaStateMixin, ActorStrategy):
         self.comm_seconds = self.compute_seconds = 0.0
         self.step_seconds = dict(compute=0.0, apply=0.0, copies=0.0, allreduce=0.0,
                                  steps=0)
+        self.step_work = [[] for _ in range(self.num_replicas_in_sync)]
         self.pulls = 0
         # Placement errors surface here; actors start on the first step.
         check_placement(self.num_replicas_in_sync, self._cpus, 1 if use_gpu else 0,
@@ -309,8 +314,10 @@ class SyncReplicaStrategy(ReplicaStateMixin, ActorStrategy):
                      shard) for r in range(self.num_replicas_in_sync)]
         # Each step's collective has its own deadline and stuck replicas are
         # caught by progress pings; the call's deadline scales with K.
-        out = group.execute("run_steps", per_rank=per_rank,
-                            timeout=self._timeout * len(batches))[0]
+        outs = group.execute("run_steps", per_rank=per_rank,
+                             timeout=self._timeout * len(batches))
+        out = outs[0]
+        self._record_work(outs)
         if not lazy:
             return self._commit(step, entry, out)
         if entry.metric_idx:
@@ -324,6 +331,14 @@ class SyncReplicaStrategy(ReplicaStateMixin, ActorStrategy):
         if entry.logged_steps >= self.commit_steps:
             self._pull(entry)
         return zip(out["loss"], out["count"], out["output_losses"])
+
+    def _record_work(self, outs):
+        """Keeps the last steps' per-rank work seconds (``step_work``)."""
+        work = self.step_work
+        for r, o in enumerate(outs):
+            if r < len(work):
+                work[r].extend(o.get("work", ()))
+                del work[r][:-4096]
 
     def _account(self, out):
         comp, apply, copies, comm = out["seconds"]

@@ -73,6 +73,10 @@ def test_callbacks_see_current_weights(float64):
     strategy = kf.distribute.MirroredStrategy(num_replicas=2)
     got = _fit(strategy, [got_cb])
     assert len(got_cb.seen) == 3
+    # every rank timed each of the 3 x 10 steps outside the allreduce
+    work = strategy.step_work
+    assert [len(w) for w in work] == [30, 30]
+    assert all(0.0 < t < 10.0 for w in work for t in w)
     for a, b in zip(ref_cb.seen, got_cb.seen):
         _same(a, b)
     _same(ref[0].get_weights(), got[0].get_weights())
