@@ -23,8 +23,11 @@ from __future__ import annotations
 import sys
 import weakref
 
+import numpy as np
+
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.registry import apply, register_op
+from kerasflow.optimizers import device_kernels
 
 __all__ = [
     "apply_adagrad",
@@ -197,6 +200,9 @@ def _apply_adam(xp, var, grad, alpha, *rest, beta_1, beta_2, epsilon, amsgrad,
     for s in slots:
         _check_slot(var, s)
     new = _output_buffer(xp, var)          # scratch until it holds the step
+    if xp is not np and wd is None and not amsgrad and device_kernels.adam_update(
+            grad, var.value, alpha, m, v, new, beta_1, beta_2, epsilon):
+        return _publish(var, new)          # one launch on the GPU
     xp.subtract(grad, m, out=new)          # m += (1 - b1) * (g - m)
     new *= 1.0 - beta_1
     m += new
