@@ -28,6 +28,9 @@ state before the recurrent product (recurrent dropout, Gal & Ghahramani 2016).
 
 from __future__ import annotations
 
+import numpy as np
+
+from kerasflow.backend.ops import rnn_device
 from kerasflow.backend.registry import apply, register_op
 
 __all__ = ["rnn_loop"]
@@ -144,6 +147,8 @@ def _rnn_loop(xp, *inputs, cell, units, activation, recurrent_activation,
     tmp = xp.empty((n, u), dt)
     hr = xp.empty((n, 3 * u), dt) if cell == "gru" else None
     m = None if mask is None else _time_major(xp, mask.astype(dt))[..., None]
+    # On the GPU the fast LSTM cell is one kernel per step (rnn_device).
+    device_cell = fast and xp is not np
     for s in range(t):
         hr_in = h if rmask is None else h * rmask
         h_new = hs[s]
@@ -154,25 +159,27 @@ def _rnn_loop(xp, *inputs, cell, units, activation, recurrent_activation,
         elif cell == "lstm":
             z = cache[s, :, :4 * u]
             xp.matmul(hr_in, r, out=z)
-            z += xw[s]
-            if fast:
-                xp.tanh(z, out=z)
-                ifo = z[:, :3 * u]
-                ifo *= 0.5
-                ifo += 0.5
-                i, f, o, g = z[:, :u], z[:, u:2 * u], z[:, 2 * u:3 * u], z[:, 3 * u:]
-            else:
-                ract(z[:, :2 * u], xp)
-                act(z[:, 2 * u:3 * u], xp)
-                ract(z[:, 3 * u:], xp)
-                i, f, g, o = z[:, :u], z[:, u:2 * u], z[:, 2 * u:3 * u], z[:, 3 * u:]
             c_new = cs[s]
-            xp.multiply(f, c, out=c_new)
-            xp.multiply(i, g, out=tmp)
-            c_new += tmp
-            tc = cache[s, :, 4 * u:]
-            tc[...] = c_new
-            xp.multiply(o, act(tc, xp), out=h_new)
+            if not (device_cell and rnn_device.lstm_cell(xw[s], c, cache[s], c_new,
+                                                         h_new)):
+                z += xw[s]
+                if fast:
+                    xp.tanh(z, out=z)
+                    ifo = z[:, :3 * u]
+                    ifo *= 0.5
+                    ifo += 0.5
+                    i, f, o, g = z[:, :u], z[:, u:2 * u], z[:, 2 * u:3 * u], z[:, 3 * u:]
+                else:
+                    ract(z[:, :2 * u], xp)
+                    act(z[:, 2 * u:3 * u], xp)
+                    ract(z[:, 3 * u:], xp)
+                    i, f, g, o = z[:, :u], z[:, u:2 * u], z[:, 2 * u:3 * u], z[:, 3 * u:]
+                xp.multiply(f, c, out=c_new)
+                xp.multiply(i, g, out=tmp)
+                c_new += tmp
+                tc = cache[s, :, 4 * u:]
+                tc[...] = c_new
+                xp.multiply(o, act(tc, xp), out=h_new)
         elif cell == "gru_v1":  # reset before the recurrent product
             zc = cache[s]
             zr = zc[:, :2 * u]
