@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["lstm_cell"]
+__all__ = ["lstm_cell", "lstm_cell_grad"]
 
-_KERNEL = None
+_KERNELS = {}
 
 _BODY = """
 const ptrdiff_t a = i / u, j = i % u;
@@ -44,15 +44,44 @@ h_new = go * tc;
 """
 
 
-def _kernel():
-    global _KERNEL
-    if _KERNEL is None:
+# One step of backpropagation through time (scan_grad's fast LSTM branch, its
+# operations in its order): dct = dc + dh o (1 - tanh(c)^2); the gate
+# gradients times the gates' derivatives from their outputs; dc_prev = dct f.
+_GRAD_BODY = """
+const ptrdiff_t a = i / u, j = i % u;
+const ptrdiff_t zb = a * 5 * u + j, bb = a * 4 * u + j;
+const T one = 1;
+T gi = cache[zb], gf = cache[zb + u], go = cache[zb + 2 * u];
+T gg = cache[zb + 3 * u], tc = cache[zb + 4 * u];
+T dhv = dh[i];
+T dct = (one - tc * tc) * go * dhv + dc[i];
+blk[bb] = dct * gg * ((one - gi) * gi);
+blk[bb + u] = dct * c_prev[i] * ((one - gf) * gf);
+blk[bb + 2 * u] = dhv * tc * ((one - go) * go);
+blk[bb + 3 * u] = dct * gi * (one - gg * gg);
+dc_out = dct * gf;
+"""
+
+_SPECS = {
+    "fwd": ("raw T xw, raw T c_prev, int32 u", "raw T cache, T c_new, T h_new",
+            _BODY, "kerasflow_lstm_cell"),
+    "bwd": ("raw T dh, raw T dc, raw T cache, raw T c_prev, int32 u",
+            "raw T blk, T dc_out", _GRAD_BODY, "kerasflow_lstm_cell_grad"),
+}
+
+
+def _kernel(which):
+    if which not in _KERNELS:
         import cupy  # noqa: PLC0415  (only reached with cupy arrays)
 
-        _KERNEL = cupy.ElementwiseKernel(
-            "raw T xw, raw T c_prev, int32 u", "raw T cache, T c_new, T h_new",
-            _BODY, "kerasflow_lstm_cell")
-    return _KERNEL
+        _KERNELS[which] = cupy.ElementwiseKernel(*_SPECS[which])
+    return _KERNELS[which]
+
+
+def _usable(arrays):
+    dt = arrays[0].dtype
+    return dt.name in ("float32", "float64") and all(
+        a.dtype == dt and a.flags.c_contiguous for a in arrays)
 
 
 def lstm_cell(xw, c_prev, cache, c_new, h_new):
@@ -70,10 +99,29 @@ def lstm_cell(xw, c_prev, cache, c_new, h_new):
         False (nothing done) unless every array is C-contiguous, float32 or
         float64 and of one dtype; True after the launch.
     """
-    dt = cache.dtype
-    arrays = (xw, c_prev, cache, c_new, h_new)
-    if dt.name not in ("float32", "float64") or not all(
-            a.dtype == dt and a.flags.c_contiguous for a in arrays):
+    if not _usable((cache, xw, c_prev, c_new, h_new)):
         return False
-    _kernel()(xw, c_prev, np.int32(c_new.shape[1]), cache, c_new, h_new)
+    _kernel("fwd")(xw, c_prev, np.int32(c_new.shape[1]), cache, c_new, h_new)
+    return True
+
+
+def lstm_cell_grad(dh, dc, cache, c_prev, blk, dc_out):
+    """One LSTM step of backpropagation through time, in one launch.
+
+    Args:
+        dh, dc: (batch, units) gradients reaching the step's h and c (live
+            part, after the mask).
+        cache: (batch, 5 units), what ``lstm_cell`` wrote for the step.
+        c_prev: (batch, units) the previous cell state.
+        blk: (batch, 4 units) output: the gradient of the gates' inputs
+            (i, f, o, c layout, pre-scaling included in the derivative).
+        dc_out: (batch, units) output: the gradient reaching ``c_prev``.
+
+    Returns:
+        False (nothing done) unless every array is C-contiguous, float32 or
+        float64 and of one dtype; True after the launch.
+    """
+    if not _usable((cache, dh, dc, c_prev, blk, dc_out)):
+        return False
+    _kernel("bwd")(dh, dc, cache, c_prev, np.int32(dc_out.shape[1]), blk, dc_out)
     return True

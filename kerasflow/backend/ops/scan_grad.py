@@ -4,6 +4,9 @@ kernel, then the weight gradients as one matrix product over all steps."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from kerasflow.backend.ops import rnn_device
 from kerasflow.backend.ops.scan import (
     _GATES,
     _dact,
@@ -108,7 +111,10 @@ def _rnn_loop_grad_kernel(xp, *inputs, cell, units, activation, recurrent_activa
             tc = z[:, 4 * u:]
             dc += g_cs[s]
             dc_new, dc_keep = _masked_split(dc, m, s)
-            if fast:  # the (i, f, o, c) layout
+            if fast and xp is not np and rnn_device.lstm_cell_grad(
+                    dh_new, dc_new, z, c_prev, blk, tmp2):  # one CUDA kernel
+                dc, tmp2 = (tmp2, dc) if dc_keep is None else (tmp2 + dc_keep, dc)
+            elif fast:  # the (i, f, o, c) layout
                 i, f, o, g = (z[:, j * u:(j + 1) * u] for j in range(4))
                 xp.multiply(tc, tc, out=tmp2)            # dct = dc + dh o (1 - tc^2)
                 xp.subtract(1.0, tmp2, out=tmp2)
