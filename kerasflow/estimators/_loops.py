@@ -56,6 +56,19 @@ def _next_batch(it, built, est, mode):
     return batch
 
 
+# A call's batches stop growing at this many bytes (an input_fn returning the
+# whole dataset as one batch is repeated: K copies would be shipped at once).
+GROUP_BYTES = 64 << 20
+
+
+def _flat(batch):
+    return _graph.flatten_batch(batch[0]) + _graph.flatten_batch(batch[1])
+
+
+def _nbytes(arrays):
+    return sum(int(getattr(a, "nbytes", 0)) for a in arrays)
+
+
 def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
     hooks = list(hooks or [])
     cfg = est.config
@@ -97,15 +110,17 @@ def train_loop(est, input_fn, hooks, steps, max_steps, saving_listeners):
             k = per_call if target is None else min(per_call, target - step)
             if ckpt_steps:
                 k = min(k, max(ckpt_steps - (step - last_save_step), 1))
-            group = [pending]
-            while len(group) < k:
+            group = [_flat(pending)]
+            size = _nbytes(group[0])
+            exhausted = False
+            while len(group) < k and size < GROUP_BYTES:
                 nxt = _next_batch(it, built, est, ModeKeys.TRAIN)
                 if nxt is None:
+                    exhausted = True
                     break
-                group.append(nxt)
-            exhausted = len(group) < k
-            losses = R.run_train_steps(est, built, [
-                _graph.flatten_batch(f) + _graph.flatten_batch(lab) for f, lab in group])
+                group.append(_flat(nxt))
+                size += _nbytes(group[-1])
+            losses = R.run_train_steps(est, built, group)
             before = step
             if int(gs_var.value) == before:  # train_op did not count: the Estimator does
                 gs_var.assign(before + len(losses))

@@ -110,3 +110,14 @@ def test_hooks_see_every_step(tmp_path):
     _train_config(tmp_path / "h", strategy, hooks=[hook])
     assert strategy.groups == [1] * 9
     assert hook.steps == list(range(1, 10))
+
+
+def test_groups_stop_at_the_byte_cap(tmp_path, monkeypatch):
+    from kerasflow.estimators import _loops
+
+    x, _ = data(96)
+    per_batch = 32 * x.shape[1] * x.itemsize  # features of one batch of 32
+    monkeypatch.setattr(_loops, "GROUP_BYTES", 2 * per_batch)
+    strategy = GroupingHalves()
+    _train_config(tmp_path / "cap", strategy)
+    assert strategy.groups == [2] * 4 + [1]  # labels push a pair over the cap
