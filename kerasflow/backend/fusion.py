@@ -42,8 +42,8 @@ import numpy as np
 from kerasflow.backend import jit
 from kerasflow.backend.registry import get_op, register_op
 
-__all__ = ["FusedNode", "fusion_enabled", "kernel_for", "register_fused_kernel",
-           "register_rewrite", "rewrite", "set_fusion"]
+__all__ = ["FusedNode", "MergedNode", "SHAPE_ONLY", "fusion_enabled", "kernel_for",
+           "register_fused_kernel", "register_rewrite", "rewrite", "set_fusion"]
 
 _FACTORIES: dict = {}
 _REWRITES: list = []
@@ -68,7 +68,7 @@ _EXPR = {
 # Ops worth a kernel alone (numpy makes several passes for them).
 _ALONE = {"ReluGrad", "Sigmoid", "ClipByValue"}
 # (op, input index) that read only the shape of that input.
-_SHAPE_ONLY = {("SumToLike", 1), ("UnreduceLike", 1), ("OnesLike", 0),
+SHAPE_ONLY = {("SumToLike", 1), ("UnreduceLike", 1), ("OnesLike", 0),
                ("ZerosLike", 0), ("ReducedCount", 0)}
 
 
@@ -173,6 +173,17 @@ class FusedNode:
         kernel = jit.kernels(_generate(self.members, self.inputs, self.kinds,
                                        dtype), "kernel")
         return _numpy_runner(kernel, fallback, self.kinds, dtype, len(self.outputs))
+
+
+class MergedNode:
+    """A plan entry standing for several graph nodes, built by a registered
+    rewrite: a registered ``op`` run on ``inputs`` with ``attrs``, producing
+    ``outputs`` (tensors of the replaced nodes); named after ``last``."""
+
+    def __init__(self, op, inputs, outputs, attrs, last):
+        self.op, self.inputs, self.outputs, self.attrs = op, inputs, outputs, attrs
+        self.id, self.uid = last.id, last.uid
+        self.name = f"{last.name} (fused: {op})"
 
 
 @register_op("FusedElementwise", lambda *specs, **_: None, differentiable=False)
@@ -342,9 +353,9 @@ def rewrite(order, keep, xp):
             if chain is None or t in keep:
                 continue
             uses = users.get(t, [])
-            if any(u is not n for u, j in uses if (u.op, j) not in _SHAPE_ONLY):
+            if any(u is not n for u, j in uses if (u.op, j) not in SHAPE_ONLY):
                 continue
-            if any((u.op, j) in _SHAPE_ONLY for u, j in uses):
+            if any((u.op, j) in SHAPE_ONLY for u, j in uses):
                 aliases.append(t)
             del owner[t]
             members += chain[0]
@@ -359,7 +370,7 @@ def rewrite(order, keep, xp):
         last = pos[id(final)]
         if any(len(a.shape) != len(out.shape) or any(
                 pos[id(u)] <= last for u, j in users.get(a, ())
-                if (u.op, j) in _SHAPE_ONLY) for a in aliases):
+                if (u.op, j) in SHAPE_ONLY) for a in aliases):
             continue
         replace[id(final)] = FusedNode(members, aliases)
         drop.update(id(m) for m in members[:-1])

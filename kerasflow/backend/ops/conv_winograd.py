@@ -75,8 +75,12 @@ def _input_source():
     return "\n".join(lines) + "\n"
 
 
-def _output_source():
-    lines = ["def wino_out(m, y, n0, th, tw):",
+def _output_source(bias_relu=False):
+    """``wino_out``; with ``bias_relu``, ``wino_out_br`` storing
+    relu(value + bias[q]) (the Relu op's NaN rule)."""
+    name = "wino_out_br(m, y, n0, th, tw, bias)" if bias_relu else \
+        "wino_out(m, y, n0, th, tw)"
+    lines = [f"def {name}:",
              "    oh, ow, f = y.shape[1], y.shape[2], y.shape[3]",
              "    per = th * tw",
              "    for t in prange(m.shape[1]):",
@@ -94,13 +98,20 @@ def _output_source():
                                                     ("j0 + 1 < ow", j)) if on)
                 lines.append(f"        if {cond}:")
                 ind += "    "
-            lines += [f"{ind}for q in range(f):",
-                      f"{ind}    y[n, i0 + {i}, j0 + {j}, q] = {_signed_sum(terms)}"]
+            store = f"y[n, i0 + {i}, j0 + {j}, q]"
+            if bias_relu:
+                lines += [f"{ind}for q in range(f):",
+                          f"{ind}    v = {_signed_sum(terms)} + bias[q]",
+                          f"{ind}    {store} = v if (v >= 0 or v != v) else 0"]
+            else:
+                lines += [f"{ind}for q in range(f):",
+                          f"{ind}    {store} = {_signed_sum(terms)}"]
     return "\n".join(lines) + "\n"
 
 
 _INPUT = _input_source()
 _OUTPUT = _output_source()
+_OUTPUT_BIAS_RELU = _output_source(bias_relu=True)
 
 
 def _filter_transform(kernel):
@@ -110,7 +121,7 @@ def _filter_transform(kernel):
     return np.ascontiguousarray(u.reshape(16, *kernel.shape[2:]))
 
 
-def winograd_conv(x, kernel, out, pads):
+def winograd_conv(x, kernel, out, pads, bias=None):
     """3x3 stride-1 correlation of NHWC ``x`` with zero padding.
 
     ``y[n, i, j, f] = sum_{a, b, c} x[n, i + a - pt, j + b - pl, c] *
@@ -121,9 +132,16 @@ def winograd_conv(x, kernel, out, pads):
         kernel: (3, 3, Cin, Cout), x's dtype.
         out: (oh, ow), the output size.
         pads: (pt, pl), the zero rows / columns before x.
+        bias: None, or a (Cout,) array of x's dtype: then the result is
+            ``relu(y + bias)`` (a conv layer's bias and ReLU, applied as the
+            output tiles are stored).
     """
     wino_in = jit.kernels(_INPUT, "wino_in")
-    wino_out = jit.kernels(_OUTPUT, "wino_out")
+    if bias is None:
+        wino_out, extra = jit.kernels(_OUTPUT, "wino_out"), ()
+    else:
+        wino_out = jit.kernels(_OUTPUT_BIAS_RELU, "wino_out_br")
+        extra = (bias,)
     n, h, w, cin = x.shape
     cout = kernel.shape[-1]
     th, tw = -(-out[0] // 2), -(-out[1] // 2)
@@ -147,7 +165,7 @@ def winograd_conv(x, kernel, out, pads):
         m = m_buf[:16 * tiles * cout].reshape(16, tiles, cout)
         launch(wino_in, v.size, xp, v, n0, th, tw)
         np.matmul(v, u, out=m)
-        launch(wino_out, m.size, m, y, n0, th, tw)
+        launch(wino_out, m.size, m, y, n0, th, tw, *extra)
     return y
 
 

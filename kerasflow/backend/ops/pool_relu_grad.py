@@ -144,16 +144,6 @@ fusion.register_fused_kernel("MaxPoolReluGrad", _factory)
 
 
 # -- the plan rewrite ----------------------------------------------------------------
-class _Merged:
-    """A plan entry standing for several graph nodes (``fusion.FusedNode``'s
-    duck type): op, attrs, inputs, outputs, and the last member's ids."""
-
-    def __init__(self, op, inputs, outputs, attrs, last):
-        self.op, self.inputs, self.outputs, self.attrs = op, inputs, outputs, attrs
-        self.id, self.uid = last.id, last.uid
-        self.name = f"{last.name} (fused: {op})"
-
-
 def _identity(node):
     """A SumToLike whose input and output have one fully equal static shape."""
     return (node.op == "SumToLike" and node.inputs[0].shape is not None
@@ -198,8 +188,8 @@ def rewrite(order, keep, xp):
                     break
         outputs = relu_grad.outputs + (bias.outputs if bias is not None else ())
         attrs = dict(node.attrs, bias=bias is not None)
-        replace[id(relu_grad)] = _Merged("MaxPoolReluGrad", node.inputs, outputs,
-                                         attrs, relu_grad)
+        replace[id(relu_grad)] = fusion.MergedNode(
+            "MaxPoolReluGrad", node.inputs, outputs, attrs, relu_grad)
         drop.update(id(u) for u in [node, *path])
         if bias is not None:
             drop.add(id(bias))
