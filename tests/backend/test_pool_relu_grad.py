@@ -99,3 +99,45 @@ def test_gradients_through_the_fused_plan(float64, always_fast):
     k = rng.standard_normal((3, 3, 2, 3))
     b = np.array([0.1, -0.2, 0.3])
     check_gradients(_block, [x, k, b], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_grad_bias_kernel_matches_numpy_ops(dtype):
+    rng = np.random.default_rng(4)
+    g = rng.standard_normal((5, 7, 6, 9)).astype(dtype)
+    y = np.maximum(rng.standard_normal(g.shape), 0).astype(dtype)
+    dx, db = prg.relu_grad_bias(g, y)
+    np.testing.assert_array_equal(dx, g * (y > 0))
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(db, (g * (y > 0)).sum(axis=(0, 1, 2)), rtol=tol,
+                               atol=tol)
+    assert db.shape == (9,) and db.dtype == dtype
+
+
+def test_first_layer_relu_grad_and_bias_grad_become_one_node(always_fast):
+    rng = np.random.default_rng(6)
+    xv = rng.standard_normal((3, 9, 9, 2)).astype("float32")
+    kv = rng.standard_normal((3, 3, 2, 4)).astype("float32")
+    k2v = rng.standard_normal((3, 3, 4, 5)).astype("float32")
+    bv = rng.standard_normal(4).astype("float32") * 0.1
+    x, k, k2, b = (K.placeholder("float32", v.shape) for v in (xv, kv, k2v, bv))
+    out = K.conv2d(K.relu(K.conv2d(x, k) + b), k2)
+    grads = K.gradients(K.sum(out * out), [k, b])
+    got = {}
+    for on in (True, False):
+        K.set_fusion(on)
+        f = K.Function([x, k, k2, b], grads)
+        got[on] = f(xv, kv, k2v, bv)
+        assert any(n.op == "ReluGradBias" for n in f._lines) == on
+    for a, c in zip(got[True], got[False]):
+        np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-4)
+
+
+def test_gradients_through_relu_grad_bias(float64, always_fast):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 7, 7, 2))
+    k = rng.standard_normal((3, 3, 2, 3))
+    k2 = rng.standard_normal((2, 2, 3, 2))
+    b = np.array([0.05, -0.1, 0.2])
+    check_gradients(lambda a, w, c, w2: K.conv2d(K.relu(K.conv2d(a, w) + c), w2),
+                    [x, k, b, k2], rtol=1e-6, atol=1e-6)

@@ -1,4 +1,4 @@
-"""MaxPoolGrad, the ReLU gradient and the bias gradient of a conv block in one pass.
+"""The ReLU gradient fused with MaxPoolGrad and with the bias gradient.
 
 A Conv2D -> bias -> ReLU -> MaxPooling2D block's backward pass routes the
 pooled gradient ``g`` to each window's first maximum (``MaxPoolGrad``), masks
@@ -13,7 +13,10 @@ fused kernels in the same spirit).
 compiled plan with fusion on, ``MaxPoolGrad(x, y, g)`` [-> ``SumToLike``
 identities] -> ``ReluGrad(., x)`` by one ``MaxPoolReluGrad`` node, which also
 produces a ``SumToLike(., (C,))`` of the result when the plan has one (taking
-its place). The numba kernel runs for 4-D float32/float64 NumPy arrays whose
+its place), and each other 4-D ``ReluGrad`` whose result has such a bias
+``SumToLike`` by one ``ReluGradBias`` node (``g * (y > 0)`` and its
+per-channel sum in one pass: the first conv layer's backward). The
+MaxPoolReluGrad numba kernel runs for 4-D float32/float64 NumPy arrays whose
 windows tile the input (strides == pool size, VALID padding, the Keras
 default); otherwise the numpy kernels run, which compute the same values up to
 the float rounding of the bias sum.
@@ -143,6 +146,69 @@ def _factory(xp, attrs):
 fusion.register_fused_kernel("MaxPoolReluGrad", _factory)
 
 
+_RELU_BIAS = '''
+def relu_grad_bias(g, y, dx, part):
+    rows, c = g.shape
+    per = (rows + part.shape[0] - 1) // part.shape[0]
+    zero, one = dx.dtype.type(0), dx.dtype.type(1)
+    for blk in prange(part.shape[0]):
+        for q in range(c):
+            part[blk, q] = zero
+        for r in range(blk * per, min(rows, (blk + 1) * per)):
+            for q in range(c):
+                v = g[r, q] * (one if y[r, q] > zero else zero)
+                dx[r, q] = v
+                part[blk, q] += v
+'''
+# Row blocks of the bias sum: a fixed count, so the sum's rounding does not
+# depend on the thread count.
+BLOCKS = 64
+
+
+@register_op("ReluGradBias", lambda g, y: [(g.shape, g.dtype),
+                                           ((g.shape[-1],), g.dtype)],
+             differentiable=False)
+def _relu_grad_bias(xp, g, y):
+    """(ReluGrad(g, y), its sum over all axes but the last), op by op."""
+    dx = g * (y > 0)
+    return dx, dx.sum(axis=tuple(range(dx.ndim - 1)))
+
+
+def relu_grad_bias(g, y):
+    """``g * (y > 0)`` and its per-channel sum in one numba pass.
+
+    Args:
+        g, y: float32/float64 NumPy arrays of one shape (..., C).
+
+    Returns:
+        (dx of g's shape, (C,) sum of dx over all other axes), g's dtype.
+    """
+    pair = jit.kernels(_RELU_BIAS, "relu_grad_bias")
+    g2 = np.ascontiguousarray(g).reshape(-1, g.shape[-1])
+    y2 = np.ascontiguousarray(y).reshape(g2.shape)
+    dx = np.empty(g2.shape, g.dtype)
+    part = np.empty((min(BLOCKS, max(1, g2.shape[0])), g2.shape[1]), g.dtype)
+    jit.launch(pair, g.size, g2, y2, dx, part)
+    return dx.reshape(g.shape), part.sum(axis=0)
+
+
+def _relu_bias_factory(xp, attrs):
+    if xp is not np or jit.numba_module() is None:
+        return None
+
+    def kernel(g, y):
+        if (type(g) is not np.ndarray or type(y) is not np.ndarray
+                or g.shape != y.shape or g.dtype != y.dtype or g.size < MIN_SIZE
+                or g.dtype not in (np.float32, np.float64)):
+            return _relu_grad_bias(np, g, y)
+        return relu_grad_bias(g, y)
+
+    return kernel
+
+
+fusion.register_fused_kernel("ReluGradBias", _relu_bias_factory)
+
+
 # -- the plan rewrite ----------------------------------------------------------------
 def _identity(node):
     """A SumToLike whose input and output have one fully equal static shape."""
@@ -150,8 +216,26 @@ def _identity(node):
             and node.inputs[0].shape == node.outputs[0].shape)
 
 
+def _bias_sum(t, users, channels):
+    """The SumToLike to ``(channels,)`` of ``t``'s values (through identity
+    SumToLikes), or None."""
+    frontier = [t]
+    while frontier:
+        t = frontier.pop()
+        for u in users.get(t, ()):
+            if u.op != "SumToLike" or u.inputs[0] is not t:
+                continue
+            if _identity(u):
+                frontier.append(u.outputs[0])
+            elif u.outputs[0].shape == (channels,):
+                return u
+    return None
+
+
 def rewrite(order, keep, xp):
-    """``order`` with each MaxPoolGrad -> ReluGrad pair as one MaxPoolReluGrad."""
+    """``order`` with each MaxPoolGrad -> ReluGrad pair as one MaxPoolReluGrad
+    (with the bias gradient), and each other 4-D ReluGrad with a bias gradient
+    as one ReluGradBias."""
     users: dict = {}
     for n in order:
         for t in n.inputs:
@@ -173,25 +257,22 @@ def rewrite(order, keep, xp):
             t = u.outputs[0]
         if relu_grad is None:
             continue
-        # The ReluGrad result's value readers, through identities: a SumToLike
-        # to (C,) is the bias gradient.
-        bias, frontier = None, [relu_grad.outputs[0]]
-        while frontier and bias is None:
-            t = frontier.pop()
-            for u in users.get(t, ()):
-                if u.op != "SumToLike" or u.inputs[0] is not t:
-                    continue
-                if _identity(u):
-                    frontier.append(u.outputs[0])
-                elif u.outputs[0].shape == (x.shape[-1],):
-                    bias = u
-                    break
+        bias = _bias_sum(relu_grad.outputs[0], users, x.shape[-1])
         outputs = relu_grad.outputs + (bias.outputs if bias is not None else ())
         attrs = dict(node.attrs, bias=bias is not None)
         replace[id(relu_grad)] = fusion.MergedNode(
             "MaxPoolReluGrad", node.inputs, outputs, attrs, relu_grad)
         drop.update(id(u) for u in [node, *path])
         if bias is not None:
+            drop.add(id(bias))
+    for node in order:
+        shape = node.outputs[0].shape if node.op == "ReluGrad" else None
+        if id(node) in replace or shape is None or len(shape) != 4:
+            continue
+        bias = _bias_sum(node.outputs[0], users, shape[-1])
+        if bias is not None and id(bias) not in drop:
+            replace[id(node)] = fusion.MergedNode(
+                "ReluGradBias", node.inputs, node.outputs + bias.outputs, {}, node)
             drop.add(id(bias))
     if not replace:
         return order
