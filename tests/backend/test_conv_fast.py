@@ -39,6 +39,7 @@ WINOGRAD = CONV_CASES[-2:]
 DIRECT = CONV_CASES[-5:-2]
 POOL_CASES = [
     ((3, 8, 8, 5), (2, 2), (2, 2), "VALID"),
+    ((2, 7, 9, 3), (3, 2), (3, 2), "VALID"),  # tiled (unrolled), with leftovers
     ((3, 9, 7, 5), (3, 2), (2, 1), "SAME"),  # overlapping windows
     ((2, 9, 9, 3), (3, 3), (2, 2), "SAME"),
     ((2, 9, 9, 3), (2, 2), (3, 3), "VALID"),  # elements in no window
