@@ -62,18 +62,23 @@ def test_wrong_pooled_shape_raises():
                                np.zeros((1, 3, 3, 1), "float32"), (2, 2))
 
 
-def _block(x, k, b):
-    return K.max_pool2d(K.relu(K.conv2d(x, k) + b), 2)
+def _block(x, k, b, padding="valid"):
+    return K.max_pool2d(K.relu(K.conv2d(x, k) + b), 2, padding=padding)
 
 
-def test_plan_rewrite_fuses_the_block_and_matches_unfused(always_fast):
+# Tiled windows (VALID; SAME without pad), and padded SAME windows (the
+# general MaxPoolGrad kernel, then ReluGradBias).
+@pytest.mark.parametrize("size, padding", [(10, "valid"), (10, "same"),
+                                           (11, "same")])
+def test_plan_rewrite_fuses_the_block_and_matches_unfused(always_fast, size,
+                                                          padding):
     rng = np.random.default_rng(1)
-    xv = rng.standard_normal((4, 10, 10, 3)).astype("float32")
+    xv = rng.standard_normal((4, size, size, 3)).astype("float32")
     kv = rng.standard_normal((3, 3, 3, 6)).astype("float32")
     bv = rng.standard_normal(6).astype("float32") * 0.1
     x, k, b = (K.placeholder("float32", v.shape) for v in (xv, kv, bv))
-    out = _block(x, k, b)
-    w = rng.standard_normal((4, 4, 4, 6)).astype("float32")
+    out = _block(x, k, b, padding)
+    w = rng.standard_normal(tuple(out.shape)).astype("float32")
     grads = K.gradients(K.sum(out * w), [x, k, b])
     got = {}
     for on in (True, False):
@@ -92,13 +97,15 @@ def test_plan_rewrite_fuses_the_block_and_matches_unfused(always_fast):
         np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-5)
 
 
-def test_gradients_through_the_fused_plan(float64, always_fast):
+@pytest.mark.parametrize("size, padding", [(8, "valid"), (9, "same")])
+def test_gradients_through_the_fused_plan(float64, always_fast, size, padding):
     rng = np.random.default_rng(3)
     # Kept clear of ReLU kinks and of ties in a window.
-    x = rng.permutation(2 * 8 * 8 * 2).reshape(2, 8, 8, 2) / 40.0 - 0.7
+    x = rng.permutation(2 * size * size * 2).reshape(2, size, size, 2) / 40.0 - 0.7
     k = rng.standard_normal((3, 3, 2, 3))
     b = np.array([0.1, -0.2, 0.3])
-    check_gradients(_block, [x, k, b], rtol=1e-6, atol=1e-6)
+    check_gradients(lambda *a: _block(*a, padding=padding), [x, k, b], rtol=1e-6,
+                    atol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -343,6 +343,14 @@ def conv2d_backprop_input(shape, kernel, g, strides, padding, dilation_rate):
     return dx
 
 
+def tiles(shape, pool_size, strides, padding):
+    """True when the pooling windows tile NHWC ``shape`` without padding
+    (strides == pool size; SAME only where it adds no pad)."""
+    out, pads = _geometry(shape, pool_size, strides, padding, (1, 1))
+    return (tuple(strides) == tuple(pool_size) and pads == (0, 0)
+            and tuple(out) == (shape[1] // pool_size[0], shape[2] // pool_size[1]))
+
+
 def max_pool2d_forward(x, pool_size, strides, padding):
     """2-D max pooling of NHWC ``x`` in one numba pass (Keras' ``MaxPooling2D``).
 
@@ -357,7 +365,7 @@ def max_pool2d_forward(x, pool_size, strides, padding):
     out, pads = _geometry(x.shape, pool_size, strides, padding, (1, 1))
     y = np.empty((x.shape[0], *out, x.shape[-1]), x.dtype)
     ph, pw = (int(p) for p in pool_size)
-    if tuple(strides) == (ph, pw) and pads == (0, 0) and ph * pw <= 16:
+    if tiles(x.shape, pool_size, strides, padding) and ph * pw <= 16:
         jit.launch(jit.kernels(_maxpool_tiled_source(ph, pw), f"maxpool_{ph}x{pw}"),
                    x.size, x, y)
         return y

@@ -17,8 +17,9 @@ its place), and each other 4-D ``ReluGrad`` whose result has such a bias
 ``SumToLike`` by one ``ReluGradBias`` node (``g * (y > 0)`` and its
 per-channel sum in one pass: the first conv layer's backward). The
 MaxPoolReluGrad numba kernel runs for 4-D float32/float64 NumPy arrays whose
-windows tile the input (strides == pool size, VALID padding, the Keras
-default); otherwise the numpy kernels run, which compute the same values up to
+windows tile the input (strides == pool size, no padding: the Keras default);
+other windows run ``conv_fast``'s MaxPoolGrad kernel, then the ReluGradBias
+kernel; other arrays the numpy kernels, which compute the same values up to
 the float rounding of the bias sum.
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow.backend import fusion, jit
+from kerasflow.backend.ops import conv_fast as _fast
 from kerasflow.backend.ops import pooling as _pooling
 from kerasflow.backend.registry import register_op
 
@@ -70,11 +72,6 @@ def pool_relu_grad(x, y, g, dx, part, ph, pw, relu):
                 for q in range(c):
                     dx[n, hi, wi, q] = zero
 '''
-
-
-def _tiled(pool_size, strides, padding):
-    return (tuple(strides) == tuple(pool_size)
-            and str(padding).lower() == "valid")
 
 
 def _infer(x, y, g, pool_size, strides, padding, bias):
@@ -123,9 +120,8 @@ def max_pool_relu_grad(x, y, g, pool_size, relu=True):
     return dx, part.sum(axis=0)
 
 
-def _usable(x, y, g, attrs):
-    return (_tiled(attrs["pool_size"], attrs["strides"], attrs["padding"])
-            and x.size >= MIN_SIZE and x.dtype in (np.float32, np.float64)
+def _usable(x, y, g):
+    return (x.size >= MIN_SIZE and x.dtype in (np.float32, np.float64)
             and all(type(a) is np.ndarray and a.ndim == 4 and a.dtype == x.dtype
                     for a in (x, y, g)))
 
@@ -134,10 +130,15 @@ def _factory(xp, attrs):
     if xp is not np or jit.numba_module() is None:
         return None
 
+    pool = {k: attrs[k] for k in ("pool_size", "strides", "padding")}
+
     def kernel(x, y, g):
-        if not _usable(x, y, g, attrs):
+        if not _usable(x, y, g):
             return _max_pool_relu_grad(np, x, y, g, **attrs)
-        dx, db = max_pool_relu_grad(x, y, g, attrs["pool_size"])
+        if _fast.tiles(x.shape, **pool):
+            dx, db = max_pool_relu_grad(x, y, g, attrs["pool_size"])
+        else:  # overlapping or padded windows: the general kernel, then ReLU
+            dx, db = relu_grad_bias(_fast.max_pool2d_grad(x, y, g, **pool), x)
         return (dx, db) if attrs["bias"] else dx
 
     return kernel
