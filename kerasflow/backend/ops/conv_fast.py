@@ -8,8 +8,8 @@ arrays, other ranks and dtypes keep the numpy kernels of ``conv`` and
 Why they are faster than the numpy kernels on a 2-core CPU (the MNIST convnet's
 second convolution, (128, 26, 26, 32) * (3, 3, 32, 64)):
 
-* 3x3 stride-1 convolutions with >= 16 channels (forward and input gradient)
-  use Winograd F(2x2, 3x3) (``conv_winograd``): 2.25x fewer multiplications.
+* 3x3 stride-1 convolutions with >= 16 channels (forward, both gradients) use
+  Winograd F(2x2, 3x3) (``conv_winograd``): 2.25x fewer multiplications.
 * Kernels with <= 2 output channels (``conv_direct.MAX_OUT``; the
   autoencoder's last Conv2D 32 -> 1) use direct loops (``conv_direct``): there
   im2col + GEMM is a memory-bound matrix-vector product.
@@ -22,8 +22,8 @@ second convolution, (128, 26, 26, 32) * (3, 3, 32, 64)):
   thread writes its own rows of dx, adding its window taps in a fixed order
   (no scatter, no ``np.add.at``, no padded buffer to crop), instead of one
   small GEMM and one strided add per tap.
-* The filter gradient rebuilds the columns slice by slice (cheaper than keeping
-  the forward's columns, which would be kh * kw times the input, 85 MB here)
+* Outside Winograd, the filter gradient rebuilds the columns by slice (cheaper
+  than keeping the forward's columns, kh * kw times the input, 85 MB here)
   and sums ``columns^T @ g`` over the slices.
 * Max pooling reads each input element once; its gradient finds each window's
   first maximum (TF's rule) in one pass and writes dx, zeros included, in the
@@ -291,6 +291,8 @@ def conv2d_backprop_filter(x, kernel, g, strides, padding, dilation_rate):
     im2col = _im2col(x.shape[-1])
     x = _c(x)
     out, pads = _geometry(x.shape, kernel.shape, strides, padding, dilation_rate)
+    if _wino.applies(kernel.shape, strides, dilation_rate, x.shape[-1]):
+        return _wino.winograd_filter_grad(x, _c(g), out, pads)
     if _direct.applies(kernel.shape):
         return _direct.backprop_filter(x, kernel.shape, _c(g), strides,
                                        dilation_rate, pads)
