@@ -13,25 +13,13 @@ from kerasflow.backend.ops import conv_bias_relu as cbr
 from kerasflow.backend.ops import conv_direct, conv_fast, conv_winograd
 
 from gradcheck import check_gradients
+from test_conv_fast import CONV_CASES, DIRECT, WINOGRAD
 
 pytest.importorskip("numba")
 
-# (x shape, kernel shape, strides, padding, dilation): Winograd (3x3, >= 16
-# channels), im2col + GEMM, the direct loops (<= 2 output channels).
-CASES = [
-    ((3, 10, 11, 16), (3, 3, 16, 17), (1, 1), "VALID", (1, 1)),
-    ((2, 9, 8, 16), (3, 3, 16, 16), (1, 1), "SAME", (1, 1)),
-    ((4, 9, 8, 3), (3, 2, 3, 5), (2, 1), "SAME", (1, 1)),
-    ((3, 9, 8, 5), (3, 3, 5, 1), (1, 1), "SAME", (1, 1)),
-]
-
-
-@pytest.fixture
-def always_fast(monkeypatch):
-    monkeypatch.setattr(conv_fast, "MIN_SIZE", 0)
-    K.set_fusion(True)
-    yield
-    K.set_fusion(None)
+# Winograd (3x3, >= 16 channels; VALID and SAME), im2col + GEMM, the direct
+# loops (<= 2 output channels).
+CASES = [*WINOGRAD, CONV_CASES[1], DIRECT[0]]
 
 
 def test_cases_cover_every_conv_path():

@@ -49,15 +49,6 @@ POOL_CASES = [
 TOL = {np.float32: 2e-5, np.float64: 1e-12}
 
 
-@pytest.fixture
-def always_fast(monkeypatch):
-    """Fused kernels for arrays of any size (they start at MIN_SIZE)."""
-    monkeypatch.setattr(conv_fast, "MIN_SIZE", 0)
-    K.set_fusion(True)
-    yield
-    K.set_fusion(None)
-
-
 def _close(got, want, dtype):
     scale = max(float(np.max(np.abs(want))), 1.0)
     np.testing.assert_allclose(got, want, rtol=TOL[dtype], atol=TOL[dtype] * scale)

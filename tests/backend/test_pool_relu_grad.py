@@ -16,14 +16,6 @@ from gradcheck import check_gradients
 pytest.importorskip("numba")
 
 
-@pytest.fixture
-def always_fast(monkeypatch):
-    monkeypatch.setattr(prg, "MIN_SIZE", 0)
-    K.set_fusion(True)
-    yield
-    K.set_fusion(None)
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape, size", [((3, 8, 8, 5), (2, 2)),
                                          ((2, 7, 9, 3), (2, 2)),  # leftovers

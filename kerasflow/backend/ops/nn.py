@@ -13,7 +13,7 @@ import math
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.ops.elementwise import abs, exp, log1p, sign, square
 from kerasflow.backend.ops.math import (
-    add, cast, divide, greater, maximum, minimum, multiply, negative, stop_gradient,
+    add, divide, greater, maximum, minimum, multiply, negative, stop_gradient,
     subtract, where,
 )
 from kerasflow.backend.ops.dropout_mask import dropout_mask
