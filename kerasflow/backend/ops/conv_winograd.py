@@ -133,7 +133,48 @@ def _output_adjoint_source():
     return "\n".join(lines) + "\n"
 
 
+def _transform_lines(src, ind):
+    """The 16 plane loops of the input transform reading ``src(a, b)``."""
+    lines = []
+    for i, rows in enumerate(_BT):
+        for j, cols in enumerate(_BT):
+            terms = [(sa * sb, src(a, b)) for a, sa in rows for b, sb in cols]
+            lines += [f"{ind}for q in range(c):",
+                      f"{ind}    v[{4 * i + j}, t, q] = {_signed_sum(terms)}"]
+    return lines
+
+
+def _input_padded_source():
+    """``wino_in_pad``: the input transform of x zero-padded by (pt, pl) (and
+    at the far sides as the tiles need) without a padded copy: inner tiles
+    read x, border tiles a (4, 4, C) patch filled with bounds checks."""
+    lines = ["def wino_in_pad(x, v, n0, th, tw, pt, pl):",
+             "    h, w, c = x.shape[1], x.shape[2], x.shape[3]",
+             "    for rr in prange(v.shape[1] // tw):",
+             "        n = n0 + rr // th",
+             "        h0 = 2 * (rr % th) - pt",
+             "        patch = np.empty((4, 4, c), x.dtype)",
+             "        for tj in range(tw):",
+             "            t = rr * tw + tj",
+             "            w0 = 2 * tj - pl",
+             "            if h0 >= 0 and h0 + 4 <= h and w0 >= 0 and w0 + 4 <= w:"]
+    lines += _transform_lines(lambda a, b: f"x[n, h0 + {a}, w0 + {b}, q]",
+                              " " * 16)
+    lines += ["            else:",
+              "                for a in range(4):",
+              "                    for b in range(4):",
+              "                        hi, wi = h0 + a, w0 + b",
+              "                        inside = (hi >= 0 and hi < h and wi >= 0"
+              " and wi < w)",
+              "                        for q in range(c):",
+              "                            patch[a, b, q] = x[n, hi, wi, q] if inside "
+              "else 0"]
+    lines += _transform_lines(lambda a, b: f"patch[{a}, {b}, q]", " " * 16)
+    return "\n".join(lines) + "\n"
+
+
 _INPUT = _input_source()
+_INPUT_PADDED = _input_padded_source()
 _OUTPUT_ADJOINT = _output_adjoint_source()
 _OUTPUT = _output_source()
 _OUTPUT_BIAS_RELU = _output_source(bias_relu=True)
@@ -182,7 +223,9 @@ def winograd_conv(x, kernel, out, pads, bias=None):
     n, h, w, cin = x.shape
     cout = kernel.shape[-1]
     th, tw = -(-out[0] // 2), -(-out[1] // 2)
-    xp = _padded(x, (2 * th + 2, 2 * tw + 2), pads)
+    exact = tuple(pads) == (0, 0) and (h, w) == (2 * th + 2, 2 * tw + 2)
+    if not exact:  # zero padding read in the transform: no padded copy
+        wino_in = jit.kernels(_INPUT_PADDED, "wino_in_pad")
     u = _filter_transform(kernel)
     y = np.empty((n, *out, cout), x.dtype)
     per = th * tw
@@ -193,7 +236,7 @@ def winograd_conv(x, kernel, out, pads, bias=None):
         tiles = min(step, n - n0) * per
         v = v_buf[:16 * tiles * cin].reshape(16, tiles, cin)
         m = m_buf[:16 * tiles * cout].reshape(16, tiles, cout)
-        launch(wino_in, v.size, xp, v, n0, th, tw)
+        launch(wino_in, v.size, x, v, n0, th, tw, *(() if exact else pads))
         np.matmul(v, u, out=m)
         launch(wino_out, m.size, m, y, n0, th, tw, *extra)
     return y
@@ -217,7 +260,9 @@ def winograd_filter_grad(x, g, out, pads):
     adjoint = jit.kernels(_OUTPUT_ADJOINT, "wino_out_adj")
     n, cin, cout = x.shape[0], x.shape[-1], g.shape[-1]
     th, tw = -(-out[0] // 2), -(-out[1] // 2)
-    xp = _padded(x, (2 * th + 2, 2 * tw + 2), pads)
+    exact = tuple(pads) == (0, 0) and x.shape[1:3] == (2 * th + 2, 2 * tw + 2)
+    if not exact:
+        wino_in = jit.kernels(_INPUT_PADDED, "wino_in_pad")
     gp = _padded(g, (2 * th, 2 * tw), (0, 0))  # tiles sticking out: dY = 0
     per = th * tw
     step = max(1, min(n, SLICE_BYTES // (16 * per * (cin + cout) * x.itemsize)))
@@ -229,7 +274,7 @@ def winograd_filter_grad(x, g, out, pads):
         tiles = min(step, n - n0) * per
         v = v_buf[:16 * tiles * cin].reshape(16, tiles, cin)
         dm = m_buf[:16 * tiles * cout].reshape(16, tiles, cout)
-        launch(wino_in, v.size, xp, v, n0, th, tw)
+        launch(wino_in, v.size, x, v, n0, th, tw, *(() if exact else pads))
         launch(adjoint, dm.size, gp, dm, n0, th, tw)
         # v.transpose is a view: BLAS reads it in place.
         np.matmul(v.transpose(0, 2, 1), dm, out=part)
