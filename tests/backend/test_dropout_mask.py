@@ -93,3 +93,26 @@ def test_rate_outside_open_interval_raises():
         D.dropout_mask(np.ones(3), 1.0)
     with pytest.raises(ValueError, match="rate=0"):
         D.dropout_mask(np.ones(3), 0)
+
+
+@pytest.mark.parametrize("rows", [8, 256])  # numpy kernel; numba kernel
+def test_dropout_apply_node_gives_values_and_gradient_of_the_unfused_ops(rows):
+    t = K.placeholder("float32", (rows, 64))
+    y = K.dropout(t, 0.3, seed=21)
+    w = np.random.default_rng(1).standard_normal((rows, 64)).astype("float32")
+    (g,) = K.gradients(K.sum(y * w), t)
+    v = np.random.default_rng(2).standard_normal((rows, 64)).astype("float32")
+    got = {}
+    for on in (True, False):
+        fusion.set_fusion(on)
+        try:
+            f = K.Function([t], [y, g])
+            assert any(n.op == "DropoutApply" for n in f._lines) == on
+            got[on] = f(v)
+        finally:
+            fusion.set_fusion(None)
+    for a, b in zip(got[True], got[False]):
+        np.testing.assert_array_equal(a, b)
+    y1, g1 = got[True]
+    keep = y1 != 0
+    np.testing.assert_allclose(g1, np.where(keep, w / np.float32(0.7), 0), rtol=1e-6)

@@ -14,7 +14,9 @@ consecutive indices. Counter-based draws need no sequential state
 the fused CPU kernel (numba, registered with ``register_fused_kernel``) is one
 vectorized, parallel pass (~1 ns per element on one core here, where
 ``Generator.uniform`` + compare + cast took ~10); the ``xp`` kernel computes
-the same values with whole-array uint32 arithmetic (numpy or cupy).
+the same values with whole-array uint32 arithmetic (numpy or cupy). In a
+compiled plan with fusion on, ``DropoutMask(x)`` followed by ``Mul(x, mask)``
+runs as one ``DropoutApply`` pass writing both the mask and the product.
 """
 
 from __future__ import annotations
@@ -49,6 +51,16 @@ def dropout_mask(out, lo, hi, threshold, scale):
         z = np.uint32(z ^ (z >> s16))
         out[i] = scale * np.float32(z >= threshold)
 '''
+
+
+# The mask and its product with x in one pass (the plan rewrite below).
+_KERNEL_APPLY = _KERNEL.replace(
+    "def dropout_mask(out, lo, hi, threshold, scale):",
+    "def dropout_apply(x, out, y, lo, hi, threshold, scale):").replace(
+    "        out[i] = scale * np.float32(z >= threshold)\n",
+    "        m = scale * np.float32(z >= threshold)\n"
+    "        out[i] = m\n"
+    "        y[i] = x[i] * m\n")
 
 
 def _threshold(rate):
@@ -86,7 +98,7 @@ def _dropout_mask(xp, x, rate, seed, rng):
     return (keep * scale).astype(x.dtype, copy=False).reshape(x.shape)
 
 
-def _fused_factory(xp, attrs):
+def _fused_factory(xp, attrs, apply_to_x=False):
     if xp is not np or jit.numba_module() is None:
         return None
     rng, rate = attrs["rng"], attrs["rate"]
@@ -95,18 +107,72 @@ def _fused_factory(xp, attrs):
     def kernel(x):
         if (type(x) is not np.ndarray or x.size < MIN_SIZE
                 or x.dtype not in (np.float32, np.float64)):
-            return _dropout_mask(np, x, **attrs)
-        pair = jit.kernels(_KERNEL, "dropout_mask")
-        out = np.empty(x.shape, x.dtype)
+            op = _dropout_apply if apply_to_x else _dropout_mask
+            return op(np, x, **attrs)
         lo, hi = _key_halves(rng)
-        jit.launch(pair, x.size, out.reshape(-1), np.uint32(lo), np.uint32(hi),
-                   threshold, x.dtype.type(1.0 / (1.0 - rate)))
-        return out
+        args = (np.uint32(lo), np.uint32(hi), threshold,
+                x.dtype.type(1.0 / (1.0 - rate)))
+        mask = np.empty(x.shape, x.dtype)
+        if not apply_to_x:
+            jit.launch(jit.kernels(_KERNEL, "dropout_mask"), x.size,
+                       mask.reshape(-1), *args)
+            return mask
+        y = np.empty(x.shape, x.dtype)
+        jit.launch(jit.kernels(_KERNEL_APPLY, "dropout_apply"), x.size,
+                   np.ascontiguousarray(x).reshape(-1), mask.reshape(-1),
+                   y.reshape(-1), *args)
+        return y, mask
 
     return kernel
 
 
 fusion.register_fused_kernel("DropoutMask", _fused_factory)
+
+
+@register_op("DropoutApply", lambda x, rate, seed: [(x.shape, x.dtype)] * 2,
+             random=True, differentiable=False)
+def _dropout_apply(xp, x, rate, seed, rng):
+    """(x * mask, mask) with DropoutMask's mask, op by op."""
+    mask = _dropout_mask(xp, x, rate, seed, rng)
+    return x * mask, mask
+
+
+fusion.register_fused_kernel("DropoutApply", lambda xp, attrs: _fused_factory(
+    xp, attrs, apply_to_x=True))
+
+
+def rewrite(order, keep, xp):
+    """``order`` with each DropoutMask(x) -> Mul(x, mask) pair as one
+    DropoutApply node at the Mul's place (the mask stays an output: the
+    gradient reads it)."""
+    pos = {id(n): i for i, n in enumerate(order)}
+    users: dict = {}
+    for n in order:
+        for t in n.inputs:
+            users.setdefault(t, []).append(n)
+    replace, drop = {}, set()
+    for node in order:
+        if node.op != "DropoutMask":
+            continue
+        x, mask = node.inputs[0], node.outputs[0]
+        # Identity tests: == on symbolic tensors builds an Equal op.
+        muls = [u for u in users.get(mask, ()) if u.op == "Mul"
+                and {id(t) for t in u.inputs} == {id(x), id(mask)}
+                and u.outputs[0].shape == x.shape]
+        if not muls or x.shape is None:
+            continue
+        mul = min(muls, key=lambda u: pos[id(u)])
+        if any(pos[id(u)] < pos[id(mul)] for u in users[mask]):
+            continue
+        replace[id(mul)] = fusion.MergedNode(
+            "DropoutApply", (x,), (mul.outputs[0], mask), dict(node.attrs), mul)
+        drop.add(id(node))
+    if not replace:
+        return order
+    return [replace.get(id(n), n) for n in order if id(n) not in drop]
+
+
+fusion.register_rewrite(rewrite)
 
 
 def dropout_mask(x, rate, seed=None):

@@ -249,7 +249,7 @@ def rewrite(order, keep, xp):
         t, relu_grad, path = node.outputs[0], None, []
         while t not in keep and len(users.get(t, ())) == 1:
             (u,) = users[t]
-            if u.op == "ReluGrad" and u.inputs == (t, x):
+            if u.op == "ReluGrad" and u.inputs[0] is t and u.inputs[1] is x:
                 relu_grad = u
                 break
             if not _identity(u) or u.inputs[0] is not t:
