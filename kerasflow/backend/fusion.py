@@ -1,6 +1,6 @@
 """Kernel fusion for compiled ``Function`` plans (TF's grappler/XLA idea, small).
 
-Two rewrites, applied when a ``Function`` is compiled with fusion on:
+Three rewrites, applied when a ``Function`` is compiled with fusion on:
 
 * **Elementwise chains** (``Add``/``Sub``/``Mul``/``Div``/``Maximum``/
   ``Minimum``/``Neg``/``Abs``/``Square``/``Sqrt``/``Exp``/``Log``/``Tanh``/``Sigmoid``/
@@ -12,6 +12,9 @@ Two rewrites, applied when a ``Function`` is compiled with fusion on:
   outside the chain reads its values (readers of its shape only, such as the
   gradient's ``SumToLike``, get an alias of the same shape). Dense's bias-add +
   ReLU and the ReLU gradient are the typical cases.
+* **Registered rewrites** (``register_rewrite``): patterns of several nodes
+  replaced by one plan entry, such as ``pool_relu_grad``'s MaxPoolGrad + ReLU
+  gradient + bias gradient.
 * **Registered kernels**: an op may have a fused replacement kernel
   (``register_fused_kernel``), as every optimizer update op does in
   ``kerasflow.optimizers.fused`` (one parallel pass per variable).
@@ -39,10 +42,11 @@ import numpy as np
 from kerasflow.backend import jit
 from kerasflow.backend.registry import get_op, register_op
 
-__all__ = ["FusedNode", "fusion_enabled", "kernel_for", "register_fused_kernel",
-           "rewrite", "set_fusion"]
+__all__ = ["FusedNode", "MergedNode", "SHAPE_ONLY", "fusion_enabled", "kernel_for",
+           "register_fused_kernel", "register_rewrite", "rewrite", "set_fusion"]
 
 _FACTORIES: dict = {}
+_REWRITES: list = []
 _SWITCH: dict = {"on": None}
 # Below this many output elements a chain runs op by op (numpy is as fast there).
 MIN_SIZE = 4096
@@ -64,7 +68,7 @@ _EXPR = {
 # Ops worth a kernel alone (numpy makes several passes for them).
 _ALONE = {"ReluGrad", "Sigmoid", "ClipByValue"}
 # (op, input index) that read only the shape of that input.
-_SHAPE_ONLY = {("SumToLike", 1), ("UnreduceLike", 1), ("OnesLike", 0),
+SHAPE_ONLY = {("SumToLike", 1), ("UnreduceLike", 1), ("OnesLike", 0),
                ("ZerosLike", 0), ("ReducedCount", 0)}
 
 
@@ -90,6 +94,13 @@ def register_fused_kernel(op: str, factory) -> None:
     and attributes); None keeps the registry's kernel.
     """
     _FACTORIES[op] = factory
+
+
+def register_rewrite(fn) -> None:
+    """Registers ``fn(order, keep, xp) -> order``, a pattern rewrite of a plan
+    (several graph nodes into one plan entry with a registered op), run before
+    the elementwise chains are fused."""
+    _REWRITES.append(fn)
 
 
 def kernel_for(node, xp, attrs):
@@ -162,6 +173,17 @@ class FusedNode:
         kernel = jit.kernels(_generate(self.members, self.inputs, self.kinds,
                                        dtype), "kernel")
         return _numpy_runner(kernel, fallback, self.kinds, dtype, len(self.outputs))
+
+
+class MergedNode:
+    """A plan entry standing for several graph nodes, built by a registered
+    rewrite: a registered ``op`` run on ``inputs`` with ``attrs``, producing
+    ``outputs`` (tensors of the replaced nodes); named after ``last``."""
+
+    def __init__(self, op, inputs, outputs, attrs, last):
+        self.op, self.inputs, self.outputs, self.attrs = op, inputs, outputs, attrs
+        self.id, self.uid = last.id, last.uid
+        self.name = f"{last.name} (fused: {op})"
 
 
 @register_op("FusedElementwise", lambda *specs, **_: None, differentiable=False)
@@ -307,11 +329,15 @@ def rewrite(order, keep, xp):
         A new list in which each fused chain is one ``FusedNode`` at the place
         of its last node; ``order`` itself when fusion is off or unavailable.
     """
-    if not fusion_enabled() or not any(_fusable(n) for n in order):
+    if not fusion_enabled():
+        return order
+    keep = set(keep)
+    for fn in _REWRITES:  # their ops run numpy kernels where numba is missing
+        order = fn(order, keep, xp)
+    if not any(_fusable(n) for n in order):
         return order
     if xp is np and jit.numba_module() is None:
         return order
-    keep = set(keep)
     pos = {id(n): i for i, n in enumerate(order)}
     users: dict = {}
     for n in order:
@@ -327,9 +353,9 @@ def rewrite(order, keep, xp):
             if chain is None or t in keep:
                 continue
             uses = users.get(t, [])
-            if any(u is not n for u, j in uses if (u.op, j) not in _SHAPE_ONLY):
+            if any(u is not n for u, j in uses if (u.op, j) not in SHAPE_ONLY):
                 continue
-            if any((u.op, j) in _SHAPE_ONLY for u, j in uses):
+            if any((u.op, j) in SHAPE_ONLY for u, j in uses):
                 aliases.append(t)
             del owner[t]
             members += chain[0]
@@ -344,7 +370,7 @@ def rewrite(order, keep, xp):
         last = pos[id(final)]
         if any(len(a.shape) != len(out.shape) or any(
                 pos[id(u)] <= last for u, j in users.get(a, ())
-                if (u.op, j) in _SHAPE_ONLY) for a in aliases):
+                if (u.op, j) in SHAPE_ONLY) for a in aliases):
             continue
         replace[id(final)] = FusedNode(members, aliases)
         drop.update(id(m) for m in members[:-1])

@@ -39,20 +39,14 @@ WINOGRAD = CONV_CASES[-2:]
 DIRECT = CONV_CASES[-5:-2]
 POOL_CASES = [
     ((3, 8, 8, 5), (2, 2), (2, 2), "VALID"),
+    ((2, 7, 9, 3), (3, 2), (3, 2), "VALID"),  # tiled (unrolled), with leftovers
+    ((2, 8, 6, 3), (2, 2), (2, 2), "SAME"),  # tiled: SAME adds no pad here
+    ((2, 7, 9, 3), (2, 2), (2, 2), "SAME"),  # padded: the general kernel
     ((3, 9, 7, 5), (3, 2), (2, 1), "SAME"),  # overlapping windows
     ((2, 9, 9, 3), (3, 3), (2, 2), "SAME"),
     ((2, 9, 9, 3), (2, 2), (3, 3), "VALID"),  # elements in no window
 ]
 TOL = {np.float32: 2e-5, np.float64: 1e-12}
-
-
-@pytest.fixture
-def always_fast(monkeypatch):
-    """Fused kernels for arrays of any size (they start at MIN_SIZE)."""
-    monkeypatch.setattr(conv_fast, "MIN_SIZE", 0)
-    K.set_fusion(True)
-    yield
-    K.set_fusion(None)
 
 
 def _close(got, want, dtype):

@@ -18,6 +18,8 @@ from kerasflow.backend.ops.normalization import *  # noqa: F403
 from kerasflow.backend.ops.scan import *  # noqa: F403
 from kerasflow.backend.ops import scan_grad  # noqa: F401  (registers RNNLoopGrad)
 from kerasflow.backend.ops import conv_fast  # noqa: F401  (fused conv kernels)
+from kerasflow.backend.ops import pool_relu_grad  # noqa: F401  (fused conv block grad)
+from kerasflow.backend.ops import conv_bias_relu  # noqa: F401  (conv + bias + ReLU)
 from kerasflow.backend.ops import rnn_fast  # noqa: F401  (fused LSTM kernels)
 from kerasflow.backend.ops import xent_fast  # noqa: F401  (fused loss kernels)
 from kerasflow.backend.ops.ctc import *  # noqa: F403

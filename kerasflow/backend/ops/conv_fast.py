@@ -8,8 +8,8 @@ arrays, other ranks and dtypes keep the numpy kernels of ``conv`` and
 Why they are faster than the numpy kernels on a 2-core CPU (the MNIST convnet's
 second convolution, (128, 26, 26, 32) * (3, 3, 32, 64)):
 
-* 3x3 stride-1 convolutions with >= 16 channels (forward and input gradient)
-  use Winograd F(2x2, 3x3) (``conv_winograd``): 2.25x fewer multiplications.
+* 3x3 stride-1 convolutions with >= 16 channels (forward, both gradients) use
+  Winograd F(2x2, 3x3) (``conv_winograd``): 2.25x fewer multiplications.
 * Kernels with <= 2 output channels (``conv_direct.MAX_OUT``; the
   autoencoder's last Conv2D 32 -> 1) use direct loops (``conv_direct``): there
   im2col + GEMM is a memory-bound matrix-vector product.
@@ -22,8 +22,8 @@ second convolution, (128, 26, 26, 32) * (3, 3, 32, 64)):
   thread writes its own rows of dx, adding its window taps in a fixed order
   (no scatter, no ``np.add.at``, no padded buffer to crop), instead of one
   small GEMM and one strided add per tap.
-* The filter gradient rebuilds the columns slice by slice (cheaper than keeping
-  the forward's columns, which would be kh * kw times the input, 85 MB here)
+* Outside Winograd, the filter gradient rebuilds the columns by slice (cheaper
+  than keeping the forward's columns, kh * kw times the input, 85 MB here)
   and sums ``columns^T @ g`` over the slices.
 * Max pooling reads each input element once; its gradient finds each window's
   first maximum (TF's rule) in one pass and writes dx, zeros included, in the
@@ -166,6 +166,29 @@ def maxpool(x, y, ph, pw, sh, sw, pt, pl):
                                 y[n, i, j, q] = v
 '''
 
+
+
+def _maxpool_tiled_source(ph, pw):
+    """``maxpool_PHxPW`` for windows that tile the input (strides == pool
+    size, VALID): the taps unrolled, the max kept in a register, so the
+    channel loop vectorizes (2.5x the generic loop's speed at 2x2)."""
+    taps = [f"x[n, i * {ph} + {a}, j * {pw} + {b}, q]"
+            for a in range(ph) for b in range(pw)]
+    lines = [f"def maxpool_{ph}x{pw}(x, y):",
+             "    oh, ow = y.shape[1], y.shape[2]",
+             "    for r in prange(y.shape[0] * oh):",
+             "        n, i = r // oh, r % oh",
+             "        for j in range(ow):",
+             "            for q in range(x.shape[3]):",
+             f"                m = {taps[0]}"]
+    for tap in taps[1:]:
+        # np.maximum: a NaN on either side wins.
+        lines += [f"                v = {tap}",
+                  "                m = v if (v > m or v != v) else m"]
+    lines.append("                y[n, i, j, q] = m")
+    return "\n".join(lines) + "\n"
+
+
 _MAXPOOL_GRAD = '''
 def maxpool_grad(x, y, g, dx, ph, pw, sh, sw, pt, pl):
     h, w, c = x.shape[1], x.shape[2], x.shape[3]
@@ -268,6 +291,8 @@ def conv2d_backprop_filter(x, kernel, g, strides, padding, dilation_rate):
     im2col = _im2col(x.shape[-1])
     x = _c(x)
     out, pads = _geometry(x.shape, kernel.shape, strides, padding, dilation_rate)
+    if _wino.applies(kernel.shape, strides, dilation_rate, x.shape[-1]):
+        return _wino.winograd_filter_grad(x, _c(g), out, pads)
     if _direct.applies(kernel.shape):
         return _direct.backprop_filter(x, kernel.shape, _c(g), strides,
                                        dilation_rate, pads)
@@ -320,6 +345,14 @@ def conv2d_backprop_input(shape, kernel, g, strides, padding, dilation_rate):
     return dx
 
 
+def tiles(shape, pool_size, strides, padding):
+    """True when the pooling windows tile NHWC ``shape`` without padding
+    (strides == pool size; SAME only where it adds no pad)."""
+    out, pads = _geometry(shape, pool_size, strides, padding, (1, 1))
+    return (tuple(strides) == tuple(pool_size) and pads == (0, 0)
+            and tuple(out) == (shape[1] // pool_size[0], shape[2] // pool_size[1]))
+
+
 def max_pool2d_forward(x, pool_size, strides, padding):
     """2-D max pooling of NHWC ``x`` in one numba pass (Keras' ``MaxPooling2D``).
 
@@ -330,10 +363,15 @@ def max_pool2d_forward(x, pool_size, strides, padding):
     Returns:
         (batch, out_h, out_w, channels) array of x's dtype.
     """
-    maxpool = jit.kernels(_MAXPOOL, "maxpool")
     x = _c(x)
     out, pads = _geometry(x.shape, pool_size, strides, padding, (1, 1))
     y = np.empty((x.shape[0], *out, x.shape[-1]), x.dtype)
+    ph, pw = (int(p) for p in pool_size)
+    if tiles(x.shape, pool_size, strides, padding) and ph * pw <= 16:
+        jit.launch(jit.kernels(_maxpool_tiled_source(ph, pw), f"maxpool_{ph}x{pw}"),
+                   x.size, x, y)
+        return y
+    maxpool = jit.kernels(_MAXPOOL, "maxpool")
     jit.launch(maxpool, x.size, x, y, *pool_size, *strides, *pads)
     return y
 

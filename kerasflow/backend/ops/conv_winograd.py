@@ -12,7 +12,10 @@ input tile with 16 multiplications per (input, output) channel pair instead of
 3. output transform ``Y = A^T M A`` (numba), 2x2 outputs per tile.
 
 The forward convolution and the input gradient (a 'full' correlation of the
-padded gradient with the flipped, transposed kernel) both run through it.
+padded gradient with the flipped, transposed kernel) both run through it; the
+filter gradient runs through the adjoints of the three steps
+(``winograd_filter_grad``: the same input transform, the output transform's
+adjoint on the gradient, 16 GEMMs ``V[e]^T dM[e]``, then ``G^T dU G``).
 Values match im2col's up to float rounding (a few ulps of the products' scale).
 """
 
@@ -75,8 +78,12 @@ def _input_source():
     return "\n".join(lines) + "\n"
 
 
-def _output_source():
-    lines = ["def wino_out(m, y, n0, th, tw):",
+def _output_source(bias_relu=False):
+    """``wino_out``; with ``bias_relu``, ``wino_out_br`` storing
+    relu(value + bias[q]) (the Relu op's NaN rule)."""
+    name = "wino_out_br(m, y, n0, th, tw, bias)" if bias_relu else \
+        "wino_out(m, y, n0, th, tw)"
+    lines = [f"def {name}:",
              "    oh, ow, f = y.shape[1], y.shape[2], y.shape[3]",
              "    per = th * tw",
              "    for t in prange(m.shape[1]):",
@@ -94,13 +101,83 @@ def _output_source():
                                                     ("j0 + 1 < ow", j)) if on)
                 lines.append(f"        if {cond}:")
                 ind += "    "
-            lines += [f"{ind}for q in range(f):",
-                      f"{ind}    y[n, i0 + {i}, j0 + {j}, q] = {_signed_sum(terms)}"]
+            store = f"y[n, i0 + {i}, j0 + {j}, q]"
+            if bias_relu:
+                lines += [f"{ind}for q in range(f):",
+                          f"{ind}    v = {_signed_sum(terms)} + bias[q]",
+                          f"{ind}    {store} = v if (v >= 0 or v != v) else 0"]
+            else:
+                lines += [f"{ind}for q in range(f):",
+                          f"{ind}    {store} = {_signed_sum(terms)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _output_adjoint_source():
+    """``wino_out_adj``: the adjoint of the output transform, dM = A dY A^T per
+    2x2 tile of the (even-sized) output gradient, laid out as (16, tiles, C)."""
+    cols = [[(i, sign) for i, row in enumerate(_AT) for a, sign in row if a == e]
+            for e in range(4)]
+    lines = ["def wino_out_adj(g, dm, n0, th, tw):",
+             "    per = th * tw",
+             "    for t in prange(dm.shape[1]):",
+             "        n = n0 + t // per",
+             "        r = t % per",
+             "        i0 = 2 * (r // tw)",
+             "        j0 = 2 * (r % tw)"]
+    for a in range(4):
+        for b in range(4):
+            terms = [(si * sj, f"g[n, i0 + {i}, j0 + {j}, q]")
+                     for i, si in cols[a] for j, sj in cols[b]]
+            lines += ["        for q in range(g.shape[3]):",
+                      f"            dm[{4 * a + b}, t, q] = {_signed_sum(terms)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _transform_lines(src, ind):
+    """The 16 plane loops of the input transform reading ``src(a, b)``."""
+    lines = []
+    for i, rows in enumerate(_BT):
+        for j, cols in enumerate(_BT):
+            terms = [(sa * sb, src(a, b)) for a, sa in rows for b, sb in cols]
+            lines += [f"{ind}for q in range(c):",
+                      f"{ind}    v[{4 * i + j}, t, q] = {_signed_sum(terms)}"]
+    return lines
+
+
+def _input_padded_source():
+    """``wino_in_pad``: the input transform of x zero-padded by (pt, pl) (and
+    at the far sides as the tiles need) without a padded copy: inner tiles
+    read x, border tiles a (4, 4, C) patch filled with bounds checks."""
+    lines = ["def wino_in_pad(x, v, n0, th, tw, pt, pl):",
+             "    h, w, c = x.shape[1], x.shape[2], x.shape[3]",
+             "    for rr in prange(v.shape[1] // tw):",
+             "        n = n0 + rr // th",
+             "        h0 = 2 * (rr % th) - pt",
+             "        patch = np.empty((4, 4, c), x.dtype)",
+             "        for tj in range(tw):",
+             "            t = rr * tw + tj",
+             "            w0 = 2 * tj - pl",
+             "            if h0 >= 0 and h0 + 4 <= h and w0 >= 0 and w0 + 4 <= w:"]
+    lines += _transform_lines(lambda a, b: f"x[n, h0 + {a}, w0 + {b}, q]",
+                              " " * 16)
+    lines += ["            else:",
+              "                for a in range(4):",
+              "                    for b in range(4):",
+              "                        hi, wi = h0 + a, w0 + b",
+              "                        inside = (hi >= 0 and hi < h and wi >= 0"
+              " and wi < w)",
+              "                        for q in range(c):",
+              "                            patch[a, b, q] = x[n, hi, wi, q] if inside "
+              "else 0"]
+    lines += _transform_lines(lambda a, b: f"patch[{a}, {b}, q]", " " * 16)
     return "\n".join(lines) + "\n"
 
 
 _INPUT = _input_source()
+_INPUT_PADDED = _input_padded_source()
+_OUTPUT_ADJOINT = _output_adjoint_source()
 _OUTPUT = _output_source()
+_OUTPUT_BIAS_RELU = _output_source(bias_relu=True)
 
 
 def _filter_transform(kernel):
@@ -110,7 +187,19 @@ def _filter_transform(kernel):
     return np.ascontiguousarray(u.reshape(16, *kernel.shape[2:]))
 
 
-def winograd_conv(x, kernel, out, pads):
+def _padded(a, size, pads):
+    """``a`` (N, H, W, C) placed at ``pads`` in zeros of spatial ``size`` (every
+    tile reads whole 4x4 inputs), or ``a`` itself where it fits exactly."""
+    n, h, w, c = a.shape
+    if tuple(pads) == (0, 0) and (h, w) == tuple(size):
+        return a
+    out = np.zeros((n, *size, c), a.dtype)
+    rows, cols = min(h, size[0] - pads[0]), min(w, size[1] - pads[1])
+    out[:, pads[0]:pads[0] + rows, pads[1]:pads[1] + cols] = a[:, :rows, :cols]
+    return out
+
+
+def winograd_conv(x, kernel, out, pads, bias=None):
     """3x3 stride-1 correlation of NHWC ``x`` with zero padding.
 
     ``y[n, i, j, f] = sum_{a, b, c} x[n, i + a - pt, j + b - pl, c] *
@@ -121,20 +210,22 @@ def winograd_conv(x, kernel, out, pads):
         kernel: (3, 3, Cin, Cout), x's dtype.
         out: (oh, ow), the output size.
         pads: (pt, pl), the zero rows / columns before x.
+        bias: None, or a (Cout,) array of x's dtype: then the result is
+            ``relu(y + bias)`` (a conv layer's bias and ReLU, applied as the
+            output tiles are stored).
     """
     wino_in = jit.kernels(_INPUT, "wino_in")
-    wino_out = jit.kernels(_OUTPUT, "wino_out")
+    if bias is None:
+        wino_out, extra = jit.kernels(_OUTPUT, "wino_out"), ()
+    else:
+        wino_out = jit.kernels(_OUTPUT_BIAS_RELU, "wino_out_br")
+        extra = (bias,)
     n, h, w, cin = x.shape
     cout = kernel.shape[-1]
     th, tw = -(-out[0] // 2), -(-out[1] // 2)
-    # Every tile reads 4x4 inputs: a zero-padded copy unless x fits exactly.
-    size = (2 * th + 2, 2 * tw + 2)
-    if pads == (0, 0) and (h, w) == size:
-        xp = x
-    else:
-        xp = np.zeros((n, *size, cin), x.dtype)
-        rows, cols = min(h, size[0] - pads[0]), min(w, size[1] - pads[1])
-        xp[:, pads[0]:pads[0] + rows, pads[1]:pads[1] + cols] = x[:, :rows, :cols]
+    exact = tuple(pads) == (0, 0) and (h, w) == (2 * th + 2, 2 * tw + 2)
+    if not exact:  # zero padding read in the transform: no padded copy
+        wino_in = jit.kernels(_INPUT_PADDED, "wino_in_pad")
     u = _filter_transform(kernel)
     y = np.empty((n, *out, cout), x.dtype)
     per = th * tw
@@ -145,10 +236,52 @@ def winograd_conv(x, kernel, out, pads):
         tiles = min(step, n - n0) * per
         v = v_buf[:16 * tiles * cin].reshape(16, tiles, cin)
         m = m_buf[:16 * tiles * cout].reshape(16, tiles, cout)
-        launch(wino_in, v.size, xp, v, n0, th, tw)
+        launch(wino_in, v.size, x, v, n0, th, tw, *(() if exact else pads))
         np.matmul(v, u, out=m)
-        launch(wino_out, m.size, m, y, n0, th, tw)
+        launch(wino_out, m.size, m, y, n0, th, tw, *extra)
     return y
+
+
+def winograd_filter_grad(x, g, out, pads):
+    """The filter gradient of :func:`winograd_conv` (no bias) in the Winograd
+    domain: ``dU[e] = sum over tiles of V[e]^T dM[e]``, then ``dK = G^T dU G``
+    (the adjoints of the three steps), 2.25x fewer multiplications than the
+    im2col GEMM.
+
+    Args:
+        x: C-contiguous float array (N, H, W, Cin).
+        g: C-contiguous (N, oh, ow, Cout) gradient of the output, x's dtype.
+        out: (oh, ow); pads: (pt, pl), as for ``winograd_conv``.
+
+    Returns:
+        (3, 3, Cin, Cout) array of x's dtype.
+    """
+    wino_in = jit.kernels(_INPUT, "wino_in")
+    adjoint = jit.kernels(_OUTPUT_ADJOINT, "wino_out_adj")
+    n, cin, cout = x.shape[0], x.shape[-1], g.shape[-1]
+    th, tw = -(-out[0] // 2), -(-out[1] // 2)
+    exact = tuple(pads) == (0, 0) and x.shape[1:3] == (2 * th + 2, 2 * tw + 2)
+    if not exact:
+        wino_in = jit.kernels(_INPUT_PADDED, "wino_in_pad")
+    gp = _padded(g, (2 * th, 2 * tw), (0, 0))  # tiles sticking out: dY = 0
+    per = th * tw
+    step = max(1, min(n, SLICE_BYTES // (16 * per * (cin + cout) * x.itemsize)))
+    v_buf = np.empty(16 * step * per * cin, x.dtype)
+    m_buf = np.empty(16 * step * per * cout, x.dtype)
+    du = np.zeros((16, cin, cout), x.dtype)
+    part = np.empty_like(du)
+    for n0 in range(0, n, step):
+        tiles = min(step, n - n0) * per
+        v = v_buf[:16 * tiles * cin].reshape(16, tiles, cin)
+        dm = m_buf[:16 * tiles * cout].reshape(16, tiles, cout)
+        launch(wino_in, v.size, x, v, n0, th, tw, *(() if exact else pads))
+        launch(adjoint, dm.size, gp, dm, n0, th, tw)
+        # v.transpose is a view: BLAS reads it in place.
+        np.matmul(v.transpose(0, 2, 1), dm, out=part)
+        du += part
+    gm = _G.astype(x.dtype)
+    dk = np.einsum("ia,ijcf,jb->abcf", gm, du.reshape(4, 4, cin, cout), gm)
+    return np.ascontiguousarray(dk, dtype=x.dtype)
 
 
 def applies(kernel_shape, strides, dilation_rate, channels):

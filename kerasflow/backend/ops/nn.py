@@ -13,10 +13,10 @@ import math
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.ops.elementwise import abs, exp, log1p, sign, square
 from kerasflow.backend.ops.math import (
-    add, cast, divide, greater, maximum, minimum, multiply, negative, stop_gradient,
+    add, divide, greater, maximum, minimum, multiply, negative, stop_gradient,
     subtract, where,
 )
-from kerasflow.backend.ops.random import random_uniform_like
+from kerasflow.backend.ops.dropout_mask import dropout_mask
 from kerasflow.backend.ops.reduction import logsumexp, sum
 from kerasflow.backend.ops.reduction import max as max_
 from kerasflow.backend.ops.shape import expand_dims, one_hot
@@ -367,5 +367,4 @@ def dropout(x, rate, seed=None, training=True):
         raise ValueError(f"dropout rate must be in [0, 1). Received: rate={rate}.")
     if not training or rate == 0.0:
         return x
-    keep = cast(greater(random_uniform_like(x, seed=seed), rate), x.dtype)
-    return multiply(x, multiply(keep, 1.0 / (1.0 - rate)))
+    return multiply(x, dropout_mask(x, rate, seed=seed))

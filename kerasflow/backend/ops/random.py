@@ -53,6 +53,14 @@ def eager_rng(seed):
     return make_rng(_array.get_xp(), seed)
 
 
+def draw_key(rng) -> int:
+    """One uniform 64-bit integer (a Python int) from a ``make_rng`` generator,
+    as two 32-bit draws (the keys of counter-based random kernels)."""
+    draw = rng.integers if hasattr(rng, "integers") else rng.randint
+    lo, hi = (int(v) for v in _array.as_numpy(draw(0, 2**32, size=2)))
+    return lo | (hi << 32)
+
+
 def _draw(rng, kind, shape, dtype, a, b):
     if kind == "uniform":
         return rng.uniform(a, b, size=shape).astype(dtype, copy=False)
