@@ -187,3 +187,18 @@ def test_adam_update_one_kernel_matches_cpu(dtype, rtol):
     assert len(gpu_slots) == len(cpu_slots) == 2
     for a, b in zip(gpu + gpu_slots, cpu + cpu_slots):
         np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_dropout_mask_cuda_kernel_equals_numpy(dtype):
+    """The one-launch CUDA hash draws the numpy kernel's mask, bit for bit."""
+    import cupy
+
+    from kerasflow.backend.ops import dropout_mask as D
+
+    x = np.zeros((37, 129), dtype)
+    want = D._dropout_mask(np, x, rate=0.3, seed=5, rng=np.random.default_rng(5))
+    got = D._dropout_mask(cupy, cupy.asarray(x), rate=0.3, seed=5,
+                          rng=np.random.default_rng(5))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(cupy.asnumpy(got), want)
