@@ -40,10 +40,9 @@ from kerasflow.backend import jit
 from kerasflow.backend.registry import get_op, register_op
 
 __all__ = ["FusedNode", "fusion_enabled", "kernel_for", "register_fused_kernel",
-           "register_plan_rewrite", "rewrite", "set_fusion"]
+           "rewrite", "set_fusion"]
 
 _FACTORIES: dict = {}
-_REWRITES: list = []  # (order, keep, xp) -> order, run after the chain pass
 _SWITCH: dict = {"on": None}
 # Below this many output elements a chain runs op by op (numpy is as fast there).
 MIN_SIZE = 4096
@@ -91,14 +90,6 @@ def register_fused_kernel(op: str, factory) -> None:
     and attributes); None keeps the registry's kernel.
     """
     _FACTORIES[op] = factory
-
-
-def register_plan_rewrite(fn) -> None:
-    """Registers ``fn(order, keep, xp) -> order``, run by ``rewrite`` (fusion
-    on) after the elementwise pass; it may replace nodes by ``FusedNode``
-    subclasses, and checks for numba itself."""
-    if fn not in _REWRITES:
-        _REWRITES.append(fn)
 
 
 def kernel_for(node, xp, attrs):
@@ -316,18 +307,10 @@ def rewrite(order, keep, xp):
         A new list in which each fused chain is one ``FusedNode`` at the place
         of its last node; ``order`` itself when fusion is off or unavailable.
     """
-    if not fusion_enabled():
+    if not fusion_enabled() or not any(_fusable(n) for n in order):
         return order
-    # numba is imported only for a plan that has something to fuse.
-    if any(_fusable(n) for n in order) and (xp is not np
-                                             or jit.numba_module() is not None):
-        order = _fuse_chains(order, keep)
-    for fn in _REWRITES:
-        order = fn(order, keep, xp)
-    return order
-
-
-def _fuse_chains(order, keep):
+    if xp is np and jit.numba_module() is None:
+        return order
     keep = set(keep)
     pos = {id(n): i for i, n in enumerate(order)}
     users: dict = {}

@@ -12,7 +12,6 @@ variable per step::
 from __future__ import annotations
 
 from kerasflow.optimizers import fused as _fused  # noqa: F401  (registers kernels)
-from kerasflow.optimizers import fused_group as _fused_group  # noqa: F401  (rewrite)
 from kerasflow.optimizers import schedules
 from kerasflow.optimizers.adadelta import Adadelta
 from kerasflow.optimizers.adagrad import Adagrad
