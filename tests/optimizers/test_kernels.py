@@ -30,10 +30,8 @@ def _mlp_step(opt, sizes=(4, 8, 3)):
 @pytest.mark.parametrize("cls", list(FUSED), ids=[c.__name__ for c in FUSED])
 def test_one_fused_node_per_variable_reusing_two_buffers(cls):
     step, params = _mlp_step(cls())
-    # ``_lines`` lists a node again for each ``del`` line it is followed by;
-    # an AdamGroup node (fusion on) stands for adjacent ApplyAdam nodes.
-    nodes = {id(n): n for n in step._lines}.values()
-    ops = [m.op for n in nodes for m in (n.members if n.op == "AdamGroup" else [n])]
+    # ``_lines`` lists a node again for each ``del`` line it is followed by.
+    ops = [n.op for n in {id(n): n for n in step._lines}.values()]
     assert ops.count(FUSED[cls]) == len(params)
     assert not {"Assign", "AssignSub"} & set(ops)
     data = np.ones((5, 4), "float32")
