@@ -20,6 +20,7 @@ from kerasflow.backend.ops import scan_grad  # noqa: F401  (registers RNNLoopGra
 from kerasflow.backend.ops import conv_fast  # noqa: F401  (fused conv kernels)
 from kerasflow.backend.ops import rnn_fast  # noqa: F401  (fused LSTM kernels)
 from kerasflow.backend.ops import xent_fast  # noqa: F401  (fused loss kernels)
+from kerasflow.backend.ops import sum_fast  # noqa: F401  (fused bias-gradient sum)
 from kerasflow.backend.ops.ctc import *  # noqa: F403
 from kerasflow.backend.ops.arraymath import *  # noqa: F403
 # Registered on import; their public names live in kerasflow.ops.
