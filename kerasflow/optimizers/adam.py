@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from kerasflow import backend as K
 from kerasflow.optimizers import kernels
 from kerasflow.optimizers.base import Optimizer
 from kerasflow.utils.arg_checks import check_real
@@ -56,11 +55,9 @@ class Adam(Optimizer):
 
     def _coefficients(self, dtype, lr):
         c = super()._coefficients(dtype, lr)
-        # Read before this step's increment runs: t = iterations + 1.
-        t = K.cast(K.add(self.iterations, 1), dtype)
-        correction = K.divide(K.sqrt(K.subtract(1.0, K.power(self.beta_2, t))),
-                              K.subtract(1.0, K.power(self.beta_1, t)))
-        c["alpha"] = K.multiply(c["lr"], correction)
+        # Reads iterations before this step's increment runs: t = iterations + 1.
+        c["alpha"] = kernels.adam_step_size(c["lr"], self.iterations,
+                                            beta_1=self.beta_1, beta_2=self.beta_2)
         return c
 
     def _apply_dense(self, grad, var, coefficients, decay):

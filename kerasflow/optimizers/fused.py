@@ -5,7 +5,8 @@ kernels of ``kerasflow.optimizers.kernels`` when a step is compiled on CPU with
 numba importable and fusion on. Each reads the gradient, the variable and its
 slots once and writes the slots and the new value once, in a ``prange`` loop
 (one element per iteration: no cross-element reduction, so the result does not
-depend on the thread count), where numpy makes 6-12 passes over memory.
+depend on the thread count), where numpy makes 6-12 passes over memory; the
+loop runs in the calling thread below ``PARALLEL_MIN`` elements.
 
 Every element goes through the same float operations in the same order as the
 numpy kernel, in the variable's dtype (scalars are cast to it first, as numpy's
@@ -39,6 +40,16 @@ prange = range  # the loops run as plain Python until jit.kernels compiles them
 # jit.PARALLEL_MIN): even a bias of 10 is cheaper as one compiled call (a few
 # us of dispatch) than as the numpy kernel's dozen ufunc calls.
 MIN_SIZE = 1
+# Updates are memory bound (7 arrays streamed, ~28 bytes per float32 element,
+# ~10 flops): on our 2-core machine one core already takes what the memory
+# gives, and a parallel launch only adds the pool's wake-up and a second
+# thread competing with the BLAS threads that spin between GEMMs. Adam,
+# min (median) ms, serial vs 2 threads, load ~4.5: 2^18 elements 0.112
+# (0.118) vs 0.172 (0.210); 784x512 0.173 (0.183) vs 0.238 (0.273); 2^21 2.36
+# (2.79) vs 2.66 (6.21); 2^23 18.6 (20.9) vs 19.7 (23.6). So updates stay
+# serial below this many elements (jit.PARALLEL_MIN is for compute-bound
+# kernels), parallel above, where more memory channels may pay on bigger hosts.
+PARALLEL_MIN = 1 << 22
 
 
 # -- element loops (compiled by numba; plain Python until then) --------------------
@@ -146,7 +157,8 @@ def _run(fn, var, grad, slots, wd, body):
     new = kernels._output_buffer(np, var)
     dt = w.dtype.type
     use_wd = wd is not None
-    body(functools.partial(jit.launch, fn, w.size), w, g, flat, new.reshape(-1), dt,
+    size = w.size if w.size >= PARALLEL_MIN else 0  # 0: jit.launch runs serial
+    body(functools.partial(jit.launch, fn, size), w, g, flat, new.reshape(-1), dt,
          dt(wd if use_wd else 0.0), use_wd)
     return kernels._publish(var, new)
 

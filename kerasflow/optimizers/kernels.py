@@ -30,6 +30,7 @@ from kerasflow.backend.registry import apply, register_op
 from kerasflow.optimizers import device_kernels
 
 __all__ = [
+    "adam_step_size",
     "apply_adagrad",
     "apply_adam",
     "apply_gradient_descent",
@@ -239,6 +240,45 @@ def apply_adam(var, grad, alpha, m, v, v_hat=None, *, beta_1, beta_2, epsilon,
         "beta_1": float(beta_1), "beta_2": float(beta_2),
         "epsilon": float(epsilon), "amsgrad": v_hat is not None,
     })
+
+
+def _step_size_infer(lr, iterations, **_):
+    if lr.dtype.kind != "f" or iterations.dtype.kind not in "iu":
+        raise TypeError(f"adam_step_size takes a float learning rate and an integer "
+                        f"step count. Received: {I.fmt(lr)}, {I.fmt(iterations)}.")
+    return (), lr.dtype
+
+
+@register_op("AdamStepSize", _step_size_infer, differentiable=False)
+def _adam_step_size(xp, lr, iterations, beta_1, beta_2):
+    # The same operations, in the same dtype and order, as the graph
+    # lr * sqrt(1 - beta_2**t) / (1 - beta_1**t) built op by op: bitwise equal.
+    dt = lr.dtype.type
+    t = (iterations + 1).astype(lr.dtype)
+    one = dt(1.0)
+    c = xp.sqrt(one - xp.power(dt(beta_2), t)) / (one - xp.power(dt(beta_1), t))
+    return xp.multiply(lr, c)
+
+def adam_step_size(lr, iterations, *, beta_1, beta_2):
+    """Graph node: Adam's bias-corrected step size (Kingma & Ba, ICLR 2015, §2).
+
+    ``alpha = lr * sqrt(1 - beta_2**t) / (1 - beta_1**t)`` with ``t =
+    iterations + 1`` (the step about to run) in lr's dtype: one node for
+    what is otherwise nine scalar ops per step.
+
+    Args:
+        lr: float scalar tensor, the learning rate; its dtype is the result's.
+        iterations: integer scalar tensor, steps applied so far.
+        beta_1, beta_2: floats in [0, 1).
+
+    Returns:
+        A scalar tensor of lr's dtype.
+
+    Raises:
+        TypeError: a non-float lr or a non-integer iterations.
+    """
+    return apply("AdamStepSize", lr, iterations, beta_1=float(beta_1),
+                 beta_2=float(beta_2))
 
 
 # -- RMSprop -----------------------------------------------------------------------

@@ -57,6 +57,18 @@ def test_unreduce_like(axis, keepdims):
                     [x(*reduced_shape)])
 
 
+@pytest.mark.parametrize("rows", [3, 2000], ids=["filled", "view"])
+def test_unreduce_like_small_and_large_agree_with_broadcasting(rows):
+    # rows * 4 <= 4096 elements: a filled array; above: a broadcast view.
+    like = np.zeros((rows, 4), "float32")
+    g = np.array([1.5, -2.0, 0.25, 3.0], "float32")
+    out = K.unreduce_like(g, like, axis=0)
+    assert out.shape == (rows, 4) and out.dtype == np.float32
+    np.testing.assert_array_equal(out, np.tile(g, (rows, 1)))
+    s = K.unreduce_like(np.float32(0.5), like)
+    np.testing.assert_array_equal(s, np.full((rows, 4), 0.5, "float32"))
+
+
 def test_logsumexp_large_inputs_stay_finite():
     v = np.array([[1000.0, 1000.0], [-1000.0, 0.0]])
     out = K.logsumexp(v, axis=-1)

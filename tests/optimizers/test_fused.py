@@ -118,10 +118,33 @@ def test_double_buffering_and_constraints_kept():
                                   "rmsprop_centered_momentum_wd"])
 def test_parallel_update_equals_serial_update(name, monkeypatch):
     from kerasflow.backend import jit
+    from kerasflow.optimizers import fused
 
     serial = _train(CONFIGS[name], "float32", True)
     monkeypatch.setattr(jit, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(fused, "PARALLEL_MIN", 0)
     monkeypatch.setitem(jit._STATE, "threads", 2)
     parallel = _train(CONFIGS[name], "float32", True)
     for a, b in zip(serial[1:3] + tuple(serial[3]), parallel[1:3] + tuple(parallel[3])):
         np.testing.assert_array_equal(a, b)
+
+
+def test_updates_run_serial_below_the_memory_bound_threshold(monkeypatch):
+    from kerasflow.backend import jit
+    from kerasflow.optimizers import fused
+
+    sizes = []
+    real = jit.launch
+
+    def spy(kernels, size, *args):
+        sizes.append(size)
+        return real(kernels, size, *args)
+
+    monkeypatch.setattr(jit, "launch", spy)
+    monkeypatch.setattr(jit, "PARALLEL_MIN", 0)
+    _train(CONFIGS["adam"], "float32", True, steps=1)
+    assert sizes == [0, 0]  # (64, 80) and (80,): serial
+    sizes.clear()
+    monkeypatch.setattr(fused, "PARALLEL_MIN", 80)
+    _train(CONFIGS["adam"], "float32", True, steps=1)
+    assert sorted(sizes) == [80, 64 * 80]

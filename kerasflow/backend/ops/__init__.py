@@ -22,6 +22,7 @@ from kerasflow.backend.ops import pool_relu_grad  # noqa: F401  (fused conv bloc
 from kerasflow.backend.ops import conv_bias_relu  # noqa: F401  (conv + bias + ReLU)
 from kerasflow.backend.ops import rnn_fast  # noqa: F401  (fused LSTM kernels)
 from kerasflow.backend.ops import xent_fast  # noqa: F401  (fused loss kernels)
+from kerasflow.backend.ops import sum_fast  # noqa: F401  (fused bias-gradient sum)
 from kerasflow.backend.ops.ctc import *  # noqa: F403
 from kerasflow.backend.ops.arraymath import *  # noqa: F403
 # Registered on import; their public names live in kerasflow.ops.
