@@ -156,7 +156,8 @@ class ParameterServerStrategy(ActorStrategy):
         self._entry, self._data, self._dead = None, None, set()
         self._apply_tok = [None] * num_ps
         self._calls = 0
-        self.recoveries, self.clock_trace = [], []
+        self.recoveries, self.clock_trace, self.task_log = [], [], []
+        self.sub_order = []
         self.max_clock_gap = self.steals = 0
         self.idle_seconds = self.busy_seconds = 0.0
         self.cluster_spec = self._last_plan = None
@@ -342,6 +343,7 @@ class ParameterServerStrategy(ActorStrategy):
         """``dict(idle_share, max_clock_gap, recoveries)`` so far."""
         total = self.idle_seconds + self.busy_seconds
         return dict(idle_share=self.idle_seconds / total if total else 0.0,
+                    idle_seconds=self.idle_seconds, busy_seconds=self.busy_seconds,
                     max_clock_gap=self.max_clock_gap,
                     recoveries=len(self.recoveries))
 

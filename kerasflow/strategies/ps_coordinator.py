@@ -116,6 +116,9 @@ def run_call(strategy, entry, data_key, batches):
                             p, n_parts, async_mode, ranges, *pulls,
                             num_returns=1 + n_ps)
         inflight[refs[0]] = (r, t, p, refs[1:], time.monotonic())
+        held = not (async_mode or t - tau - 1 < 0 or was_applied[0] > t - tau - 1)
+        submitted[refs[0]] = (time.time(), held, last_seen[0], len(strategy.sub_order))
+        strategy.sub_order.append(time.time())
         busy[r] += 1
         gap = t - min(completed)
         strategy.clock_trace.append((first + t, p, r, gap))
@@ -173,8 +176,10 @@ def run_call(strategy, entry, data_key, batches):
         strategy.recoveries.append(dict(kind="worker", rank=r, step=first + (
             task[0] if task else 0), error=msg, seconds=0.0))
 
+    submitted, was_applied, last_seen = {}, [next_apply], [time.time()]
     schedule()
     while inflight:
+        was_applied[0] = next_apply
         now = time.monotonic()
         soonest = min(v[4] for v in inflight.values()) + timeout
         ready, _ = wait_any(list(inflight), min(strategy._poll, soonest - now))
@@ -185,6 +190,7 @@ def run_call(strategy, entry, data_key, batches):
                                           timeout)
             continue
         ref = ready[0]
+        last_seen[0] = time.time()
         r, t, p, slices, _ = inflight.pop(ref)
         if r in busy:
             busy[r] -= 1
@@ -215,6 +221,9 @@ def run_call(strategy, entry, data_key, batches):
                 pushes[next_apply] = None
                 next_apply += 1
         outs[t] = o if outs[t] is None else outs[t] + o
+        sub, held, trig, idx = submitted.pop(ref)
+        strategy.task_log.append((strategy._calls, r, sub, held, trig, last_seen[0],
+                                  *info["wall"], idx))
         strategy.idle_seconds += info["idle"]
         strategy.busy_seconds += info["busy"]
         schedule()

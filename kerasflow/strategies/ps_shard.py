@@ -271,6 +271,7 @@ class PSShard:
         self.step = self.plan = self._apply = None
         self.apply_seconds = 0.0
         self.sparse_rows = 0
+        self.pull_log = []
 
     def load(self, step, plan):
         """Takes the step (variables at the chief's values) and the plan."""
@@ -362,6 +363,7 @@ class PSShard:
     def pull(self, *deps):
         """This shard's weights as one flat array (``deps``: applies that must
         have run first; their values are unused)."""
+        self.pull_log.append(time.time())
         if not self._own:
             return np.zeros(0, self.step.layout.dtype)
         return np.concatenate([np.ravel(v.numpy() if rows is None else
@@ -380,4 +382,4 @@ class PSShard:
 
     def stats(self):
         return dict(version=self.version, apply_seconds=self.apply_seconds,
-                    sparse_rows=self.sparse_rows)
+                    sparse_rows=self.sparse_rows, pull_log=self.pull_log)

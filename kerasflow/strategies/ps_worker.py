@@ -67,7 +67,7 @@ class PSWorker(StepWorker):
             ``count`` (rows of the global batch), ``n`` (this part's rows),
             ``deltas``, ``output_losses``, ``idle``, ``busy``.
         """
-        t0 = time.perf_counter()
+        t0, wall0 = time.perf_counter(), time.time()
         idle = 0.0 if self._last_end is None or call != self._call else \
             t0 - self._last_end
         self._call = call
@@ -93,6 +93,7 @@ class PSWorker(StepWorker):
         self.busy_seconds += end - t0
         self._last_end = end
         info = dict(loss=float(loss), count=n, n=hi - lo, deltas=deltas,
-                    output_losses=outs, idle=idle, busy=end - t0, rank=self.rank)
+                    output_losses=outs, idle=idle, busy=end - t0, rank=self.rank,
+                    wall=(wall0, wall0 + (end - t0)))
         return (info,) + tuple(encode_push(grads, *r) if len(r) == 3 else
                                grads[r[0]:r[1]] for r in ranges)
