@@ -34,32 +34,6 @@ import numpy as np
 MB = 1 << 20
 
 
-def idle_breakdown(task_log):
-    """Splits the workers' idle time (seconds) by what the worker waited on.
-
-    For each task and the same worker's previous task of the same chief call
-    (``ParameterServerStrategy.task_log`` rows ``(call, worker, submitted,
-    held, trigger, seen, start, end)``, wall-clock seconds): the part of the
-    gap before the chief submitted the task is ``gate`` when the
-    bounded-delay rule held it back, else ``chief`` (the chief had not yet
-    handled the result that frees a slot); the rest, from submission to
-    start, is ``dispatch`` (Ray delivering the task and its pulled weights).
-    """
-    out = dict(gate=0.0, chief=0.0, dispatch=0.0)
-    last = {}
-    for call, w, sub, held, _, _, start, end in sorted(task_log,
-                                                     key=lambda r: r[6]):
-        prev = last.get((call, w))
-        last[(call, w)] = end
-        if prev is None or start <= prev:
-            continue
-        gap = start - prev
-        before = min(gap, max(0.0, sub - prev))
-        out["gate" if held else "chief"] += before
-        out["dispatch"] += gap - before
-    return out
-
-
 def sweep(steps, delay, slow, modes=(0, 1, 4, 8, 16, None)):
     import kerasflow as kf
     from kerasflow.strategies.stragglers import slow_workers
@@ -81,7 +55,7 @@ def sweep(steps, delay, slow, modes=(0, 1, 4, 8, 16, None)):
             model.fit(x[:64 * 4], y[:64 * 4], batch_size=64, epochs=1, verbose=0)
             strategy.idle_seconds = strategy.busy_seconds = 0.0  # warm-up done
             strategy.steals, strategy.max_clock_gap = 0, 0
-            strategy.task_log.clear()
+            strategy.idle_parts.clear()
             losses = []
 
             class Loss(kf.callbacks.Callback):
@@ -92,7 +66,7 @@ def sweep(steps, delay, slow, modes=(0, 1, 4, 8, 16, None)):
                       callbacks=[Loss()])
             seconds = time.perf_counter() - t0
         st = strategy.stats()
-        br = idle_breakdown(strategy.task_log)
+        br = strategy.idle_parts
         total = st["idle_seconds"] + st["busy_seconds"]
         # logs["loss"] is the running epoch mean: recover per-step losses.
         per = np.diff(np.asarray(losses) * np.arange(1, len(losses) + 1),
@@ -102,7 +76,7 @@ def sweep(steps, delay, slow, modes=(0, 1, 4, 8, 16, None)):
                      float(np.mean(per[-20:]))))
         print(f"{rows[-1][0]:>8}  {rows[-1][1]:8.1f}  {100 * rows[-1][2]:6.1f}%  "
               f"{rows[-1][3]:6d}  {rows[-1][4]:4d}  {rows[-1][5]:.4f}  " +
-              " ".join(f"{k} {100 * v / total:.1f}%" for k, v in br.items()),
+              " ".join(f"{k} {100 * v / total:.1f}%" for k, v in sorted(br.items())),
               flush=True)
     return rows
 

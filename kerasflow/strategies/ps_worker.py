@@ -3,11 +3,11 @@ push the gradients split by shard (Li et al., OSDI 2014, §3: "each worker
 loads a part of the data ... pushes gradients to the servers ... pulls the
 new weights"; ps-lite's ``KVWorker::Push``/``Pull``).
 
-The driver (the chief) hands a worker one task at a time: a global batch's
-row indices (it takes its contiguous part), and the shards' weight slices
-(Ray passes the shards' ``pull`` results as arguments, actor to actor). The
-worker returns a small info dict and one gradient slice per shard, so each
-shard receives only its key range. Layer state updates (BatchNormalization's
+In each chief call a worker runs :meth:`PSWorker.run_tasks`: it claims tasks
+(a global batch's part) from the ``PSScheduler`` actor, pulls the shards'
+weight slices and pushes one gradient slice per shard to the shards itself,
+so each shard receives only its key range and no per-task message goes
+through the chief. Layer state updates (BatchNormalization's
 moving statistics) stay on the worker (tf.distribute's ON_READ).
 
 This module does not import ray: a ``WorkerGroup`` hosts :class:`PSWorker`.
@@ -22,6 +22,7 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow.strategies.ps_shard import encode_push
 from kerasflow.strategies.replica import StepWorker
+from kerasflow.strategies.worker_group import get_all, remote_call
 
 __all__ = ["PSWorker"]
 
@@ -41,6 +42,117 @@ class PSWorker(StepWorker):
         super().__init__(rank, world)
         self.idle_seconds = self.busy_seconds = 0.0
         self._last_end = self._call = None
+
+    def run_tasks(self, call, key, data_key, payload, parts, tau, ranges,
+                  separable, scheduler, shards, timeout):
+        """Runs tasks of chief call ``call`` until the scheduler has none left
+        (Li et al., OSDI 2014, §3: the worker pulls weights from and pushes
+        gradients to the servers itself; the scheduler only hands out work).
+
+        With ``tau`` > 0 or async (``tau`` None) the worker claims its next
+        task while it computes the current one, and each push also pulls
+        (ps-lite's ``PushPull``): the weights it returns serve the task
+        after next, so no round trip lies between two tasks. A task for
+        step t starts only with weights in which every step <= t - tau - 1
+        is applied (else it pulls again, waiting on the shards). ``tau=0``
+        claims, pulls and pushes in turn (step t needs step t-1 applied).
+
+        Args:
+            payload: per global batch, its int64 row indices (``data_key``
+                set) or its arrays.
+            parts: parts per global batch.
+            ranges, separable: the shards' push layout (``plan_shards``).
+            scheduler: the ``PSScheduler`` actor handle; shards: the shard
+                actor handles in shard order.
+            timeout: seconds any one remote answer may take.
+
+        Returns:
+            int, tasks run.
+
+        Raises:
+            TimeoutError / RuntimeError: a shard or the scheduler did not
+                answer in time, or died.
+        """
+        names = [f"PS shard {s}" for s in range(len(shards))]
+        ahead = tau is None or tau > 0
+        runs, done, last = 0, None, []
+
+        def need(t):
+            return 0 if tau is None else max(0, t - tau)
+
+        def pulls(t):
+            return [remote_call(h, "call", "pull", call, need(t)) for h in shards]
+
+        def held(since, what):
+            if time.monotonic() - since > timeout:
+                raise TimeoutError(f"PS worker {self.rank} waited more than "
+                                   f"{timeout:g} s for {what}.")
+            time.sleep(0.0005)
+
+        def weights(t, refs):
+            since = time.monotonic()
+            while True:
+                got = get_all(refs, timeout, names)
+                if all(g is not None and g[0] >= need(t) for g in got):
+                    return [g[1] for g in got]
+                # The bounded-delay rule holds step t back: ask again.
+                held(since, f"the shards to apply the steps step {t} needs")
+                refs = pulls(t)
+
+        def claim(ref=None, finished=None):
+            since = time.monotonic()
+            while True:
+                if ref is None:
+                    ref = remote_call(scheduler, "call", "claim", call, self.rank,
+                                      finished)
+                got = get_all([ref], timeout, ["the PS scheduler"])[0]
+                if got[0] != "wait":
+                    return got
+                ref = finished = None
+                held(since, "a task the bounded-delay rule lets start")
+
+        self._last_end, self._call = time.perf_counter(), call
+        got = claim()
+        waited = time.perf_counter() - self._last_end
+        refs = pulls(got[1]) if got[0] == "task" else None
+        after = pulls(0) if ahead and got[0] == "task" else None  # serves task 2
+        while got[0] == "task":
+            _, t, p = got
+            w0 = time.perf_counter()
+            flat = weights(t, refs)
+            w1 = time.perf_counter()
+            nxt = None
+            if ahead:  # claim the next task now; report the previous one
+                nxt = remote_call(scheduler, "call", "claim", call, self.rank, done)
+                done = None
+            waits = dict(claim=waited, pull=w1 - w0, send=time.perf_counter() - w1)
+            info, *slices = self.compute(call, key, data_key, payload[t], p, parts,
+                                         tau is None, ranges, *flat)
+            how = "push_pull" if ahead else "push"
+            sent = [remote_call(h, "call", how, call, t, p, *(
+                (slices[s],) if separable else tuple(slices)))
+                for s, h in enumerate(shards)]
+            # Sending the pushes is the task's own work (ps-lite's Push): busy.
+            now = time.perf_counter()
+            extra, self._last_end = now - self._last_end, now
+            info["busy"] += extra
+            info["waits"] = waits
+            self.busy_seconds += extra
+            done, runs = (t, p, info), runs + 1
+            if ahead:
+                refs, after, last = after, sent, sent
+            else:
+                nxt, done, last = None, None, sent
+            got = claim(nxt, None if ahead else (t, p, info))
+            waited = time.perf_counter() - self._last_end
+            if not ahead and got[0] == "task":
+                refs = pulls(got[1])
+        # Every push of this worker ran once its last ones did (actor order).
+        tail = list(last) + ([remote_call(scheduler, "call", "finish", call,
+                                          self.rank, *done)] if done else [])
+        if tail:
+            get_all(tail, timeout, names[:len(last)] + ["the PS scheduler"] * bool(done))
+        return runs
 
     def compute(self, call, key, data_key, batch, part, parts, async_mode, ranges,
                 *weights):
@@ -67,7 +179,7 @@ class PSWorker(StepWorker):
             ``count`` (rows of the global batch), ``n`` (this part's rows),
             ``deltas``, ``output_losses``, ``idle``, ``busy``.
         """
-        t0, wall0 = time.perf_counter(), time.time()
+        t0 = time.perf_counter()
         idle = 0.0 if self._last_end is None or call != self._call else \
             t0 - self._last_end
         self._call = call
@@ -93,7 +205,6 @@ class PSWorker(StepWorker):
         self.busy_seconds += end - t0
         self._last_end = end
         info = dict(loss=float(loss), count=n, n=hi - lo, deltas=deltas,
-                    output_losses=outs, idle=idle, busy=end - t0, rank=self.rank,
-                    wall=(wall0, wall0 + (end - t0)))
+                    output_losses=outs, idle=idle, busy=end - t0, rank=self.rank)
         return (info,) + tuple(encode_push(grads, *r) if len(r) == 3 else
                                grads[r[0]:r[1]] for r in ranges)
