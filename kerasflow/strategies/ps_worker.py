@@ -16,6 +16,8 @@ This module does not import ray: a ``WorkerGroup`` hosts :class:`PSWorker`.
 from __future__ import annotations
 
 import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -25,6 +27,10 @@ from kerasflow.strategies.replica import StepWorker
 from kerasflow.strategies.worker_group import get_all, remote_call
 
 __all__ = ["PSWorker"]
+
+# Tasks a worker claims, and weights it pulls, beyond the one it computes
+# (tau > 0 or async): the answers have that many tasks' time to come back.
+_CLAIMS_AHEAD = 2
 
 
 class PSWorker(StepWorker):
@@ -41,7 +47,24 @@ class PSWorker(StepWorker):
     def __init__(self, rank, world):
         super().__init__(rank, world)
         self.idle_seconds = self.busy_seconds = 0.0
-        self._last_end = self._call = None
+        self._last_end = self._call = self._threads = None
+
+    def close(self):
+        """Stops the communication threads (before the actor is killed)."""
+        for ex in self._threads or ():
+            ex.shutdown(wait=False)
+        self._threads = None
+
+    def _comm(self, which, fn, *args):
+        """Runs ``fn(*args)`` on background thread ``which`` (0: submits
+        remote calls, in order; 1 / 2: waits for the scheduler's / the
+        shards' answers, in order, so neither holds the other back) and
+        returns a ``Future``: pushes, pulls and claims overlap the task's
+        computation, as ps-lite's non-blocking ``Push``/``Pull`` do."""
+        if self._threads is None:
+            self._threads = [ThreadPoolExecutor(1, thread_name_prefix=f"ps-{n}")
+                             for n in ("send", "claims", "pulls")]
+        return self._threads[which].submit(fn, *args)
 
     def run_tasks(self, call, key, data_key, payload, parts, tau, ranges,
                   separable, scheduler, shards, timeout):
@@ -75,7 +98,7 @@ class PSWorker(StepWorker):
         """
         names = [f"PS shard {s}" for s in range(len(shards))]
         ahead = tau is None or tau > 0
-        runs, done, last = 0, None, []
+        runs, done = 0, None
 
         def need(t):
             return 0 if tau is None else max(0, t - tau)
@@ -83,56 +106,69 @@ class PSWorker(StepWorker):
         def pulls(t):
             return [remote_call(h, "call", "pull", call, need(t)) for h in shards]
 
+        def ahead_of_time(submit, who):
+            """Submits on the send thread, waits on a receive thread."""
+            refs = self._comm(0, submit)
+            return self._comm(1 if who[0] == "the PS scheduler" else 2,
+                              lambda: get_all(refs.result(), timeout, who))
+
         def held(since, what):
             if time.monotonic() - since > timeout:
                 raise TimeoutError(f"PS worker {self.rank} waited more than "
                                    f"{timeout:g} s for {what}.")
             time.sleep(0.0005)
 
-        def weights(t, refs):
+        def weights(t, got):
             since = time.monotonic()
-            while True:
-                got = get_all(refs, timeout, names)
-                if all(g is not None and g[0] >= need(t) for g in got):
-                    return [g[1] for g in got]
+            got = got.result() if isinstance(got, Future) else \
+                get_all(got, timeout, names)
+            while not all(g is not None and g[0] >= need(t) for g in got):
                 # The bounded-delay rule holds step t back: ask again.
                 held(since, f"the shards to apply the steps step {t} needs")
-                refs = pulls(t)
+                got = get_all(pulls(t), timeout, names)
+            return [g[1] for g in got]
 
-        def claim(ref=None, finished=None):
+        def claim(got=None, finished=None):
             since = time.monotonic()
-            while True:
-                if ref is None:
-                    ref = remote_call(scheduler, "call", "claim", call, self.rank,
-                                      finished)
-                got = get_all([ref], timeout, ["the PS scheduler"])[0]
-                if got[0] != "wait":
-                    return got
-                ref = finished = None
-                held(since, "a task the bounded-delay rule lets start")
+            got = got.result()[0] if got is not None else None
+            while got is None or got[0] == "wait":
+                if got is not None:
+                    held(since, "a task the bounded-delay rule lets start")
+                got = get_all([remote_call(scheduler, "call", "claim", call,
+                                           self.rank, finished)], timeout,
+                              ["the PS scheduler"])[0]
+                finished = None
+            return got
 
         self._last_end, self._call = time.perf_counter(), call
         got = claim()
         waited = time.perf_counter() - self._last_end
         refs = pulls(got[1]) if got[0] == "task" else None
-        after = pulls(0) if ahead and got[0] == "task" else None  # serves task 2
+        # The pushes of task k also pull the weights for task k + 1 + ahead.
+        after = deque(ahead_of_time(lambda: pulls(0), names)
+                      for _ in range(_CLAIMS_AHEAD if ahead else 0))
+        last, claims = None, deque()
         while got[0] == "task":
             _, t, p = got
             w0 = time.perf_counter()
             flat = weights(t, refs)
             w1 = time.perf_counter()
-            nxt = None
-            if ahead:  # claim the next task now; report the previous one
-                nxt = remote_call(scheduler, "call", "claim", call, self.rank, done)
-                done = None
+            while ahead and len(claims) < _CLAIMS_AHEAD:
+                # Claim the tasks after this one now (their answers come back
+                # while it computes); report the previous one with them.
+                fin, done = done, None
+                claims.append(ahead_of_time(lambda fin=fin: [remote_call(
+                    scheduler, "call", "claim", call, self.rank, fin)],
+                    ["the PS scheduler"]))
             waits = dict(claim=waited, pull=w1 - w0, send=time.perf_counter() - w1)
             info, *slices = self.compute(call, key, data_key, payload[t], p, parts,
                                          tau is None, ranges, *flat)
             how = "push_pull" if ahead else "push"
-            sent = [remote_call(h, "call", how, call, t, p, *(
-                (slices[s],) if separable else tuple(slices)))
-                for s, h in enumerate(shards)]
-            # Sending the pushes is the task's own work (ps-lite's Push): busy.
+            last = ahead_of_time(lambda t=t, p=p, slices=slices: [remote_call(
+                h, "call", how, call, t, p, *((slices[s],) if separable else
+                                               tuple(slices)))
+                for s, h in enumerate(shards)], names)
+            # Handing the pushes to the send thread is the task's own work.
             now = time.perf_counter()
             extra, self._last_end = now - self._last_end, now
             info["busy"] += extra
@@ -140,18 +176,22 @@ class PSWorker(StepWorker):
             self.busy_seconds += extra
             done, runs = (t, p, info), runs + 1
             if ahead:
-                refs, after, last = after, sent, sent
+                after.append(last)
+                refs = after.popleft()
+                got = claim(claims.popleft())
+                while got[0] == "end" and claims:
+                    got = claim(claims.popleft())
             else:
-                nxt, done, last = None, None, sent
-            got = claim(nxt, None if ahead else (t, p, info))
+                got, done = claim(None, done), None
+                if got[0] == "task":
+                    refs = pulls(got[1])
             waited = time.perf_counter() - self._last_end
-            if not ahead and got[0] == "task":
-                refs = pulls(got[1])
         # Every push of this worker ran once its last ones did (actor order).
-        tail = list(last) + ([remote_call(scheduler, "call", "finish", call,
-                                          self.rank, *done)] if done else [])
-        if tail:
-            get_all(tail, timeout, names[:len(last)] + ["the PS scheduler"] * bool(done))
+        if last is not None:
+            last.result()
+        if done:
+            get_all([remote_call(scheduler, "call", "finish", call, self.rank, *done)],
+                    timeout, ["the PS scheduler"])
         return runs
 
     def compute(self, call, key, data_key, batch, part, parts, async_mode, ranges,
