@@ -28,8 +28,9 @@ from kerasflow.strategies.worker_group import get_all, remote_call
 
 __all__ = ["PSWorker"]
 
-# Tasks a worker claims, and weights it pulls, beyond the one it computes
-# (tau > 0 or async): the answers have that many tasks' time to come back.
+# Tasks a worker claims, and weights it pulls (at most tau), beyond the one
+# it computes (tau > 0 or async): the answers have that many tasks' time to
+# come back.
 _CLAIMS_AHEAD = 2
 
 
@@ -128,25 +129,33 @@ class PSWorker(StepWorker):
                 got = get_all(pulls(t), timeout, names)
             return [g[1] for g in got]
 
-        def claim(got=None, finished=None):
-            since = time.monotonic()
-            got = got.result()[0] if got is not None else None
+        def claim(ahead_claims=()):
+            """The next task: the first task among the answers to the claims
+            sent ahead (in order), else asked for again while the rule holds
+            tasks back, with the last finished task's report (it may open the
+            rule)."""
+            nonlocal done
+            since, got = time.monotonic(), None
+            while ahead_claims and (got is None or got[0] != "task"):
+                got = ahead_claims.popleft().result()[0]
             while got is None or got[0] == "wait":
                 if got is not None:
                     held(since, "a task the bounded-delay rule lets start")
+                fin, done = done, None
                 got = get_all([remote_call(scheduler, "call", "claim", call,
-                                           self.rank, finished)], timeout,
+                                           self.rank, fin)], timeout,
                               ["the PS scheduler"])[0]
-                finished = None
             return got
 
         self._last_end, self._call = time.perf_counter(), call
         got = claim()
         waited = time.perf_counter() - self._last_end
         refs = pulls(got[1]) if got[0] == "task" else None
-        # The pushes of task k also pull the weights for task k + 1 + ahead.
-        after = deque(ahead_of_time(lambda: pulls(0), names)
-                      for _ in range(_CLAIMS_AHEAD if ahead else 0))
+        # The pushes of task k also pull the weights for task k + 1 + depth:
+        # at most tau tasks old (async, unbounded: one, the freshest that
+        # still hides the round trip).
+        depth = 0 if not ahead else 1 if tau is None else min(_CLAIMS_AHEAD, tau)
+        after = deque(ahead_of_time(lambda: pulls(0), names) for _ in range(depth))
         last, claims = None, deque()
         while got[0] == "task":
             _, t, p = got
@@ -178,11 +187,9 @@ class PSWorker(StepWorker):
             if ahead:
                 after.append(last)
                 refs = after.popleft()
-                got = claim(claims.popleft())
-                while got[0] == "end" and claims:
-                    got = claim(claims.popleft())
+                got = claim(claims)
             else:
-                got, done = claim(None, done), None
+                got = claim()
                 if got[0] == "task":
                     refs = pulls(got[1])
             waited = time.perf_counter() - self._last_end
