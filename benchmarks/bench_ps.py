@@ -10,9 +10,14 @@ Straggling is made on purpose with the test hook
 uniform random time in [0, 2d] (d = ``--delay``), and
 worker 1 sleeps ``--slow`` x d more (one slow worker). Prints, per mode
 (tau = 0, 1, 4, 8, 16, async): global steps/s, the workers' idle share (time
-between tasks over time between + in tasks), tasks taken over by the free
-worker, the largest clock gap seen, and the training loss of the last 20
-steps.
+between tasks over time between + in tasks; a task runs from setting its
+pulled weights to handing its pushes over, the straggler sleep included),
+tasks taken over by the free worker, the largest clock gap seen, the
+training loss of the last 20 steps, and the idle time split by what the
+workers waited on (``ParameterServerStrategy.idle_parts``, as shares of
+between + in tasks): ``claim`` the scheduler's answer (the bounded-delay
+rule included), ``pull`` the shards' weights, ``send`` handing the next
+claims over.
 
 (b) Push/pull bandwidth for a 40 MB model: a shard's 40 MB float32 buffer
 pulled by a worker (Ray passes it actor to actor), a worker's 40 MB buffer

@@ -10,13 +10,16 @@ Machine Learning with the Parameter Server", OSDI 2014;
         model.fit(x, y, batch_size=256, epochs=3)   # 256 = the global batch
 
 The driver is the chief (``tf.train.Supervisor``'s ``is_chief``): it ships
-the step and the data once, schedules tasks (``ps_coordinator``), keeps the
+the step and the data once, queues each call's tasks in a scheduler actor
+(``ps_coordinator``, ``ps_scheduler``) and then only waits, keeps the
 last snapshot of every variable after each ``run_steps`` call (so callbacks,
 evaluation and saving see current weights, and a lost shard is restored from
 it), and runs evaluation and prediction in process. PS shard actors
 (``ps_shard``) own contiguous, byte-balanced ranges of the step's flat layout
 with the optimizer slots of their variables; worker actors (``ps_worker``)
-pull, compute gradients on their part of each global batch and push.
+claim tasks, pull from the shards, compute gradients on their part of each
+global batch and push to the shards, claiming and pulling ahead while they
+compute (the paper's workers and servers talk directly; §3).
 
 ``staleness`` is the consistency knob: 0 synchronous (equal to one process
 on the global batch), ``tau`` > 0 bounded delay, None asynchronous.
@@ -24,7 +27,8 @@ on the global batch), ``tau`` > 0 bounded delay, None asynchronous.
 Faults (``recoveries``, logged at WARNING on ``kerasflow.strategies``): a dead
 worker's tasks run again on the other workers (at-least-once computation, as
 TF's ``ClusterCoordinator``; each gradient still reaches the shards once,
-because the chief forwards a push only after its task returned), and the
+because a shard ignores a second push of the same part of the same step),
+and the
 worker group is re-created at the next call; a dead shard, or a wait past its
 deadline, restores every shard from the chief's last snapshot (taken after
 each ``run_steps`` call) and runs the call again, so at most
