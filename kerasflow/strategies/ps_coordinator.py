@@ -36,7 +36,6 @@ chief's last snapshot and runs the call again.
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
 
 import numpy as np

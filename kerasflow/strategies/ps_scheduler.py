@@ -1,6 +1,6 @@
 """The task queue of ``ParameterServerStrategy``: hands out work, nothing else
-(Li et al., OSDI 2014, §3.6 and §4: "the scheduler ... assigns tasks to
-workers"; workers pull and push with the servers themselves).
+(Li et al., OSDI 2014, §3: a task scheduler assigns work to the workers,
+which pull from and push to the server nodes themselves).
 
 One chief call schedules K global batches. Global batch t is cut into
 ``parts`` contiguous parts; part p of every batch is queued on worker p. A

@@ -207,8 +207,9 @@ class PSWorker(StepWorker):
         ``parts`` of the global batch, return the pushes.
 
         Args:
-            call: the chief's call number; the time before a call's first
-                task is the chief's, not a wait on other workers (not idle).
+            call: the chief's call number; idle time is counted from the end
+                of the previous task of the same call (or from the start of
+                ``run_tasks``, which sets it), never across calls.
             key / data_key: the step's and the arrays' keys (data_key None:
                 ``batch`` is the list of batch arrays, else int64 row indices).
             part, parts: which contiguous share of the batch (the data-shard
