@@ -74,11 +74,13 @@ class PSWorker(StepWorker):
         gradients to the servers itself; the scheduler only hands out work).
 
         With ``tau`` > 0 or async (``tau`` None) the worker claims its next
-        task while it computes the current one, and each push also pulls
-        (ps-lite's ``PushPull``): the weights it returns serve the task
-        after next, so no round trip lies between two tasks. A task for
-        step t starts only with weights in which every step <= t - tau - 1
-        is applied (else it pulls again, waiting on the shards). ``tau=0``
+        tasks while it computes the current one, and each push also pulls
+        (ps-lite's ``PushPull``); with ``tau`` > 0 the weights it returns
+        serve a task up to ``min(2, tau)`` tasks later, so no round trip lies
+        between two tasks (async: the next task, the freshest weights). A
+        task for step t starts only with weights in which every step
+        <= t - tau - 1 is applied (else it pulls again, waiting on the
+        shards). ``tau=0``
         claims, pulls and pushes in turn (step t needs step t-1 applied).
 
         Args:
@@ -152,9 +154,10 @@ class PSWorker(StepWorker):
         waited = time.perf_counter() - self._last_end
         refs = pulls(got[1]) if got[0] == "task" else None
         # The pushes of task k also pull the weights for task k + 1 + depth:
-        # at most tau tasks old (async, unbounded: one, the freshest that
-        # still hides the round trip).
-        depth = 0 if not ahead else 1 if tau is None else min(_CLAIMS_AHEAD, tau)
+        # depth <= tau tasks, hiding the round trip behind that many tasks.
+        # Async has no bound on staleness: depth 0, the freshest weights
+        # (each task's pull waits on its own push).
+        depth = 0 if not ahead or tau is None else min(_CLAIMS_AHEAD, tau)
         after = deque(ahead_of_time(lambda: pulls(0), names) for _ in range(depth))
         last, claims = None, deque()
         while got[0] == "task":
