@@ -157,7 +157,7 @@ class PSWorker(StepWorker):
         # depth <= tau tasks, hiding the round trip behind that many tasks.
         # Async has no bound on staleness: depth 0, the freshest weights
         # (each task's pull waits on its own push).
-        depth = 0 if not ahead or tau is None else min(_CLAIMS_AHEAD, tau)
+        depth = 0 if not ahead else 1 if tau is None else min(_CLAIMS_AHEAD, tau)
         after = deque(ahead_of_time(lambda: pulls(0), names) for _ in range(depth))
         last, claims = None, deque()
         while got[0] == "task":
