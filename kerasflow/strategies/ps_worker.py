@@ -77,7 +77,8 @@ class PSWorker(StepWorker):
         tasks while it computes the current one, and each push also pulls
         (ps-lite's ``PushPull``); with ``tau`` > 0 the weights it returns
         serve a task up to ``min(2, tau)`` tasks later, so no round trip lies
-        between two tasks (async: the next task, the freshest weights). A
+        between two tasks (async: one task later, as fresh as a pull at the
+        start of the previous task). A
         task for step t starts only with weights in which every step
         <= t - tau - 1 is applied (else it pulls again, waiting on the
         shards). ``tau=0``
@@ -155,8 +156,8 @@ class PSWorker(StepWorker):
         refs = pulls(got[1]) if got[0] == "task" else None
         # The pushes of task k also pull the weights for task k + 1 + depth:
         # depth <= tau tasks, hiding the round trip behind that many tasks.
-        # Async has no bound on staleness: depth 0, the freshest weights
-        # (each task's pull waits on its own push).
+        # Async has no bound to spend: depth 1 (a task misses the worker's
+        # own previous push, as with a pull sent while that one computes).
         depth = 0 if not ahead else 1 if tau is None else min(_CLAIMS_AHEAD, tau)
         after = deque(ahead_of_time(lambda: pulls(0), names) for _ in range(depth))
         last, claims = None, deque()
