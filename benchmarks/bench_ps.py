@@ -10,9 +10,14 @@ Straggling is made on purpose with the test hook
 uniform random time in [0, 2d] (d = ``--delay``), and
 worker 1 sleeps ``--slow`` x d more (one slow worker). Prints, per mode
 (tau = 0, 1, 4, 8, 16, async): global steps/s, the workers' idle share (time
-between tasks over time between + in tasks), tasks taken over by the free
-worker, the largest clock gap seen, and the training loss of the last 20
-steps.
+between tasks over time between + in tasks; a task runs from setting its
+pulled weights to handing its pushes over, the straggler sleep included),
+tasks taken over by the free worker, the largest clock gap seen, the
+training loss of the last 20 steps, and the idle time split by what the
+workers waited on (``ParameterServerStrategy.idle_parts``, as shares of
+between + in tasks): ``claim`` the scheduler's answer (the bounded-delay
+rule included), ``pull`` the shards' weights, ``send`` handing the next
+claims over.
 
 (b) Push/pull bandwidth for a 40 MB model: a shard's 40 MB float32 buffer
 pulled by a worker (Ray passes it actor to actor), a worker's 40 MB buffer
@@ -55,6 +60,7 @@ def sweep(steps, delay, slow, modes=(0, 1, 4, 8, 16, None)):
             model.fit(x[:64 * 4], y[:64 * 4], batch_size=64, epochs=1, verbose=0)
             strategy.idle_seconds = strategy.busy_seconds = 0.0  # warm-up done
             strategy.steals, strategy.max_clock_gap = 0, 0
+            strategy.idle_parts.clear()
             losses = []
 
             class Loss(kf.callbacks.Callback):
@@ -65,6 +71,8 @@ def sweep(steps, delay, slow, modes=(0, 1, 4, 8, 16, None)):
                       callbacks=[Loss()])
             seconds = time.perf_counter() - t0
         st = strategy.stats()
+        br = strategy.idle_parts
+        total = st["idle_seconds"] + st["busy_seconds"]
         # logs["loss"] is the running epoch mean: recover per-step losses.
         per = np.diff(np.asarray(losses) * np.arange(1, len(losses) + 1),
                       prepend=0.0)
@@ -72,7 +80,9 @@ def sweep(steps, delay, slow, modes=(0, 1, 4, 8, 16, None)):
                      st["idle_share"], strategy.steals, strategy.max_clock_gap,
                      float(np.mean(per[-20:]))))
         print(f"{rows[-1][0]:>8}  {rows[-1][1]:8.1f}  {100 * rows[-1][2]:6.1f}%  "
-              f"{rows[-1][3]:6d}  {rows[-1][4]:4d}  {rows[-1][5]:.4f}", flush=True)
+              f"{rows[-1][3]:6d}  {rows[-1][4]:4d}  {rows[-1][5]:.4f}  " +
+              " ".join(f"{k} {100 * v / total:.1f}%" for k, v in sorted(br.items())),
+              flush=True)
     return rows
 
 

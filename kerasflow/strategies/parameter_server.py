@@ -10,13 +10,16 @@ Machine Learning with the Parameter Server", OSDI 2014;
         model.fit(x, y, batch_size=256, epochs=3)   # 256 = the global batch
 
 The driver is the chief (``tf.train.Supervisor``'s ``is_chief``): it ships
-the step and the data once, schedules tasks (``ps_coordinator``), keeps the
+the step and the data once, queues each call's tasks in a scheduler actor
+(``ps_coordinator``, ``ps_scheduler``) and then only waits, keeps the
 last snapshot of every variable after each ``run_steps`` call (so callbacks,
 evaluation and saving see current weights, and a lost shard is restored from
 it), and runs evaluation and prediction in process. PS shard actors
 (``ps_shard``) own contiguous, byte-balanced ranges of the step's flat layout
 with the optimizer slots of their variables; worker actors (``ps_worker``)
-pull, compute gradients on their part of each global batch and push.
+claim tasks, pull from the shards, compute gradients on their part of each
+global batch and push to the shards, claiming and pulling ahead while they
+compute (the paper's workers and servers talk directly; §3).
 
 ``staleness`` is the consistency knob: 0 synchronous (equal to one process
 on the global batch), ``tau`` > 0 bounded delay, None asynchronous.
@@ -24,7 +27,8 @@ on the global batch), ``tau`` > 0 bounded delay, None asynchronous.
 Faults (``recoveries``, logged at WARNING on ``kerasflow.strategies``): a dead
 worker's tasks run again on the other workers (at-least-once computation, as
 TF's ``ClusterCoordinator``; each gradient still reaches the shards once,
-because the chief forwards a push only after its task returned), and the
+because a shard ignores a second push of the same part of the same step),
+and the
 worker group is re-created at the next call; a dead shard, or a wait past its
 deadline, restores every shard from the chief's last snapshot (taken after
 each ``run_steps`` call) and runs the call again, so at most
@@ -55,6 +59,7 @@ from kerasflow.strategies.errors import (
     ReplicaTimeoutError,
 )
 from kerasflow.strategies.ps_coordinator import run_call
+from kerasflow.strategies.ps_scheduler import PSScheduler
 from kerasflow.strategies.ps_shard import PSShard, plan_shards
 from kerasflow.strategies.ps_worker import PSWorker
 from kerasflow.strategies.shipping import ship_arrays
@@ -116,7 +121,12 @@ class ParameterServerStrategy(ActorStrategy):
         clock_trace: ``(step, part, worker, gap)`` for every task start, gap
             = the started step minus the slowest part's completed steps.
         max_clock_gap: the largest gap seen (<= staleness).
-        idle_seconds / busy_seconds: workers' summed time between / in tasks.
+        idle_seconds / busy_seconds: workers' summed time between / in tasks
+            (a task: set the pulled weights, compute, send the pushes).
+        idle_parts: the idle seconds split by what the workers waited on:
+            ``claim`` (the scheduler's answer, incl. the bounded-delay rule
+            holding a task back) and ``pull`` (the shards' weights, incl.
+            a shard not yet at the step the rule asks for).
         steals: tasks a free worker took from another worker's queue.
     """
 
@@ -152,11 +162,11 @@ class ParameterServerStrategy(ActorStrategy):
         self._pres = _resources(ps_resources, 0.25, "ps_resources")
         self._timeout, self._poll = float(timeout), min(5.0, float(timeout))
         self._max_failures = int(max_failures)
-        self._ps = self._workers = None
+        self._ps = self._workers = self._sched = None
         self._entry, self._data, self._dead = None, None, set()
-        self._apply_tok = [None] * num_ps
         self._calls = 0
         self.recoveries, self.clock_trace = [], []
+        self.idle_parts = {}
         self.max_clock_gap = self.steals = 0
         self.idle_seconds = self.busy_seconds = 0.0
         self.cluster_spec = self._last_plan = None
@@ -207,7 +217,6 @@ class ParameterServerStrategy(ActorStrategy):
                                    num_gpus=r["num_gpus"], bundle_resources=r["extra"],
                                    timeout=self._timeout, poll_interval=self._poll,
                                    name="shard")
-            self._apply_tok = [None] * self.num_ps
             self._entry = None
         else:
             r = self._wres
@@ -215,14 +224,18 @@ class ParameterServerStrategy(ActorStrategy):
                 self._worker_factory, self.num_workers, num_cpus=r["num_cpus"],
                 num_gpus=r["num_gpus"], bundle_resources=r["extra"],
                 timeout=self._timeout, poll_interval=self._poll, name="worker")
+            self._sched = WorkerGroup(PSScheduler, 1, num_cpus=0,
+                                      bundle_resources=r["extra"],
+                                      timeout=self._timeout, poll_interval=self._poll,
+                                      name="scheduler")
             self._dead, self._entry, self._data = set(), None, None
 
     def close(self):
         """Shuts every actor down (a later ``run_steps`` starts them again)."""
-        for g in (self._ps, self._workers):
+        for g in (self._ps, self._workers, self._sched):
             if g is not None:
                 g.shutdown()
-        self._ps = self._workers = self._entry = self._data = None
+        self._ps = self._workers = self._sched = self._entry = self._data = None
         self._dead = set()
 
     def _check_shards(self):
@@ -239,6 +252,7 @@ class ParameterServerStrategy(ActorStrategy):
                 log.warning("ParameterServerStrategy: re-creating the worker group "
                             "(dead workers %s).", sorted(self._dead))
                 self._workers.shutdown()
+                self._sched.shutdown()
             self._start("worker")
         ps, wk = self._ps, self._workers
         e = self._entry
@@ -333,15 +347,18 @@ class ParameterServerStrategy(ActorStrategy):
         if kind != "ps" or isinstance(err, ReplicaTimeoutError):
             if self._workers is not None:
                 self._workers.shutdown()
+                self._sched.shutdown()
             self._start("worker")
         self.recoveries.append(dict(kind=kind, rank=list(getattr(err, "ranks", [])),
                                     step=self._global_step, error=str(err),
                                     seconds=time.monotonic() - t0))
 
     def stats(self):
-        """``dict(idle_share, max_clock_gap, recoveries)`` so far."""
+        """``dict(idle_share, idle_seconds, busy_seconds, max_clock_gap,
+        recoveries)`` so far (seconds summed over workers)."""
         total = self.idle_seconds + self.busy_seconds
         return dict(idle_share=self.idle_seconds / total if total else 0.0,
+                    idle_seconds=self.idle_seconds, busy_seconds=self.busy_seconds,
                     max_clock_gap=self.max_clock_gap,
                     recoveries=len(self.recoveries))
 

@@ -1,15 +1,11 @@
-"""The chief's scheduling loop of ``ParameterServerStrategy`` (the role of
+"""The chief's side of a ``ParameterServerStrategy`` call (the role of
 ``tf.distribute.experimental.coordinator.ClusterCoordinator``).
 
-One ``run_steps`` call schedules K global batches. Each global batch t is
-cut into ``num_workers`` contiguous parts; part p of every batch is queued on
-worker p. A worker gets its next task (t, p) when the consistency rule lets
-it start step t (Li et al., OSDI 2014, §3.5, bounded delay). A worker whose
-queue is empty, or whose own next task the rule holds back, takes instead the
-oldest task queued on a busy worker when the rule lets that start (any free
-worker runs a closure, as in TF's ``ClusterCoordinator``): a straggler's
-parts drain into the others, which keep computing instead of waiting on its
-clock:
+One ``run_steps`` call schedules K global batches. Global batch t is cut
+into ``num_workers`` contiguous parts; part p of every batch is queued on
+worker p in a ``PSScheduler`` actor, which hands out tasks under the
+consistency rule (Li et al., OSDI 2014, §3.5, bounded delay) and lets a free
+or held-back worker take the oldest task queued on a busy one:
 
 * ``staleness=0`` (sequential): step t starts when every part of step t-1
   was pushed and applied -- the result equals one process on the global
@@ -21,31 +17,31 @@ clock:
 * ``staleness=None`` (asynchronous, Hogwild-style): no gate; every push is
   applied on arrival as its own optimizer step on the worker's batch mean.
 
-With tau > 0 or async, a worker gets its next task while it computes the
-current one when the rule already allows it (two in flight: Ray queues the
-second at the actor, hiding the chief's round trip). A task's weights are
-the shards' ``pull`` results, taken after the shard's
-latest submitted apply (passed as a dependency), handed to the worker by Ray
-actor to actor; the gradient slices go straight to the owning shards. The
-driver only moves refs, indices and small info dicts.
+Each worker runs one ``run_tasks`` call per chief call: it claims tasks, pulls
+the weights from the shards and pushes its gradient slices to them itself
+(§3: the scheduler only hands out work), claiming and pulling the next task
+while it computes the current one when the rule allows. The chief sends
+the call's row indices once and then only waits, and reads the per-task
+results (losses, metric deltas, times) from the scheduler at the end.
 
-Faults: every wait has a deadline naming the role, index and step. When a
-worker dies, its in-flight task and its queue move to the surviving workers
-(the task is computed again: at-least-once computation, as TF's coordinator;
-its gradient reaches the shards once, since pushes go out only after a task
-returned). A dead shard raises, and the strategy restores the shards from the
+Faults: every wait has a deadline naming the role, index and step (a task
+claimed longer than the timeout names its worker). When a worker dies, its
+claimed and queued tasks move to the surviving workers (computed again:
+at-least-once computation, as TF's coordinator; a shard ignores a repeated
+push of the same part of the same step, so each gradient reaches the weights
+once). A dead shard raises, and the strategy restores the shards from the
 chief's last snapshot and runs the call again.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
 
 import numpy as np
 
-from kerasflow.strategies.errors import ReplicaDiedError, ReplicaTimeoutError
+from kerasflow.strategies.errors import (ReplicaDiedError, ReplicaTimeoutError,
+                                         WorkerGroupError)
 from kerasflow.strategies.worker_group import wait_any
 
 __all__ = ["run_call"]
@@ -56,6 +52,14 @@ log = logging.getLogger("kerasflow.strategies")
 def _deadline_error(role, rank, what, timeout):
     return ReplicaTimeoutError(f"{role.capitalize()} {rank} did not finish {what} within "
                                f"{timeout:g} s.", [rank])
+
+
+def _queues(alive, steps, parts):
+    queues = {r: deque() for r in alive}
+    for t in range(steps):
+        for p in range(parts):
+            queues[p if p in queues else alive[p % len(alive)]].append((t, p))
+    return {r: sorted(q) for r, q in queues.items()}
 
 
 def run_call(strategy, entry, data_key, batches):
@@ -71,134 +75,83 @@ def run_call(strategy, entry, data_key, batches):
         ReplicaDiedError / ReplicaTimeoutError: a shard died or timed out, or
             no worker is left (the strategy recovers or gives up).
     """
-    ps, workers = strategy._ps, strategy._workers
+    ps, workers, sched = strategy._ps, strategy._workers, strategy._sched
     tau, timeout = strategy.staleness, strategy._timeout
-    n_parts, n_ps = strategy.num_workers, strategy.num_ps
+    n_parts = strategy.num_workers
     plan, key = entry["plan"], entry["key"]
-    ranges = plan["push"]
-    async_mode = tau is None
     K_ = len(batches)
     first = strategy._global_step
     if data_key is None:
-        payload = [workers.put([np.asarray(a) for a in b.arrays]) for b in batches]
+        payload = [[np.asarray(a) for a in b.arrays] for b in batches]
     else:
         payload = [np.asarray(b.indices, np.int64) for b in batches]
     alive = [r for r in range(workers.num_workers) if r not in strategy._dead]
     if not alive:
         raise ReplicaDiedError("ParameterServerStrategy has no live worker.", [])
-    queues = {r: deque() for r in alive}
-    for t in range(K_):
-        for p in range(n_parts):
-            queues[p if p in queues else alive[p % len(alive)]].append((t, p))
-    for r in alive:
-        queues[r] = deque(sorted(queues[r]))
     strategy._calls += 1
-    done = [0] * K_
-    completed = [0] * n_parts
-    pushes = [dict() for _ in range(K_)]
-    losses = [0.0] * K_
-    counts = [b.size for b in batches]
-    outs = [None] * K_
-    deltas = [None] * K_
-    apply_tok = list(strategy._apply_tok)
-    next_apply = 0
-    inflight = {}  # info ref -> (rank, t, part, slice refs, started)
-    busy = dict.fromkeys(alive, 0)  # tasks in flight per worker
-    depth = 1 if not async_mode and tau == 0 else 2  # prefetch when allowed
+    call = strategy._calls
+    ps.execute("begin", call, n_parts, tau is None)
+    sched.execute("begin", call, _queues(alive, K_, n_parts), K_, n_parts, tau)
+    args = (call, key, data_key, workers.put(payload), n_parts, tau, plan["push"],
+            plan["separable"], sched.actors[0], list(ps.actors), timeout)
+    what = f"steps {first}..{first + K_ - 1}"
+    running = {workers.call(r, "run_tasks", *args): r for r in alive}
 
-    def gate(t):
-        return async_mode or t - tau - 1 < 0 or next_apply > t - tau - 1
-
-    def start(r, t, p):
-        pulls = [ps.call(s, "pull", *([apply_tok[s]] if apply_tok[s] is not None
-                                       else [])) for s in range(n_ps)]
-        refs = workers.call(r, "compute", strategy._calls, key, data_key, payload[t],
-                            p, n_parts, async_mode, ranges, *pulls,
-                            num_returns=1 + n_ps)
-        inflight[refs[0]] = (r, t, p, refs[1:], time.monotonic())
-        busy[r] += 1
-        gap = t - min(completed)
-        strategy.clock_trace.append((first + t, p, r, gap))
-        strategy.max_clock_gap = max(strategy.max_clock_gap, gap)
-
-    def steal(r):
-        """Worker r cannot start its own next task: it takes the oldest task
-        queued on a busy worker -- the one holding the clock back -- when the
-        rule lets that start (a straggler's queue drains into the others)."""
-        heads = [q for q in queues if q != r and queues[q] and busy[q]]
-        if not heads:
-            return False
-        victim = min(heads, key=lambda q: queues[q][0])
-        if not gate(queues[victim][0][0]):
-            return False
-        queues[r].appendleft(queues[victim].popleft())
-        strategy.steals += 1
-        return True
-
-    def schedule():
-        for r in list(queues):
-            while busy[r] < depth:
-                if (not queues[r] or not gate(queues[r][0][0])) and not steal(r):
-                    break
-                t, p = queues[r].popleft()
-                start(r, t, p)
-
-    def push_apply(slices):
-        for s in range(n_ps):
-            # Not separable: every worker's every slice, worker-major (flat, so
-            # Ray resolves the refs).
-            args = [x[s] for x in slices] if plan["separable"] else \
-                [r for x in slices for r in x]
-            apply_tok[s] = ps.call(s, "apply", apply_tok[s] or 0, *args)
-
-    def take_over(r, task):
-        """Worker r died: its task and queue go to the survivors."""
+    def take_over(r):
+        """Worker r died: its claimed and queued tasks go to the survivors."""
         first_report = r not in strategy._dead
         strategy._dead.add(r)
-        lost = ([task] if task else []) + list(queues.pop(r, ()))
-        busy.pop(r, None)
-        survivors = [q for q in queues]
-        if not survivors:
-            raise ReplicaDiedError(f"Every PS worker died (last: worker {r} at "
-                                   f"step {first + (task or (0,))[0]}).", [r])
-        for i, item in enumerate(lost):
-            queues[survivors[i % len(survivors)]].append(item)
-        for q in survivors:
-            queues[q] = deque(sorted(queues[q]))
+        lost = sched.execute("release", r)[0]
+        left = [q for q in alive if q not in strategy._dead]
+        if not left:
+            raise ReplicaDiedError(f"Every PS worker died (last: worker {r} during "
+                                   f"{what}).", [r])
         if not first_report:
             return
-        msg = (f"PS worker {r} died at step {first + task[0] if task else first}; "
-               f"{len(lost)} task(s) rescheduled on workers {survivors}")
+        msg = (f"PS worker {r} died during {what}; {len(lost)} task(s) rescheduled "
+               f"on workers {left}")
         log.warning("ParameterServerStrategy: %s.", msg)
         strategy.recoveries.append(dict(kind="worker", rank=r, step=first + (
-            task[0] if task else 0), error=msg, seconds=0.0))
+            min(lost)[0] if lost else 0), error=msg, seconds=0.0))
 
-    schedule()
-    while inflight:
-        now = time.monotonic()
-        soonest = min(v[4] for v in inflight.values()) + timeout
-        ready, _ = wait_any(list(inflight), min(strategy._poll, soonest - now))
+    while True:
+        if not running:
+            _, left, _ = sched.execute("status", timeout)[0]
+            if not left:
+                break
+            # Tasks came back from a dead worker after the others finished.
+            running = {workers.call(r, "run_tasks", *args): r for r in alive
+                       if r not in strategy._dead}
+        ready, _ = wait_any(list(running), strategy._poll)
         if not ready:
-            for ref, (r, t, p, _, t0) in inflight.items():
-                if time.monotonic() - t0 > timeout:
-                    raise _deadline_error("worker", r, f"step {first + t} (part {p})",
-                                          timeout)
+            _, _, old = sched.execute("status", timeout)[0]
+            if old is not None:
+                raise _deadline_error("worker", old[0], f"step {first + old[1]} "
+                                      f"(part {old[2]})", timeout)
             continue
-        ref = ready[0]
-        r, t, p, slices, _ = inflight.pop(ref)
-        if r in busy:
-            busy[r] -= 1
+        r = running.pop(ready[0])
         try:
-            info = workers.result(ref, r, f"step {first + t}")
-        except ReplicaDiedError:
+            workers.result(ready[0], r, what)
+        except WorkerGroupError:
             strategy._check_shards()  # a dead shard raises (full recovery)
             if workers.is_alive(r):
                 raise
-            take_over(r, (t, p))
-            schedule()
-            continue
-        completed[p] += 1
-        done[t] += 1
+            take_over(r)
+    infos, trace, steals = sched.execute("results")[0]
+    applied = [st["applied"] for st in ps.execute("stats")]
+    want = K_ * (n_parts if tau is None else 1)
+    if any(a != want for a in applied):
+        raise RuntimeError(f"ParameterServerStrategy: shards applied {applied} "
+                           f"pushes, expected {want} each (a bug).")
+    return _collect(strategy, infos, trace, steals, batches, first, tau is None)
+
+
+def _collect(strategy, infos, trace, steals, batches, first, async_mode):
+    """Per-step (loss, count, outputs, deltas) from the tasks' infos, summed
+    in (step, part) order; the strategy's clock and idle statistics."""
+    K_ = len(batches)
+    losses, outs, deltas = [0.0] * K_, [None] * K_, [None] * K_
+    for (t, p), info in sorted(infos.items()):
         d = info["deltas"]
         deltas[t] = d if deltas[t] is None else [a + b for a, b in zip(deltas[t], d)]
         o = np.asarray(info["output_losses"], np.float64)
@@ -206,26 +159,16 @@ def run_call(strategy, entry, data_key, batches):
             scale = info["n"] / max(1, info["count"])
             losses[t] += info["loss"] * scale
             o = o * scale
-            push_apply([slices])
         else:
             losses[t] += info["loss"]
-            pushes[t][p] = slices
-            while next_apply < K_ and done[next_apply] == n_parts:
-                push_apply([pushes[next_apply][q] for q in range(n_parts)])
-                pushes[next_apply] = None
-                next_apply += 1
         outs[t] = o if outs[t] is None else outs[t] + o
         strategy.idle_seconds += info["idle"]
         strategy.busy_seconds += info["busy"]
-        schedule()
-    if any(q for q in queues.values()):
-        raise RuntimeError("ParameterServerStrategy scheduler stopped with tasks "
-                           "left (a bug): " + repr({r: list(q) for r, q in
-                                                    queues.items() if q}))
-    toks = [apply_tok[s] for s in range(n_ps) if apply_tok[s] is not None]
-    ranks = [s for s in range(n_ps) if apply_tok[s] is not None]
-    ps.wait(toks, timeout=timeout, what=f"apply up to step {first + K_ - 1}",
-            ranks=ranks)
-    strategy._apply_tok = [None] * n_ps
-    return [(losses[t], counts[t], [float(v) for v in outs[t]], deltas[t])
+        for k, v in info.get("waits", {}).items():
+            strategy.idle_parts[k] = strategy.idle_parts.get(k, 0.0) + v
+    for t, p, r, gap in trace:
+        strategy.clock_trace.append((first + t, p, r, gap))
+        strategy.max_clock_gap = max(strategy.max_clock_gap, gap)
+    strategy.steals += steals
+    return [(losses[t], batches[t].size, [float(v) for v in outs[t]], deltas[t])
             for t in range(K_)]

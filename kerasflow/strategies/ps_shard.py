@@ -271,6 +271,7 @@ class PSShard:
         self.step = self.plan = self._apply = None
         self.apply_seconds = 0.0
         self.sparse_rows = 0
+        self.call, self.applied, self._pending, self._seen = None, 0, {}, set()
 
     def load(self, step, plan):
         """Takes the step (variables at the chief's values) and the plan."""
@@ -359,14 +360,60 @@ class PSShard:
         self.apply_seconds += time.perf_counter() - t0
         return self.version
 
-    def pull(self, *deps):
-        """This shard's weights as one flat array (``deps``: applies that must
-        have run first; their values are unused)."""
+    def begin(self, call, parts, async_mode):
+        """Starts chief call ``call``: steps of ``parts`` pushes each, applied
+        in step order (``async_mode``: each push on arrival)."""
+        self.call, self.parts, self.async_mode = call, parts, async_mode
+        self.applied, self._pending, self._seen = 0, {}, set()
+        return True
+
+    def push(self, call, t, part, *slices):
+        """A worker's gradient for part ``part`` of step ``t`` (Li et al.,
+        OSDI 2014, §3.3 push). Sync / bounded delay: step t is applied once
+        every part of it and every earlier step arrived, the parts summed in
+        part order (deterministic); async: applied on arrival. A repeated
+        ``(t, part)`` (a task computed again after its worker died) is
+        ignored, so each gradient reaches the weights once.
+
+        Args:
+            *slices: this shard's range of the part's gradient (separable),
+                or every shard's range in shard order (not separable).
+
+        Returns:
+            int, steps (async: pushes) of this call applied so far.
+        """
+        if call != self.call or (t, part) in self._seen:
+            return self.applied
+        self._seen.add((t, part))
+        if self.async_mode:
+            self.apply(0, *slices)
+            self.applied += 1
+            return self.applied
+        self._pending.setdefault(t, {})[part] = slices
+        while len(self._pending.get(self.applied, ())) == self.parts:
+            got = self._pending.pop(self.applied)
+            self.apply(0, *[x for q in range(self.parts) for x in got[q]])
+            self.applied += 1
+        return self.applied
+
+    def push_pull(self, call, t, part, *slices):
+        """:meth:`push`, then :meth:`pull` (ps-lite's ``PushPull``: one
+        round trip; the worker uses the weights for a later task)."""
+        self.push(call, t, part, *slices)
+        return self.pull(call)
+
+    def pull(self, call=None, need=0):
+        """``(applied, weights)``: steps (async: pushes) of call ``call``
+        applied so far and this shard's weights as one flat array; None while
+        fewer than ``need`` are applied (the bounded-delay rule: a worker
+        starting step t needs every step <= t - tau - 1; it asks again)."""
+        if call is not None and (call != self.call or self.applied < need):
+            return None
         if not self._own:
-            return np.zeros(0, self.step.layout.dtype)
-        return np.concatenate([np.ravel(v.numpy() if rows is None else
-                                        np.asarray(v.numpy())[rows])
-                               for v, rows in self._own])
+            return self.applied, np.zeros(0, self.step.layout.dtype)
+        return self.applied, np.concatenate([np.ravel(
+            v.numpy() if rows is None else np.asarray(v.numpy())[rows])
+            for v, rows in self._own])
 
     def get_state(self, indices):
         """Values of ``step.variables[i]`` for ``i`` in ``indices``."""
@@ -380,4 +427,4 @@ class PSShard:
 
     def stats(self):
         return dict(version=self.version, apply_seconds=self.apply_seconds,
-                    sparse_rows=self.sparse_rows)
+                    sparse_rows=self.sparse_rows, applied=self.applied)

@@ -126,12 +126,14 @@ def test_async_learns():
     x, y, _ = _data(400, seed=1)
     with strategy.scope():
         model = _model(opt=kf.optimizers.Adam(0.01))
-        model.fit(x, y, batch_size=20, epochs=6, verbose=0)
+        # 8 epochs: after 6 the accuracy was 0.85-0.87 run to run (async
+        # order varies), too close to the bound; after 8, 0.88-0.89.
+        model.fit(x, y, batch_size=20, epochs=8, verbose=0)
     xt, yt, _ = _data(400, seed=2)
     acc = np.mean(np.argmax(K.to_numpy(model.predict(xt, verbose=0)), -1) == yt)
     assert acc > 0.85, acc
-    # Async: each push is an optimizer step (2 workers x 20 batches x 6 epochs).
-    assert int(np.asarray(model.optimizer.iterations.numpy())) == 240
+    # Async: each push is an optimizer step (2 workers x 20 batches x 8 epochs).
+    assert int(np.asarray(model.optimizer.iterations.numpy())) == 320
 
 
 class _Kill(kf.callbacks.Callback):
