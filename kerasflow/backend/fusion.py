@@ -43,7 +43,7 @@ from kerasflow.backend import jit
 from kerasflow.backend.registry import get_op, register_op
 
 __all__ = ["FusedNode", "MergedNode", "SHAPE_ONLY", "fusion_enabled", "kernel_for",
-           "register_fused_kernel", "register_rewrite", "rewrite", "set_fusion"]
+           "readers", "register_fused_kernel", "register_rewrite", "rewrite", "set_fusion"]
 
 _FACTORIES: dict = {}
 _REWRITES: list = []
@@ -94,6 +94,15 @@ def register_fused_kernel(op: str, factory) -> None:
     and attributes); None keeps the registry's kernel.
     """
     _FACTORIES[op] = factory
+
+
+def readers(order) -> dict:
+    """``{tensor: [nodes of order reading it, in order]}`` (for rewrites)."""
+    users: dict = {}
+    for n in order:
+        for t in n.inputs:
+            users.setdefault(t, []).append(n)
+    return users
 
 
 def register_rewrite(fn) -> None:

@@ -176,10 +176,7 @@ def rewrite(order, keep, xp):
     DropoutApply node at the Mul's place (the mask stays an output: the
     gradient reads it)."""
     pos = {id(n): i for i, n in enumerate(order)}
-    users: dict = {}
-    for n in order:
-        for t in n.inputs:
-            users.setdefault(t, []).append(n)
+    users = fusion.readers(order)
     replace, drop = {}, set()
     for node in order:
         if node.op != "DropoutMask":

@@ -237,10 +237,7 @@ def rewrite(order, keep, xp):
     """``order`` with each MaxPoolGrad -> ReluGrad pair as one MaxPoolReluGrad
     (with the bias gradient), and each other 4-D ReluGrad with a bias gradient
     as one ReluGradBias."""
-    users: dict = {}
-    for n in order:
-        for t in n.inputs:
-            users.setdefault(t, []).append(n)
+    users = fusion.readers(order)
     replace, drop = {}, set()
     for node in order:
         if node.op != "MaxPoolGrad" or len(node.inputs[0].shape or ()) != 4:
