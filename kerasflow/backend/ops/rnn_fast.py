@@ -313,44 +313,44 @@ def _covered(attrs, arrays):
                for a in arrays)
 
 
-def _forward_factory(xp, attrs):
-    if xp is not np or attrs["cell"] not in _CELLS or jit.numba_module() is None:
-        return None
-    cell = attrs["cell"]
+def _forward(cell, x, w, r, b, h0, c0, mask, rmask, _):
+    if cell == "gru":
+        from kerasflow.backend.ops import rnn_fast_gru
 
-    def kernel(*inputs):
-        if not _covered(attrs, inputs):
-            return _scan._rnn_loop(np, *inputs, **attrs)
-        x, w, r, b, h0, c0, mask, rmask, _ = _scan._parse(
-            inputs, attrs["has_state"], attrs["has_mask"], attrs["has_rmask"], cell)
-        if cell == "gru":
-            from kerasflow.backend.ops import rnn_fast_gru
-
-            return rnn_fast_gru.gru_forward(x, w, r, b, h0, mask, rmask)
-        return lstm_forward(x, w, r, b, h0, c0, mask, rmask)
-
-    return kernel
+        return rnn_fast_gru.gru_forward(x, w, r, b, h0, mask, rmask)
+    return lstm_forward(x, w, r, b, h0, c0, mask, rmask)
 
 
-def _backward_factory(xp, attrs):
-    if xp is not np or attrs["cell"] not in _CELLS or jit.numba_module() is None:
-        return None
-    cell = attrs["cell"]
+def _backward(cell, x, w, r, b, h0, c0, mask, rmask, rest):
+    if cell == "gru":
+        from kerasflow.backend.ops import rnn_fast_gru
 
-    def kernel(*inputs):
-        if not _covered(attrs, inputs):
-            return _scan_grad._rnn_loop_grad_kernel(np, *inputs, **attrs)
-        x, w, r, b, h0, c0, mask, rmask, rest = _scan._parse(
-            inputs, attrs["has_state"], attrs["has_mask"], attrs["has_rmask"], cell)
-        if cell == "gru":
-            from kerasflow.backend.ops import rnn_fast_gru
+        hs, _, cache, g_hs, _ = rest
+        return rnn_fast_gru.gru_backward(x, w, r, b, h0, mask, rmask, hs, cache, g_hs)
+    return lstm_backward(x, w, r, b, h0, c0, mask, rmask, *rest)
 
-            hs, _, cache, g_hs, _ = rest
-            return rnn_fast_gru.gru_backward(x, w, r, b, h0, mask, rmask, hs, cache,
-                                             g_hs)
-        return lstm_backward(x, w, r, b, h0, c0, mask, rmask, *rest)
 
-    return kernel
+def _factory(numpy_kernel, fused):
+    """A fusion factory: ``fused`` for the calls ``_covered`` accepts, the
+    numpy kernel otherwise; None (the registry's kernel) off numpy or numba."""
+    def make(xp, attrs):
+        cell = attrs["cell"]
+        if xp is not np or cell not in _CELLS or jit.numba_module() is None:
+            return None
+
+        def kernel(*inputs):
+            if not _covered(attrs, inputs):
+                return numpy_kernel(np, *inputs, **attrs)
+            return fused(cell, *_scan._parse(inputs, attrs["has_state"],
+                                             attrs["has_mask"], attrs["has_rmask"], cell))
+
+        return kernel
+
+    return make
+
+
+_forward_factory = _factory(_scan._rnn_loop, _forward)
+_backward_factory = _factory(_scan_grad._rnn_loop_grad_kernel, _backward)
 
 
 fusion.register_fused_kernel("RNNLoop", _forward_factory)
