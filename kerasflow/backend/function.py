@@ -6,6 +6,9 @@ updates see and change nothing that an output reads) and turns it into one
 straight-line Python function, one line per node, with each kernel pre-bound to
 its array module and attributes. Running it costs one Python call per node; the
 intermediate arrays are released as soon as their last consumer has run.
+An output whose op writes into a given array (``writes_out``: MatMul) can be
+computed straight into a caller's buffer (``into=``), as a data-parallel
+replica does with its gradients and the collective's buffer.
 """
 
 from __future__ import annotations
@@ -83,7 +86,11 @@ class Function:
         name: shown in error messages.
 
     Calling it with one array per input returns the outputs in the structure
-    given, as device arrays (numpy on CPU, cupy on GPU).
+    given, as device arrays (numpy on CPU, cupy on GPU). The keyword ``into``
+    (a list with one entry per flattened output, each an array of the
+    output's shape and dtype or None) lets outputs whose op writes into a
+    given array (MatMul) land in the caller's arrays: the returned output is
+    then that array; other outputs ignore their entry.
 
     Raises:
         ValueError: at construction, when the outputs need a placeholder that is
@@ -154,6 +161,9 @@ class Function:
             for t in node.inputs:
                 last_use[t] = i
         keep = set(self.outputs)
+        into = {}  # node -> index of the output it may write into
+        for j, t in enumerate(self.outputs):
+            into.setdefault(t.node, j)
         for i, node in enumerate(order):
             outs = [f"t{node.id}_{k}" for k in range(len(node.outputs))]
             for t, n in zip(node.outputs, outs):
@@ -202,6 +212,8 @@ class Function:
                     args.append(f"V{t.node.id}")
                 else:
                     args.append(names[t])
+            if opdef.writes_out and fused is None and node in into:
+                args.append(f"out=_into[{into[node]}]")
             body.append((f"{target} = k{node.id}({', '.join(args)})", node))
             dead = [names[t] for t in dict.fromkeys(node.inputs)
                     if last_use.get(t) == i and t not in keep and t not in fed
@@ -217,7 +229,8 @@ class Function:
             if t.node.op in ("Variable", "Const"):
                 n = f"{n}.copy()"
             results.append(n)
-        src = [f"def _run({', '.join(fed[t] for t in self.inputs)}):"]
+        env["_nones"] = (None,) * len(self.outputs)
+        src = [f"def _run({''.join(fed[t] + ', ' for t in self.inputs)}_into=_nones):"]
         src += [f"    {line}" for line, _ in body]
         src.append(f"    return ({', '.join(results)}{',' if results else ''})")
         code = compile("\n".join(src), f"<kerasflow.Function {self.name}>", "exec")
@@ -241,15 +254,17 @@ class Function:
                 )
         return value
 
-    def __call__(self, *values):
+    def __call__(self, *values, into=None):
         if len(values) != len(self.inputs):
             raise ValueError(
                 f"Function '{self.name}' takes {len(self.inputs)} input value(s) "
                 f"({', '.join(s[2] for s in self._specs)}). Received: {len(values)}."
             )
         args = [self._convert(i, v) for i, v in enumerate(values)]
+        if into is not None:
+            into = self._check_into(into)
         try:
-            flat = self._run(*args)
+            flat = self._run(*args) if into is None else self._run(*args, _into=into)
         except Exception as e:  # name the node whose kernel failed
             node = self._failed_node(e)
             if node is None:
@@ -269,6 +284,28 @@ class Function:
         if self._single:
             return flat[0]
         return tree.pack_sequence_as(self._structure, flat)
+
+    def _check_into(self, into):
+        into = tuple(into)
+        if len(into) != len(self.outputs):
+            raise ValueError(f"Function '{self.name}' has {len(self.outputs)} outputs; "
+                             f"into= needs one entry (array or None) per output. "
+                             f"Received: {len(into)} entries.")
+        for t, a in zip(self.outputs, into):
+            if a is None:
+                continue
+            want = t.shape
+            fits = (isinstance(a, self._xp.ndarray) and a.dtype == t.dtype
+                    and want is not None and len(a.shape) == len(want)
+                    and all(d is None or d == s for d, s in zip(want, a.shape)))
+            if not fits:
+                raise ValueError(
+                    f"Function '{self.name}': into= for output {t.name} needs a "
+                    f"{self._xp.__name__} array of shape {want} and dtype "
+                    f"{t.dtype.name}. Received: {type(a).__name__} of shape "
+                    f"{tuple(getattr(a, 'shape', ()))}, dtype "
+                    f"{getattr(a, 'dtype', None)}.")
+        return into
 
     def _failed_node(self, exc):
         tb = exc.__traceback__

@@ -40,6 +40,7 @@ class OpDef:
     random: bool = False
     differentiable: bool = True
     gradient: Callable | None = None
+    writes_out: bool = False
 
 
 _OPS: dict[str, OpDef] = {}
@@ -57,7 +58,7 @@ def set_tape_hook(hook, read_variables=None) -> None:
 
 
 def register_op(name, infer, num_outputs=1, stateful=False, random=False,
-                differentiable=True):
+                differentiable=True, writes_out=False):
     """Decorator registering ``kernel(xp, *arrays, **attrs)`` as op ``name``.
 
     Args:
@@ -70,13 +71,17 @@ def register_op(name, infer, num_outputs=1, stateful=False, random=False,
         random: the kernel takes a keyword ``rng``.
         differentiable: False for ops whose outputs carry no gradient (argmax,
             comparisons, random draws); ``gradients`` then stops there quietly.
+        writes_out: the kernel takes a keyword ``out`` (an array of the
+            output's shape and dtype, or None) and writes its result there:
+            ``Function(...)(*values, into=...)`` then computes an output
+            straight into a caller's buffer.
     """
 
     def wrap(kernel):
         if name in _OPS:
             raise ValueError(f"Op '{name}' is registered twice.")
         _OPS[name] = OpDef(name, kernel, infer, num_outputs, stateful, random,
-                           differentiable)
+                           differentiable, writes_out=writes_out)
         return kernel
 
     return wrap

@@ -57,12 +57,16 @@ class FlatLayout:
             else np.dtype(K.floatx())
 
     def pack(self, arrays, out=None):
-        """Copies ``arrays`` (one per entry) into ``out`` or a new flat buffer."""
+        """Copies ``arrays`` (one per entry) into ``out`` or a new flat buffer;
+        an array already computed into its place in ``out`` is left as is."""
         xp = K.get_xp()
         flat = xp.empty(self.size, self.dtype) if out is None else out
         for (offset, shape), a in zip(self.entries, arrays):
             n = int(np.prod(shape, dtype=np.int64))
-            flat[offset:offset + n] = a.reshape(-1)
+            part = flat[offset:offset + n]
+            if out is not None and a.base is not None and xp.may_share_memory(a, part):
+                continue  # computed in place (``Function(..., into=...)``)
+            part[...] = a.reshape(-1)
         return flat
 
     def unpack(self, flat) -> list:
@@ -308,8 +312,13 @@ class TrainStep(_Step):
             self.inputs, self.outputs + self.grads + self.deltas,
             updates=self.state_updates, name="compute_gradients"))
         feed, n = self._feed(arrays, global_batch_size)
-        res = self._from_initial(lambda: fn(*feed))
         k, m = self.num_outputs, len(self.grads)
+        into = None
+        if out is not None:  # the gradient MatMuls write into ``out`` itself
+            views = [v if v.dtype == g.dtype else None
+                     for v, g in zip(self.layout.unpack(out), self.grads)]
+            into = [None] * k + views + [None] * len(self.deltas)
+        res = self._from_initial(lambda: fn(*feed, into=into))
         flat = self.layout.pack(res[k:k + m], out)
         deltas = [K.to_numpy(d) for d in res[k + m:]]
         for i, init in zip(self.merge_index, self.merge_initial):

@@ -35,7 +35,7 @@ from kerasflow.distribute_input import shard_bounds
 from kerasflow.distribute_lib import take_rows
 from kerasflow.strategies.collective import CollectiveMember
 from kerasflow.strategies.replica_input import InputReader
-from kerasflow.strategies.zero import plan_zero
+from kerasflow.strategies.zero import ZeroShard, plan_zero
 
 __all__ = ["Replica", "StepWorker", "buffer_layout", "shard_bounds"]
 
@@ -168,40 +168,38 @@ class Replica(StepWorker, InputReader, CollectiveMember):
                     and slot.dtype == np.dtype(step.layout.dtype)):
                 slot = xp.zeros(size, step.layout.dtype)
             buf = self.buffers[key] = (slot, sizes, merged, self.coll)
-            self.zero.pop(key, None)
+            shard = self.zero.pop(key, None)
+            if shard is not None:
+                shard.detach()
         return buf[:3]
 
     def _zero(self, key, step):
-        """``(plan, apply(result))`` of ZeRO-1 for ``step`` (``zero.py``), or
+        """This rank's ``ZeroShard`` of ZeRO-1 for ``step`` (``zero.py``), or
         None when the optimizer or the transport cannot shard."""
         if key in self.zero:
             return self.zero[key]
         size = buffer_layout(step, self.world)[0]
-        plan = plan_zero(step, self.world, size) if hasattr(
-            self.coll, "reduce_apply") else None
-        if plan is None:
-            self.zero[key] = None
-            return None
-        mine = [j for j, r in enumerate(plan.var_owner) if r == self.rank]
-        fn = K.Function([step.grad_phs[j] for j in mine], [],
-                        updates=plan.owned_updates[self.rank], name="apply_shard")
-        spans = [(o, o + int(np.prod(sh, dtype=np.int64)), sh)
-                 for o, sh in step.layout.entries]
-        variables = step.trainable_variables
-
-        def apply(result):
-            fn(*[result[spans[j][0]:spans[j][1]].reshape(spans[j][2]) for j in mine])
-            for j in mine:  # the new values, for the other ranks to read
-                result[spans[j][0]:spans[j][1]] = variables[j].value.reshape(-1)
-
-        def gather(result, buf):  # the others' new values and the summed tail
-            for j, r in enumerate(plan.var_owner):
-                if r != self.rank:
-                    variables[j].assign(result[spans[j][0]:spans[j][1]].reshape(
-                        spans[j][2]))
-            buf[step.layout.size:] = result[step.layout.size:]
-        self.zero[key] = (plan, apply, gather)
+        params = getattr(self.coll, "params", None)
+        plan = None
+        if hasattr(self.coll, "reduce_apply") and params is not None and all(
+                v.dtype == params.dtype for v in step.trainable_variables):
+            plan = plan_zero(step, self.world, size)
+        self.zero[key] = None if plan is None else ZeroShard(step, plan, self.rank,
+                                                            params)
         return self.zero[key]
+
+    def _detach(self, keep=None):
+        """Private copies of the weights of every step but ``keep`` that
+        live in the collective's shared parameter array (``ZeroShard``)."""
+        for key, shard in self.zero.items():
+            if shard is not None and key != keep:
+                shard.detach()
+
+    def close(self):
+        """Detaches the weights from the shared segment, then closes the
+        collective (``CollectiveMember.close``)."""
+        self._detach()
+        return super().close()
 
     def run_steps(self, key, data_key, batches, first_step=0, return_state=False,
                   shard=False):
@@ -260,6 +258,9 @@ class Replica(StepWorker, InputReader, CollectiveMember):
         buf, metric_sizes, merged = self._buffer(key, step)
         xp = np if isinstance(buf, np.ndarray) else K.get_xp()
         zero = self._zero(key, step) if shard and xp is np else None
+        # One step's weights at a time in the shared parameter array; none
+        # there when every rank applies the whole optimizer to its own copy.
+        self._detach(keep=key if zero is not None else None)
         g = step.layout.size
         # [grads | metric deltas | partial metric states, one slot per rank
         #  (an allgather inside the SUM: the other slots are zeros) | loss |
@@ -321,13 +322,13 @@ class Replica(StepWorker, InputReader, CollectiveMember):
                 # reduce own ranges -> apply own variables -> gather the rest
                 spent = [0.0]
 
-                def timed(result, apply=zero[1]):
+                def timed(result, apply=zero.apply):
                     a = clock()
                     apply(result)
                     spent[0] += clock() - a
-                self.coll.reduce_apply(buf, zero[0].ranges[self.rank], timed,
+                self.coll.reduce_apply(buf, zero.plan.ranges[self.rank], timed,
                                        step=first_step + i,
-                                       gather=lambda res, z=zero[2]: z(res, buf))
+                                       gather=lambda res, z=zero.gather: z(res, buf))
                 t2 = clock()
                 t_comm += t2 - t1 - spent[0]
                 t_apply += spent[0]

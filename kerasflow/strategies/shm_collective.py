@@ -3,7 +3,10 @@
 One ``multiprocessing.shared_memory`` segment per group holds a control
 block, three int32 signal words per rank (``attach``, ``arrive``, ``done``,
 each on its own 64-byte line), one rank-owned slot per rank
-(``slots[world, n]``) and a double-buffered result (``result[2, n]``). An
+(``slots[world, n]``), a double-buffered result (``result[2, n]``) and one
+shared parameter array (``params[n]``, :attr:`ShmAllreduce.params`: ZeRO-1's
+replicas keep their weights there, each rank updating the ranges it owns
+between the two barriers of :meth:`ShmAllreduce.reduce_apply`). An
 allreduce of call number ``seq``:
 
 1. the rank copies its buffer into its slot (skipped when the caller already
@@ -158,7 +161,7 @@ class ShmAllreduce(Collective):
         n, item = self.size, self.dtype.itemsize
         ctr_bytes = _round_up(_CTRL * 8 + 3 * world_size * _LINE * 4)
         slot_bytes = _round_up(n * item)
-        self._nbytes = ctr_bytes + (world_size + 2) * slot_bytes
+        self._nbytes = ctr_bytes + (world_size + 3) * slot_bytes
         self._shm = self._open(rank == 0)
         try:
             self._map(ctr_bytes, slot_bytes)
@@ -181,7 +184,8 @@ class ShmAllreduce(Collective):
                        for i in range(world)]
         base = ctr_bytes + world * slot_bytes
         self._result = [np.ndarray((n,), self.dtype, buf, base + i * slot_bytes)
-                        for i in range(2)]
+                        for i in range(3)]
+        self._params = self._result.pop()
         bounds = [n * i // world for i in range(world + 1)]
         self._slices = [slice(bounds[i], bounds[i + 1]) for i in range(world)]
         if self.rank == 0:
@@ -204,6 +208,13 @@ class ShmAllreduce(Collective):
         """This rank's slot: a caller that writes its gradients here saves
         one copy in :meth:`allreduce` (pass the slot itself as ``buf``)."""
         return self._slots[self.rank]
+
+    @property
+    def params(self):
+        """The segment's ``(size,)`` parameter array, shared by every rank
+        (read anywhere; written by a range's owner only between the barriers
+        of :meth:`reduce_apply`, when no rank reads it)."""
+        return self._params
 
     def _open(self, create):
         if create:
@@ -416,7 +427,7 @@ class ShmAllreduce(Collective):
         unlinks its name); idempotent."""
         if self._shm is None:
             return
-        self._ctrl = self._slots = self._result = self._words = None
+        self._ctrl = self._slots = self._result = self._words = self._params = None
         shm, self._shm = self._shm, None
         try:
             shm.close()

@@ -10,12 +10,14 @@ shared-memory round of :meth:`ShmAllreduce.reduce_apply`:
 1. every rank writes its gradients into its slot; barrier;
 2. each rank sums the slots over its own variables' ranges (a reduce-scatter)
    and applies the optimizer to its variables only (their update ops of the
-   step's apply graph), then writes their new values over those ranges;
-3. barrier; every rank copies the segment: the new values of every variable
-   (an allgather) and the summed metric/loss tail.
+   step's apply graph), then writes their new values into the segment's
+   shared parameter array (``ShmAllreduce.params``);
+3. barrier; every rank copies the summed metric/loss tail. The new weights
+   need no allgather: the other ranks' copies of a variable are views of the
+   shared array (:class:`ZeroShard`), read where the owner wrote them.
 
-One barrier pair per step, as the plain allreduce, and no optimizer work is
-duplicated. It needs an optimizer whose update of a variable depends on that
+One barrier pair per step, as the plain allreduce, no optimizer work
+duplicated and one copy of each weight (by its owner) per step. It needs an optimizer whose update of a variable depends on that
 variable's gradient only (Adam, SGD, RMSprop...): an update that reads
 several gradients (global-norm clipping) refuses the plan, and the replicas
 keep the plain allreduce. Slots of a variable are current on its owner only:
@@ -26,9 +28,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kerasflow import backend as K
 from kerasflow.backend.graph import walk
 
-__all__ = ["ZeroPlan", "plan_zero"]
+__all__ = ["ZeroPlan", "ZeroShard", "plan_zero"]
 
 
 class ZeroPlan:
@@ -100,3 +103,61 @@ def plan_zero(step, world, size):
     owner_of = [var_owner[assigned[id(v)]] if id(v) in assigned else 0
                 for v in step.variables]
     return ZeroPlan(world, var_owner, ranges, owned, owner_of)
+
+
+class ZeroShard:
+    """One rank's side of a :class:`ZeroPlan` over a shared parameter array.
+
+    The optimizer's updates are out of place (``optimizers/kernels.py``
+    swaps each variable's value with a spare buffer), so an owner keeps its
+    variables private and copies their new values into their ranges of
+    ``params`` after applying them; every other rank's copies of those
+    variables are views of ``params`` (re-pointed after the step's second
+    barrier), so they read each owner's update where it was written: no
+    allgather copy. :meth:`detach` gives the viewing variables private copies
+    again; it runs before the segment goes away and before another step's
+    weights are written over the array.
+
+    Args:
+        step: the ``TrainStep``.
+        plan: its ``ZeroPlan``.
+        rank: this rank.
+        params: ``(size,)`` array shared by the ranks (at least the step's
+            ``layout.size`` elements, of ``layout.dtype``).
+    """
+
+    def __init__(self, step, plan, rank, params):
+        self.plan, self.rank = plan, rank
+        self.mine = [j for j, r in enumerate(plan.var_owner) if r == rank]
+        self.fn = K.Function([step.grad_phs[j] for j in self.mine], [],
+                             updates=plan.owned_updates[rank], name="apply_shard")
+        self.spans = [(o, o + int(np.prod(sh, dtype=np.int64)), sh)
+                      for o, sh in step.layout.entries]
+        self.variables = step.trainable_variables
+        self.views = [params[lo:hi].reshape(sh) for lo, hi, sh in self.spans]
+        self.others = [j for j, r in enumerate(plan.var_owner) if r != rank]
+        self.tail = step.layout.size
+
+    def apply(self, result):
+        """Applies the optimizer to this rank's variables, reading their
+        summed gradients from ``result``, and publishes their new values in
+        ``params``."""
+        self.fn(*[result[lo:hi].reshape(sh)
+                  for lo, hi, sh in (self.spans[j] for j in self.mine)])
+        for j in self.mine:
+            np.copyto(self.views[j], self.variables[j].value)
+
+    def gather(self, result, buf):
+        """After the step: the other ranks' variables read from ``params``,
+        and ``buf``'s metric/loss tail from ``result``."""
+        variables, views = self.variables, self.views
+        for j in self.others:
+            if variables[j].value is not views[j]:
+                variables[j].value = views[j]
+        buf[self.tail:] = result[self.tail:]
+
+    def detach(self):
+        """Private copies of the viewing variables' values (idempotent)."""
+        for var, view in zip(self.variables, self.views):
+            if var.value is view:
+                var.value = view.copy()

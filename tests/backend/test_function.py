@@ -179,3 +179,40 @@ def test_second_order_through_function():
     g_val, gg_val = f(2.0)
     assert float(g_val) == pytest.approx(12.0)
     assert float(gg_val) == pytest.approx(12.0)
+
+
+# -- into= (outputs computed straight into a caller's buffer) ------------------------
+def test_into_writes_matmul_outputs_in_place_and_leaves_others():
+    x = K.placeholder("float32", (None, 3), name="x")
+    w = K.Variable(np.arange(6, dtype="float32").reshape(3, 2), name="w")
+    y = K.matmul(x, w)
+    (gw,) = K.gradients(K.sum(K.square(y)), [w])  # MatMul(x, 2y, transpose_a)
+    s = K.sum(y)
+    fn = K.Function([x], [y, gw, s])
+    xv = np.arange(12, dtype="float32").reshape(4, 3) - 5.0
+    want = fn(xv)
+    flat = np.full(6 + 8, -1.0, "float32")
+    buf_g, buf_y = flat[:6].reshape(3, 2), flat[6:].reshape(4, 2)
+    got = fn(xv, into=[buf_y, buf_g, None])
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert got[0] is buf_y and got[1] is buf_g  # the caller's arrays themselves
+    np.testing.assert_allclose(flat[:6], want[1].ravel(), rtol=1e-6)
+    np.testing.assert_allclose(flat[6:], want[0].ravel(), rtol=1e-6)
+    # a scalar reduction ignores its entry (its op writes no caller's array)
+    spare = np.zeros((), "float32")
+    fn(xv, into=[None, None, spare])
+    assert spare == 0.0
+
+
+def test_into_refuses_wrong_shape_dtype_or_count():
+    x = K.placeholder("float32", (None, 3), name="x")
+    w = K.Variable(np.ones((3, 2), "float32"), name="w")
+    fn = K.Function([x], [K.matmul(x, w)])
+    xv = np.ones((4, 3), "float32")
+    with pytest.raises(ValueError, match=r"shape \(None, 2\).*Received: ndarray of shape \(2, 4\)"):
+        fn(xv, into=[np.zeros((2, 4), "float32")])
+    with pytest.raises(ValueError, match="dtype float32.*dtype float64"):
+        fn(xv, into=[np.zeros((4, 2), "float64")])
+    with pytest.raises(ValueError, match="one entry.*Received: 2 entries"):
+        fn(xv, into=[None, None])

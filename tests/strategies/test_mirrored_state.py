@@ -179,3 +179,61 @@ def test_zero_refuses_global_norm_clipping(float64):
     ref.fit(x, y, batch_size=20, epochs=2, verbose=0)
     _same(ref.get_weights(), model.get_weights())
     assert plan_zero(object(), 2, 10) is None
+
+
+def test_two_models_alternate_on_one_shared_parameter_array(float64):
+    # ZeRO-1 replicas keep one step's weights in the segment's shared
+    # parameter array; a second model of the same shapes (same segment) must
+    # not overwrite the first one's weights on the replicas.
+    x, y = _data()
+    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    seq = [0, 1, 0, 1]
+    with strategy.scope():
+        models = [_model(), _model()]
+        models[1].set_weights([w * 0.5 for w in models[1].get_weights()])
+        for i in seq:
+            np.random.seed(5 + i)
+            models[i].fit(x, y, batch_size=20, epochs=1, verbose=0)
+        assert strategy.optimizer_sharded
+        got = [m.get_weights() for m in models]
+    refs = [_model(), _model()]
+    refs[1].set_weights([w * 0.5 for w in refs[1].get_weights()])
+    for i in seq:
+        np.random.seed(5 + i)
+        refs[i].fit(x, y, batch_size=20, epochs=1, verbose=0)
+    for m, ref in zip(got, refs):
+        _same(ref.get_weights(), m)
+
+
+def test_zero_shard_reads_other_ranks_weights_in_place(float64):
+    # One process playing both ranks over one array: rank 1's copy of rank
+    # 0's variable becomes a view of the shared array after the step, and
+    # sees rank 0's next update without a copy; detach() gives it back a
+    # private array.
+    from kerasflow.strategies.replica import buffer_layout
+    from kerasflow.strategies.zero import ZeroShard, plan_zero
+    x, y = _data(40)
+    models = [_model(), _model()]
+    steps = [m._get_step("train", [x], [y], False) for m in models]
+    size = buffer_layout(steps[0], 2)[0]
+    params = np.zeros(size)
+    shards = [ZeroShard(s, plan_zero(s, 2, size), r, params)
+              for r, s in enumerate(steps)]
+    owner = shards[0].plan.var_owner
+    j = owner.index(0)  # a variable rank 0 owns
+    result = np.random.default_rng(1).standard_normal(size) * 1e-2
+    shards[0].apply(result)
+    buf = np.zeros(size)
+    shards[1].gather(result, buf)
+    var1 = steps[1].trainable_variables[j]
+    assert np.shares_memory(var1.value, params)
+    np.testing.assert_array_equal(var1.value, steps[0].trainable_variables[j].value)
+    np.testing.assert_array_equal(buf[steps[0].layout.size:],
+                                  result[steps[0].layout.size:])
+    shards[0].apply(result)  # rank 0's second update, read in place
+    np.testing.assert_array_equal(var1.value, steps[0].trainable_variables[j].value)
+    shards[1].detach()
+    assert not np.shares_memory(var1.value, params)
+    before = var1.numpy()
+    shards[0].apply(result)
+    np.testing.assert_array_equal(var1.value, before)  # private again

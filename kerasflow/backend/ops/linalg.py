@@ -36,13 +36,13 @@ def _matmul_infer(a, b, transpose_a=False, transpose_b=False):
     return tuple(batch) + (m, n), a.dtype
 
 
-@register_op("MatMul", _matmul_infer)
-def _matmul(xp, a, b, transpose_a=False, transpose_b=False):
+@register_op("MatMul", _matmul_infer, writes_out=True)
+def _matmul(xp, a, b, transpose_a=False, transpose_b=False, out=None):
     if transpose_a:
         a = xp.swapaxes(a, -1, -2)
     if transpose_b:
         b = xp.swapaxes(b, -1, -2)
-    return xp.matmul(a, b)
+    return xp.matmul(a, b, out=out)
 
 
 @register_gradient("MatMul")
