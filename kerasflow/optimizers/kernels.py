@@ -36,6 +36,7 @@ __all__ = [
     "apply_gradient_descent",
     "apply_momentum",
     "apply_rmsprop",
+    "set_update_target",
 ]
 
 # Variable -> its value before the last update, the next update's output buffer.
@@ -73,6 +74,23 @@ def _publish(var, new):
             and old.shape == new.shape and old.dtype == new.dtype):
         _SPARES[var] = old
     return var.value
+
+
+def set_update_target(var, buf) -> None:
+    """Has the next out-of-place update of ``var`` write its new value into
+    ``buf``, which then becomes the value (a data-parallel replica's range
+    of a shared parameter array: the update lands where the other replicas
+    read it, with no copy).
+
+    Args:
+        var: the Variable.
+        buf: writable array of the value's shape and dtype, not the current
+            value nor a view of it, and referenced by nothing but this call
+            (as for the spare buffers, its reference count decides whether
+            the kernel may write into it; otherwise the update allocates and
+            the caller copies).
+    """
+    _SPARES[var] = buf
 
 
 def _check_slot(var, slot):

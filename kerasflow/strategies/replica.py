@@ -179,13 +179,13 @@ class Replica(StepWorker, InputReader, CollectiveMember):
         if key in self.zero:
             return self.zero[key]
         size = buffer_layout(step, self.world)[0]
-        params = getattr(self.coll, "params", None)
+        halves = getattr(self.coll, "params", None)
         plan = None
-        if hasattr(self.coll, "reduce_apply") and params is not None and all(
-                v.dtype == params.dtype for v in step.trainable_variables):
+        if hasattr(self.coll, "reduce_apply") and halves and all(
+                v.dtype == halves[0].dtype for v in step.trainable_variables):
             plan = plan_zero(step, self.world, size)
         self.zero[key] = None if plan is None else ZeroShard(step, plan, self.rank,
-                                                            params)
+                                                            halves)
         return self.zero[key]
 
     def _detach(self, keep=None):
@@ -322,13 +322,13 @@ class Replica(StepWorker, InputReader, CollectiveMember):
                 # reduce own ranges -> apply own variables -> gather the rest
                 spent = [0.0]
 
-                def timed(result, apply=zero.apply):
+                def timed(result, params, apply=zero.apply):
                     a = clock()
-                    apply(result)
+                    apply(result, params)
                     spent[0] += clock() - a
-                self.coll.reduce_apply(buf, zero.plan.ranges[self.rank], timed,
-                                       step=first_step + i,
-                                       gather=lambda res, z=zero.gather: z(res, buf))
+                self.coll.reduce_apply(
+                    buf, zero.plan.ranges[self.rank], timed, step=first_step + i,
+                    gather=lambda res, params, z=zero.gather: z(res, params, buf))
                 t2 = clock()
                 t_comm += t2 - t1 - spent[0]
                 t_apply += spent[0]

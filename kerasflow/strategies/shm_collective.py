@@ -3,11 +3,12 @@
 One ``multiprocessing.shared_memory`` segment per group holds a control
 block, three int32 signal words per rank (``attach``, ``arrive``, ``done``,
 each on its own 64-byte line), one rank-owned slot per rank
-(``slots[world, n]``), a double-buffered result (``result[2, n]``) and one
-shared parameter array (``params[n]``, :attr:`ShmAllreduce.params`: ZeRO-1's
-replicas keep their weights there, each rank updating the ranges it owns
-between the two barriers of :meth:`ShmAllreduce.reduce_apply`). An
-allreduce of call number ``seq``:
+(``slots[world, n]``), a double-buffered result (``result[2, n]``) and a
+double-buffered parameter array (``params[2, n]``: ZeRO-1's replicas keep
+their weights there, each rank writing the new values of the ranges it owns
+into ``params[seq % 2]`` between the two barriers of
+:meth:`ShmAllreduce.reduce_apply`, while the weights of call ``seq - 1`` stay
+readable in the other half). An allreduce of call number ``seq``:
 
 1. the rank copies its buffer into its slot (skipped when the caller already
    wrote into ``slot``) and stores ``seq`` in its ``arrive`` word;
@@ -161,7 +162,7 @@ class ShmAllreduce(Collective):
         n, item = self.size, self.dtype.itemsize
         ctr_bytes = _round_up(_CTRL * 8 + 3 * world_size * _LINE * 4)
         slot_bytes = _round_up(n * item)
-        self._nbytes = ctr_bytes + (world_size + 3) * slot_bytes
+        self._nbytes = ctr_bytes + (world_size + 4) * slot_bytes
         self._shm = self._open(rank == 0)
         try:
             self._map(ctr_bytes, slot_bytes)
@@ -183,9 +184,9 @@ class ShmAllreduce(Collective):
         self._slots = [np.ndarray((n,), self.dtype, buf, ctr_bytes + i * slot_bytes)
                        for i in range(world)]
         base = ctr_bytes + world * slot_bytes
-        self._result = [np.ndarray((n,), self.dtype, buf, base + i * slot_bytes)
-                        for i in range(3)]
-        self._params = self._result.pop()
+        halves = [np.ndarray((n,), self.dtype, buf, base + i * slot_bytes)
+                  for i in range(4)]
+        self._result, self._params = halves[:2], halves[2:]
         bounds = [n * i // world for i in range(world + 1)]
         self._slices = [slice(bounds[i], bounds[i + 1]) for i in range(world)]
         if self.rank == 0:
@@ -211,10 +212,10 @@ class ShmAllreduce(Collective):
 
     @property
     def params(self):
-        """The segment's ``(size,)`` parameter array, shared by every rank
-        (read anywhere; written by a range's owner only between the barriers
-        of :meth:`reduce_apply`, when no rank reads it)."""
-        return self._params
+        """The segment's two ``(size,)`` parameter arrays, shared by every
+        rank: :meth:`reduce_apply` call ``seq`` hands ``params[seq % 2]`` to
+        its ``apply`` and ``gather``."""
+        return tuple(self._params)
 
     def _open(self, create):
         if create:
@@ -344,11 +345,15 @@ class ShmAllreduce(Collective):
             buf: as :meth:`allreduce` (usually :attr:`slot`).
             ranges: ``(lo, hi)`` element ranges this rank reduces; the ranks'
                 ranges must cover the buffer without overlapping.
-            apply: callable on the (size,) shared result array.
+            apply: ``apply(result, params)`` on the (size,) shared result
+                array and this call's half of :attr:`params` (no rank reads
+                it until the second barrier; the other half, the previous
+                call's, stays as it is).
             step: the caller's step, for error messages.
-            gather: optional callable on the shared result, called instead
-                of the whole copy into ``buf`` (it copies what it needs; the
-                result stays valid until the call after next).
+            gather: optional ``gather(result, params)``, called after the
+                second barrier instead of the whole copy of ``result`` into
+                ``buf`` (it copies what it needs; the result stays valid
+                until the call after next).
 
         Returns:
             ``buf``.
@@ -366,11 +371,11 @@ class ShmAllreduce(Collective):
         everyone = range(self.world_size)
         self._post(_ARRIVE, target)
         self._wait(_ARRIVE, target, everyone, "write its buffer", step)
-        result = self._result[seq % 2]
+        result, params = self._result[seq % 2], self._params[seq % 2]
         try:
             for lo, hi in ranges:
                 reduce_into(result[lo:hi], [s[lo:hi] for s in self._slots], "SUM")
-            apply(result)
+            apply(result, params)
         except BaseException:
             self.abort()  # the peers raise at once instead of timing out
             raise
@@ -379,7 +384,7 @@ class ShmAllreduce(Collective):
         if gather is None:
             np.copyto(buf, result)
         else:
-            gather(result)
+            gather(result, params)
         self._seq = seq
         return buf
 

@@ -10,14 +10,15 @@ shared-memory round of :meth:`ShmAllreduce.reduce_apply`:
 1. every rank writes its gradients into its slot; barrier;
 2. each rank sums the slots over its own variables' ranges (a reduce-scatter)
    and applies the optimizer to its variables only (their update ops of the
-   step's apply graph), then writes their new values into the segment's
-   shared parameter array (``ShmAllreduce.params``);
+   step's apply graph), whose out-of-place updates write the new values
+   straight into the segment's shared parameter array for this step
+   (``ShmAllreduce.params``, double-buffered);
 3. barrier; every rank copies the summed metric/loss tail. The new weights
-   need no allgather: the other ranks' copies of a variable are views of the
+   need no allgather: every rank's copies of a variable are views of the
    shared array (:class:`ZeroShard`), read where the owner wrote them.
 
 One barrier pair per step, as the plain allreduce, no optimizer work
-duplicated and one copy of each weight (by its owner) per step. It needs an optimizer whose update of a variable depends on that
+duplicated and no copy of the weights. It needs an optimizer whose update of a variable depends on that
 variable's gradient only (Adam, SGD, RMSprop...): an update that reads
 several gradients (global-norm clipping) refuses the plan, and the replicas
 keep the plain allreduce. Slots of a variable are current on its owner only:
@@ -30,6 +31,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.backend.graph import walk
+from kerasflow.optimizers.kernels import set_update_target
 
 __all__ = ["ZeroPlan", "ZeroShard", "plan_zero"]
 
@@ -106,58 +108,77 @@ def plan_zero(step, world, size):
 
 
 class ZeroShard:
-    """One rank's side of a :class:`ZeroPlan` over a shared parameter array.
+    """One rank's side of a :class:`ZeroPlan` over shared parameter arrays.
 
-    The optimizer's updates are out of place (``optimizers/kernels.py``
-    swaps each variable's value with a spare buffer), so an owner keeps its
-    variables private and copies their new values into their ranges of
-    ``params`` after applying them; every other rank's copies of those
-    variables are views of ``params`` (re-pointed after the step's second
-    barrier), so they read each owner's update where it was written: no
-    allgather copy. :meth:`detach` gives the viewing variables private copies
-    again; it runs before the segment goes away and before another step's
-    weights are written over the array.
+    The weights live in the collective's two shared parameter arrays
+    (``ShmAllreduce.params``): at step ``seq`` each owner's optimizer update
+    writes the new values of its variables straight into their ranges of
+    ``params[seq % 2]`` (``optimizers.kernels.set_update_target``: the
+    updates are out of place, so they read the previous half and write this
+    one), and after the step's second barrier every rank's copies of the
+    others' variables become views of that half. No allgather, no copy. An
+    update that kept its own buffer (a constraint) is copied in instead.
+    :meth:`detach` gives the variables private copies again; it runs before
+    the segment goes away and before another step's weights are written over
+    the arrays.
 
     Args:
         step: the ``TrainStep``.
         plan: its ``ZeroPlan``.
         rank: this rank.
-        params: ``(size,)`` array shared by the ranks (at least the step's
+        halves: the two ``(size,)`` shared arrays (at least the step's
             ``layout.size`` elements, of ``layout.dtype``).
     """
 
-    def __init__(self, step, plan, rank, params):
-        self.plan, self.rank = plan, rank
+    def __init__(self, step, plan, rank, halves):
+        self.plan, self.rank, self.halves = plan, rank, tuple(halves)
         self.mine = [j for j, r in enumerate(plan.var_owner) if r == rank]
+        self.others = [j for j, r in enumerate(plan.var_owner) if r != rank]
         self.fn = K.Function([step.grad_phs[j] for j in self.mine], [],
                              updates=plan.owned_updates[rank], name="apply_shard")
         self.spans = [(o, o + int(np.prod(sh, dtype=np.int64)), sh)
                       for o, sh in step.layout.entries]
         self.variables = step.trainable_variables
-        self.views = [params[lo:hi].reshape(sh) for lo, hi, sh in self.spans]
-        self.others = [j for j, r in enumerate(plan.var_owner) if r != rank]
         self.tail = step.layout.size
 
-    def apply(self, result):
+    def apply(self, result, params):
         """Applies the optimizer to this rank's variables, reading their
-        summed gradients from ``result``, and publishes their new values in
-        ``params``."""
-        self.fn(*[result[lo:hi].reshape(sh)
-                  for lo, hi, sh in (self.spans[j] for j in self.mine)])
+        summed gradients from ``result``; their new values land in
+        ``params`` (this step's half)."""
+        variables, spans = self.variables, self.spans
         for j in self.mine:
-            np.copyto(self.views[j], self.variables[j].value)
+            lo, hi, shape = spans[j]
+            if _at(variables[j].value, params, lo):  # never read and write one range
+                variables[j].value = variables[j].value.copy()
+            set_update_target(variables[j], params[lo:hi].reshape(shape))
+        self.fn(*[result[lo:hi].reshape(shape)
+                  for lo, hi, shape in (spans[j] for j in self.mine)])
+        for j in self.mine:
+            lo, hi, shape = spans[j]
+            if not _at(variables[j].value, params, lo):  # the update kept its own
+                target = params[lo:hi].reshape(shape)
+                np.copyto(target, variables[j].value)
+                variables[j].value = target
 
-    def gather(self, result, buf):
+    def gather(self, result, params, buf):
         """After the step: the other ranks' variables read from ``params``,
         and ``buf``'s metric/loss tail from ``result``."""
-        variables, views = self.variables, self.views
+        variables, spans = self.variables, self.spans
         for j in self.others:
-            if variables[j].value is not views[j]:
-                variables[j].value = views[j]
+            lo, hi, shape = spans[j]
+            if not _at(variables[j].value, params, lo):
+                variables[j].value = params[lo:hi].reshape(shape)
         buf[self.tail:] = result[self.tail:]
 
     def detach(self):
-        """Private copies of the viewing variables' values (idempotent)."""
-        for var, view in zip(self.variables, self.views):
-            if var.value is view:
-                var.value = view.copy()
+        """Private copies of the values that live in the shared arrays
+        (idempotent)."""
+        for var in self.variables:
+            if any(np.may_share_memory(var.value, h) for h in self.halves):
+                var.value = var.value.copy()
+
+
+def _at(value, params, lo):
+    """True when ``value`` is the range of ``params`` starting at ``lo``."""
+    return (isinstance(value, np.ndarray) and value.__array_interface__["data"][0]
+            == params.__array_interface__["data"][0] + lo * params.itemsize)

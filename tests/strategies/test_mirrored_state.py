@@ -206,34 +206,39 @@ def test_two_models_alternate_on_one_shared_parameter_array(float64):
 
 
 def test_zero_shard_reads_other_ranks_weights_in_place(float64):
-    # One process playing both ranks over one array: rank 1's copy of rank
-    # 0's variable becomes a view of the shared array after the step, and
-    # sees rank 0's next update without a copy; detach() gives it back a
-    # private array.
+    # One process playing both ranks over two shared halves: rank 0's update
+    # lands in the step's half (no copy), rank 1's copy of that variable
+    # becomes a view of it after the step and follows rank 0's next update
+    # in the other half; detach() gives it back a private array.
     from kerasflow.strategies.replica import buffer_layout
     from kerasflow.strategies.zero import ZeroShard, plan_zero
     x, y = _data(40)
     models = [_model(), _model()]
     steps = [m._get_step("train", [x], [y], False) for m in models]
     size = buffer_layout(steps[0], 2)[0]
-    params = np.zeros(size)
-    shards = [ZeroShard(s, plan_zero(s, 2, size), r, params)
+    halves = (np.zeros(size), np.zeros(size))
+    shards = [ZeroShard(s, plan_zero(s, 2, size), r, halves)
               for r, s in enumerate(steps)]
-    owner = shards[0].plan.var_owner
-    j = owner.index(0)  # a variable rank 0 owns
+    j = shards[0].plan.var_owner.index(0)  # a variable rank 0 owns
+    lo = steps[0].layout.entries[j][0]
+    var0, var1 = steps[0].trainable_variables[j], steps[1].trainable_variables[j]
     result = np.random.default_rng(1).standard_normal(size) * 1e-2
-    shards[0].apply(result)
-    buf = np.zeros(size)
-    shards[1].gather(result, buf)
-    var1 = steps[1].trainable_variables[j]
-    assert np.shares_memory(var1.value, params)
-    np.testing.assert_array_equal(var1.value, steps[0].trainable_variables[j].value)
-    np.testing.assert_array_equal(buf[steps[0].layout.size:],
-                                  result[steps[0].layout.size:])
-    shards[0].apply(result)  # rank 0's second update, read in place
-    np.testing.assert_array_equal(var1.value, steps[0].trainable_variables[j].value)
+    g = steps[0].layout.size
+    for seq in range(3):
+        params = halves[seq % 2]
+        before = var0.numpy()
+        shards[0].apply(result, params)
+        assert np.shares_memory(var0.value, params)  # written in place
+        assert not np.array_equal(var0.value, before)
+        buf = np.zeros(size)
+        shards[1].gather(result, params, buf)
+        assert np.shares_memory(var1.value, params)
+        np.testing.assert_array_equal(var1.value, var0.value)
+        np.testing.assert_array_equal(
+            params[lo:lo + var0.value.size], var0.value.ravel())
+        np.testing.assert_array_equal(buf[g:], result[g:])
     shards[1].detach()
-    assert not np.shares_memory(var1.value, params)
-    before = var1.numpy()
-    shards[0].apply(result)
-    np.testing.assert_array_equal(var1.value, before)  # private again
+    assert not any(np.shares_memory(var1.value, h) for h in halves)
+    kept = var1.numpy()
+    shards[0].apply(result, halves[1])
+    np.testing.assert_array_equal(var1.value, kept)  # private again
