@@ -144,6 +144,13 @@ class Replica(StepWorker, InputReader, CollectiveMember):
             # buffer on the device; shm / tcp stage it through host memory.
             K.set_device("gpu")
 
+    def get_state(self, key, indices):
+        """Values of the step's ``variables[i]`` for ``i`` in ``indices``, as
+        host arrays, not copied on the host: Ray serializes the returned
+        arrays before this (single-threaded) actor runs anything else."""
+        variables = self.steps[key].variables
+        return [K.to_numpy(variables[i].value) for i in indices]
+
     def threads(self):
         """``OMP_NUM_THREADS`` of this replica (BLAS and numba's cap), as Ray
         set it from the CPUs the replica reserved."""
