@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from kerasflow import backend as K
 from kerasflow.strategies.replica import buffer_layout
-from kerasflow.strategies.zero import plan_zero
+from kerasflow.strategies.zero import assemble, plan_zero, ranks_of
 
 __all__ = ["ReplicaStateMixin", "StepEntry"]
 
@@ -150,16 +150,20 @@ class ReplicaStateMixin:
         random streams with them: a commit."""
         group, variables = self._group, entry.step.variables
         skip = set(skip)
-        owner = entry.plan.owner_of if entry.sharded and entry.plan else None
-        ranks = sorted(set(owner)) if owner else [0]
-        # each variable from the rank holding its current value (ZeRO slots)
-        per = {r: [i for i in range(len(variables)) if i not in skip
-                   and (owner is None or owner[i] == r)] for r in ranks}
+        idx = [i for i in range(len(variables)) if i not in skip]
+        owner = entry.plan.owner_of if entry.sharded and entry.plan else [0] * len(
+            variables)
+        # each variable from the rank(s) holding its current value (ZeRO slots)
+        per = {}
+        for i in idx:
+            for r in ranks_of(owner[i]):
+                per.setdefault(r, []).append(i)
+        ranks = sorted(per)
         refs = [group.call(r, "get_state", entry.key, per[r]) for r in ranks]
         rngs = group.execute("rng_state", entry.key)
         got = group.wait(refs, what="get_state", ranks=ranks)
-        idx = [i for r in ranks for i in per[r]]
-        values = [v for vals in got for v in vals]
+        values = assemble(owner, idx, {r: dict(zip(per[r], vals))
+                                       for r, vals in zip(ranks, got)})
         K.assign_all([variables[i] for i in idx], values, "MirroredStrategy")
         entry.mark(idx)
         entry.commit(rngs if any(r is not None for r in rngs) else None)

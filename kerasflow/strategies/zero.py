@@ -1,28 +1,35 @@
 """ZeRO stage 1 for synchronous replicas: the optimizer's work and slots
 sharded over the ranks (Rajbhandari et al. 2020, "ZeRO: Memory Optimizations
-Toward Training Trillion Parameter Models", stage 1, partitioned by whole
-parameters as PyTorch's ``ZeroRedundancyOptimizer`` does).
+Toward Training Trillion Parameter Models", stage 1).
 
-Each trainable variable is owned by one rank (greedy by size: the largest
-unassigned variable goes to the least loaded rank). Per step, in the one
-shared-memory round of :meth:`ShmAllreduce.reduce_apply`:
+The flat gradient layout is cut into ``world`` equal contiguous element
+ranges, one per rank (cuts on 16-element boundaries), as DeepSpeed's stage 1
+partitions its flat buffer: a variable that crosses a cut is applied in
+pieces, each rank running its update on its elements only -- possible
+because the optimizer updates (SGD, momentum, Adam, RMSprop, Adagrad) are
+elementwise. When a crossing variable's update is not one of those (or it
+has a constraint), the plan falls back to whole variables, greedy by size
+(the largest unassigned variable to the least loaded rank), as PyTorch's
+``ZeroRedundancyOptimizer`` partitions. Per step, in the one shared-memory
+round of :meth:`ShmAllreduce.reduce_apply`:
 
 1. every rank writes its gradients into its slot; barrier;
-2. each rank sums the slots over its own variables' ranges (a reduce-scatter)
-   and applies the optimizer to its variables only (their update ops of the
-   step's apply graph), whose out-of-place updates write the new values
-   straight into the segment's shared parameter array for this step
+2. each rank sums the slots over its own ranges (a reduce-scatter) and
+   applies the optimizer to its variables and pieces only (their update ops
+   of the step's apply graph), whose out-of-place updates write the new
+   values straight into the segment's shared parameter array for this step
    (``ShmAllreduce.params``, double-buffered);
 3. barrier; every rank copies the summed metric/loss tail. The new weights
    need no allgather: every rank's copies of a variable are views of the
-   shared array (:class:`ZeroShard`), read where the owner wrote them.
+   shared array (:class:`ZeroShard`), read where the owners wrote them.
 
 One barrier pair per step, as the plain allreduce, no optimizer work
-duplicated and no copy of the weights. It needs an optimizer whose update of a variable depends on that
-variable's gradient only (Adam, SGD, RMSprop...): an update that reads
+duplicated and no copy of the weights. It needs an optimizer whose update of
+a variable depends on that variable's gradient only: an update that reads
 several gradients (global-norm clipping) refuses the plan, and the replicas
-keep the plain allreduce. Slots of a variable are current on its owner only:
-the driver pulls each from its owner (:attr:`ZeroPlan.owner_of`).
+keep the plain allreduce. Slots of a variable are current on its owners only:
+the driver pulls each from its owners (:attr:`ZeroPlan.owner_of`,
+:func:`assemble`).
 """
 
 from __future__ import annotations
@@ -32,29 +39,40 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow.backend.graph import walk
 from kerasflow.optimizers.kernels import set_update_target
+from kerasflow.strategies.zero_piece import SLICEABLE, Piece
 
-__all__ = ["ZeroPlan", "ZeroShard", "plan_zero"]
+__all__ = ["ZeroPlan", "ZeroShard", "assemble", "plan_zero", "ranks_of"]
+
+_ALIGN = 16  # elements per cut boundary (a 64-byte line of float32)
 
 
 class ZeroPlan:
-    """Who applies which variable.
+    """Who applies which variable, or which piece of it.
 
     Attributes:
         world: number of ranks.
-        var_owner: owning rank per trainable variable (``layout`` order).
+        var_owner: per trainable variable (``layout`` order), the rank that
+            applies all of it, or -1 for a variable applied in pieces.
+        parts: per rank, ``(j, a, b)`` triples: the rank applies elements
+            ``[a, b)`` of trainable variable ``j`` (all of it for an owned
+            variable).
         ranges: per rank, the ``(lo, hi)`` buffer ranges it reduces (its
-            variables' gradients; the last rank also takes ``[g, size)``,
-            the metric and loss tail).
-        owned_updates: per rank, the apply graph's update ops it runs (its
-            variables' updates plus the ones reading no gradient, such as
-            ``iterations += 1``, which every rank runs).
-        owner_of: rank holding the current value of each of
-            ``step.variables`` (0 for variables every rank updates alike).
+            parts' gradients; the last rank also takes ``[g, size)``, the
+            metric and loss tail).
+        owned_updates: per rank, the apply graph's update ops it runs whole
+            (its owned variables' updates plus the ones reading no gradient,
+            such as ``iterations += 1``, which every rank runs).
+        split_updates: per variable applied in pieces, its update ops.
+        owner_of: per ``step.variables`` entry, the rank holding its current
+            value (0 for variables every rank updates alike), or a list of
+            ``(rank, a, b)``: the ranks holding its pieces.
     """
 
-    def __init__(self, world, var_owner, ranges, owned_updates, owner_of):
-        self.world, self.var_owner, self.ranges = world, var_owner, ranges
-        self.owned_updates, self.owner_of = owned_updates, owner_of
+    def __init__(self, world, var_owner, parts, ranges, owned_updates, split_updates,
+                 owner_of):
+        self.world, self.var_owner, self.parts = world, var_owner, parts
+        self.ranges, self.owned_updates = ranges, owned_updates
+        self.split_updates, self.owner_of = split_updates, owner_of
 
 
 def plan_zero(step, world, size):
@@ -91,20 +109,123 @@ def plan_zero(step, world, size):
             if v is not None:
                 assigned.setdefault(id(v), j)
     sizes = [int(np.prod(v.shape, dtype=np.int64)) for v in step.trainable_variables]
-    load, var_owner = [0] * world, [0] * len(sizes)
-    for j in sorted(range(len(sizes)), key=lambda j: (-sizes[j], j)):
-        r = min(range(world), key=lambda r: (load[r], r))
-        var_owner[j] = r
-        load[r] += sizes[j]
-    ranges = [[] for _ in range(world)]
-    for j, (offset, _) in enumerate(step.layout.entries):
-        ranges[var_owner[j]].append((offset, offset + sizes[j]))
+    parts = _contiguous_parts(step, world, sizes, per_var) or _greedy_parts(world, sizes)
+    var_owner = [-1] * len(sizes)
+    for r, mine in enumerate(parts):
+        for j, a, b in mine:
+            if (a, b) == (0, sizes[j]):
+                var_owner[j] = r
+    entries = step.layout.entries
+    ranges = [[(entries[j][0] + a, entries[j][0] + b) for j, a, b in mine]
+              for mine in parts]
     ranges[world - 1].append((step.layout.size, int(size)))
+    ranges = [_merged(rs) for rs in ranges]
     owned = [[u for j, us in enumerate(per_var) if var_owner[j] == r for u in us]
              + shared for r in range(world)]
-    owner_of = [var_owner[assigned[id(v)]] if id(v) in assigned else 0
-                for v in step.variables]
-    return ZeroPlan(world, var_owner, ranges, owned, owner_of)
+    split = {j: per_var[j] for j, r in enumerate(var_owner) if r < 0}
+    pieces = {j: [(r, a, b) for r, mine in enumerate(parts) for jj, a, b in mine
+                  if jj == j] for j in split}
+    owner_of = []
+    for v in step.variables:
+        j = assigned.get(id(v))
+        owner_of.append(0 if j is None else var_owner[j] if var_owner[j] >= 0
+                        else pieces[j])
+    return ZeroPlan(world, var_owner, parts, ranges, owned, split, owner_of)
+
+
+def _merged(ranges):
+    """Sorted ``(lo, hi)`` ranges with adjacent ones joined."""
+    out = []
+    for lo, hi in sorted(ranges):
+        if out and out[-1][1] == lo:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _contiguous_parts(step, world, sizes, per_var):
+    """Equal contiguous ranges of the flat layout, or None when a variable
+    crossing a cut cannot be applied in pieces."""
+    g = sum(sizes)
+    cuts = [0] + [min(g, (g * r // world) // _ALIGN * _ALIGN) for r in range(1, world)]
+    cuts.append(g)
+    parts = [[] for _ in range(world)]
+    for j, (off, _) in enumerate(step.layout.entries):
+        for r in range(world):
+            lo, hi = max(off, cuts[r]), min(off + sizes[j], cuts[r + 1])
+            if lo < hi:
+                parts[r].append((j, lo - off, hi - off))
+    owners = {}
+    for r, mine in enumerate(parts):
+        for j, _, _ in mine:
+            owners.setdefault(j, set()).add(r)
+    for j, rs in owners.items():
+        if len(rs) > 1 and not _sliceable(per_var[j], step.trainable_variables[j],
+                                          step.grad_phs[j]):
+            return None
+    return parts
+
+
+def _greedy_parts(world, sizes):
+    """Whole variables, the largest first to the least loaded rank."""
+    load, parts = [0] * world, [[] for _ in range(world)]
+    for j in sorted(range(len(sizes)), key=lambda j: (-sizes[j], j)):
+        r = min(range(world), key=lambda r: (load[r], r))
+        parts[r].append((j, 0, sizes[j]))
+        load[r] += sizes[j]
+    for mine in parts:
+        mine.sort()
+    return parts
+
+
+def _sliceable(updates, var, grad_ph):
+    """One elementwise update of ``var`` (no constraint) whose other inputs
+    are its gradient, slots of its shape and scalars."""
+    if len(updates) != 1 or getattr(var, "constraint", None) is not None:
+        return False
+    node = updates[0].node
+    first = node.inputs[0].node
+    if node.op not in SLICEABLE or first.attrs.get("variable") is not var:
+        return False
+    for t in node.inputs[1:]:
+        if t.node is grad_ph.node or t.shape == ():
+            continue
+        if t.node.op != "Variable" or tuple(t.shape) != tuple(var.shape):
+            return False
+    return True
+
+
+def assemble(owner_of, indices, got):
+    """The driver's values of ``step.variables[i]`` for ``i`` in ``indices``
+    from the ranks' answers.
+
+    Args:
+        owner_of: ``ZeroPlan.owner_of``.
+        indices: the variables wanted.
+        got: ``{rank: {i: array}}``, each rank's values of the variables it
+            holds a current value or piece of.
+
+    Returns:
+        list of arrays, one per index (pieces put together).
+    """
+    out = []
+    for i in indices:
+        o = owner_of[i]
+        if isinstance(o, int):
+            out.append(got[o][i])
+            continue
+        value = np.array(got[o[0][0]][i])
+        flat = value.reshape(-1)
+        for r, a, b in o:
+            flat[a:b] = np.asarray(got[r][i]).reshape(-1)[a:b]
+        out.append(value)
+    return out
+
+
+def ranks_of(owner):
+    """The ranks an ``owner_of`` entry names."""
+    return [owner] if isinstance(owner, int) else [r for r, _, _ in owner]
 
 
 class ZeroShard:
@@ -140,11 +261,25 @@ class ZeroShard:
                       for o, sh in step.layout.entries]
         self.variables = step.trainable_variables
         self.tail = step.layout.size
+        self.pieces = [Piece(self.variables[j], plan.split_updates[j][0],
+                             step.grad_phs[j], self.spans[j][0], a, b)
+                       for j, a, b in plan.parts[rank] if plan.var_owner[j] < 0]
+        scalars = [t for p in self.pieces for t in p.scalars]
+        # The pieces' scalars (Adam's step size reads ``iterations``) before
+        # the owned updates run (they increment it), as in one plan.
+        self.scalar_fn = K.Function([], scalars, name="piece_scalars") \
+            if scalars else None
 
     def apply(self, result, params):
-        """Applies the optimizer to this rank's variables, reading their
-        summed gradients from ``result``; their new values land in
-        ``params`` (this step's half)."""
+        """Applies the optimizer to this rank's variables and pieces,
+        reading their summed gradients from ``result``; their new values
+        land in ``params`` (this step's half)."""
+        values = self.scalar_fn() if self.scalar_fn is not None else ()
+        at = 0
+        for piece in self.pieces:
+            n = len(piece.scalars)
+            piece.run(result, params, values[at:at + n])
+            at += n
         variables, spans = self.variables, self.spans
         for j in self.mine:
             lo, hi, shape = spans[j]

@@ -205,39 +205,48 @@ def test_two_models_alternate_on_one_shared_parameter_array(float64):
         _same(ref.get_weights(), m)
 
 
-def test_zero_shard_reads_other_ranks_weights_in_place(float64):
-    # One process playing both ranks over two shared halves: rank 0's update
-    # lands in the step's half (no copy), rank 1's copy of that variable
-    # becomes a view of it after the step and follows rank 0's next update
-    # in the other half; detach() gives it back a private array.
+def test_zero_pieces_equal_the_whole_update_and_are_read_in_place(float64):
+    # One process playing both ranks over two shared halves. The first
+    # layer's kernel crosses the cut: each rank updates its piece of it (and
+    # the variables it owns) straight into the step's half; after the step
+    # both ranks' variables are views of that half, equal bitwise to one
+    # process applying the whole update, three steps in a row (Adam's
+    # moments and step count carried); detach() gives private arrays back.
     from kerasflow.strategies.replica import buffer_layout
     from kerasflow.strategies.zero import ZeroShard, plan_zero
     x, y = _data(40)
-    models = [_model(), _model()]
+    models = [_model(), _model(), _model()]
     steps = [m._get_step("train", [x], [y], False) for m in models]
     size = buffer_layout(steps[0], 2)[0]
     halves = (np.zeros(size), np.zeros(size))
+    plan = plan_zero(steps[0], 2, size)
+    assert plan.var_owner[0] == -1 and plan.parts[0] == [(0, 0, 96)]
     shards = [ZeroShard(s, plan_zero(s, 2, size), r, halves)
-              for r, s in enumerate(steps)]
-    j = shards[0].plan.var_owner.index(0)  # a variable rank 0 owns
-    lo = steps[0].layout.entries[j][0]
-    var0, var1 = steps[0].trainable_variables[j], steps[1].trainable_variables[j]
-    result = np.random.default_rng(1).standard_normal(size) * 1e-2
-    g = steps[0].layout.size
+              for r, s in enumerate(steps[:2])]
+    ref, g = steps[2], steps[0].layout.size
+    rng = np.random.default_rng(1)
     for seq in range(3):
-        params = halves[seq % 2]
-        before = var0.numpy()
-        shards[0].apply(result, params)
-        assert np.shares_memory(var0.value, params)  # written in place
-        assert not np.array_equal(var0.value, before)
-        buf = np.zeros(size)
-        shards[1].gather(result, params, buf)
-        assert np.shares_memory(var1.value, params)
-        np.testing.assert_array_equal(var1.value, var0.value)
-        np.testing.assert_array_equal(
-            params[lo:lo + var0.value.size], var0.value.ravel())
-        np.testing.assert_array_equal(buf[g:], result[g:])
+        params, result = halves[seq % 2], rng.standard_normal(size) * 1e-2
+        for shard in shards:
+            shard.apply(result, params)
+        bufs = [np.zeros(size), np.zeros(size)]
+        for shard, buf in zip(shards, bufs):
+            shard.gather(result, params, buf)
+        ref.apply_gradients(result[:g].copy())
+        for s in steps[:2]:
+            for v, w in zip(s.trainable_variables, ref.trainable_variables):
+                assert np.shares_memory(v.value, params)
+                np.testing.assert_array_equal(v.value, w.value)
+        np.testing.assert_array_equal(bufs[1][g:], result[g:])
+    def moments(step):  # Adam's slots shaped like the split kernel
+        weights = {id(v) for v in step.trainable_variables}
+        return [v for v in step.variables if id(v) not in weights and v.shape == (8, 16)]
+    slots, ref_slots = moments(steps[0]), moments(ref)
+    assert len(slots) == 2  # rank 0 holds their first 96 elements (rows 0-5)
+    for v, w in zip(slots, ref_slots):
+        np.testing.assert_array_equal(v.value.reshape(-1)[:96], w.value.reshape(-1)[:96])
     shards[1].detach()
+    var1 = steps[1].trainable_variables[0]
     assert not any(np.shares_memory(var1.value, h) for h in halves)
     kept = var1.numpy()
     shards[0].apply(result, halves[1])
