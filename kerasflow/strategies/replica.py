@@ -4,10 +4,14 @@ The driver ships the pickled ``TrainStep`` and the training arrays once; then
 each ``run_steps`` call carries only the global batches' row indices. For every
 batch the replica takes its contiguous share of the rows (rank order), and:
 
-1. ``compute_gradients`` on its rows, scaled by the global batch size;
+1. ``compute_gradients`` on its rows, scaled by the global batch size, the
+   gradients' MatMuls writing straight into the collective's buffer (the
+   shared-memory slot itself; ``Function(..., into=...)``);
 2. packs ``[gradients | metric deltas | partial metric states | loss |
-   per-output losses | count]`` into one flat buffer and allreduces it (SUM,
-   fixed order: every replica gets the same bits);
+   per-output losses | count]`` into that flat buffer and allreduces it
+   (SUM, fixed order: every replica gets the same bits) -- or, with the
+   optimizer sharded (ZeRO-1, ``zero.py``), reduces its own ranges and
+   applies them, the weights living in the segment;
 3. ``apply_gradients`` of the reduced gradients, adds the reduced metric
    deltas and merges the other replicas' partial states of metrics that
    assign their state (``merge_state``, ``kerasflow/metrics/merge.py``), so
