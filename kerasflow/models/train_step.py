@@ -337,33 +337,53 @@ class EvalStep(_Step):
         inputs, loss, output_losses, metric_updates: as for ``TrainStep``.
         state_updates: layer state updates that run with each batch in
             process (a stateful RNN's kept states, as Keras' ``evaluate``).
+        metrics: the ``Metric`` objects updated (their ``merge_state`` merges
+            replicas' partial states of metrics that assign their state).
     """
 
     kind = "eval"
     _GRAPH = ("inputs", "outputs", "deltas", "metric_updates", "state_updates",
-              "variables", "metric_variables")
+              "variables", "metric_variables", "merge_inputs", "merge_updates")
 
     def __init__(self, inputs, loss, output_losses=(), metric_updates=(),
-                 state_updates=()):
+                 state_updates=(), metrics=()):
         scale = K.placeholder(K.floatx(), (), name="loss_scale")
         self.inputs = list(inputs) + [scale]
         self.outputs = [loss * scale] + [o * scale for o in output_losses]
         self.metric_updates = list(metric_updates)
         self.state_updates = list(state_updates)
         self.metric_variables, self.deltas = _metric_deltas(self.metric_updates)
+        self._plan_metric_merge(metrics, self.metric_updates)
         self.variables = K.reachable_variables(self.outputs + self.metric_updates
-                                               + self.state_updates)
+                                               + self.state_updates
+                                               + self.merge_updates)
         self.num_outputs = len(self.outputs)
         self._fns = {}
 
     def compute(self, arrays, global_batch_size) -> StepResult:
-        """Scaled loss and metric deltas of one replica's batch."""
+        """Scaled loss and metric deltas of one replica's batch (its rows of a
+        global batch of ``global_batch_size``); changes no variable.
+
+        Returns:
+            ``StepResult`` (``grads`` None) whose ``metric_deltas`` hold, at
+            the ``merge_index`` positions, the batch's partial state (from
+            the initial values) instead, as ``TrainStep.compute_gradients``.
+        """
+        merged = [self.metric_variables[i] for i in self.merge_index]
+        # The merged variables' own updates run (from the initial values),
+        # and their values are read back: initial + delta would round (a
+        # running maximum's -1e6 start loses the low bits of float32 values).
         fn = self._fn("compute", lambda: K.Function(
-            self.inputs, self.outputs + self.deltas, name="eval_compute"))
+            self.inputs, self.outputs + self.deltas, name="eval_compute",
+            updates=[u for u in self.metric_updates
+                     if any(u.node.inputs[0] is v for v in merged)]))
         feed, n = self._feed(arrays, global_batch_size)
-        out = fn(*feed)
-        return self._result(out, n, None,
-                            [K.to_numpy(d) for d in out[self.num_outputs:]])
+        out, partial = self._from_initial(
+            lambda: (fn(*feed), [v.numpy() for v in merged]))
+        deltas = [K.to_numpy(d) for d in out[self.num_outputs:]]
+        for i, state in zip(self.merge_index, partial):
+            deltas[i] = state  # the batch's partial state
+        return self._result(out, n, None, deltas)
 
     def run(self, arrays, global_batch_size) -> StepResult:
         """Loss of the batch; metric variables updated in place."""
