@@ -33,7 +33,6 @@ import time
 
 import numpy as np
 
-from kerasflow import backend as K
 from kerasflow.backend.graph import walk
 from kerasflow.backend.registry import get_op
 from kerasflow.distribute_lib import StepResult
