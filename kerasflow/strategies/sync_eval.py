@@ -158,6 +158,8 @@ class SyncEvalMixin:
         draws = self.__dict__.setdefault("_draws", {})
         known = draws.get(id(step))
         if known is None or known[0] is not step:
+            if len(draws) > 64:  # steps of models compiled again
+                draws.clear()
             known = draws[id(step)] = (step, _draws(step))
         return not known[1]
 
@@ -192,17 +194,18 @@ class SyncEvalMixin:
             return None
         src = behind[-1]
         self._sync_others(src.step)  # one step ahead at a time, as in training
-        metric = set(src.metric_idx)
-        if not src.loaded or any(i not in metric for i in src.changed()):
+        skip = {id(v) for v in getattr(step, "metric_variables", ())}
+        reads = {id(v) for v in step.variables} - skip
+        held = src.step.variables
+        if not src.loaded or any(id(held[i]) in reads for i in src.changed()):
             # A rebuilt group (reload, replay), or weights the driver set
             # since (pushed first, as before a training call).
             self._ship(src.step, None)
         if not src.behind:  # the push pulled first: the driver is current
             return None
-        pos = {id(v): j for j, v in enumerate(src.step.variables)}
-        skip = {id(v) for v in getattr(step, "metric_variables", ())}
+        pos = {id(v): j for j, v in enumerate(held)}
         return src.key, [(i, pos[id(v)]) for i, v in enumerate(step.variables)
-                         if id(v) in pos and id(v) not in skip]
+                         if id(v) in pos and id(v) in reads]
 
     def _eval_entry(self, group, step, copy):
         """The step's entry, loaded on ``group``, its variables current on
@@ -210,6 +213,8 @@ class SyncEvalMixin:
         steps = self.__dict__.setdefault("_eval_steps", {})
         entry = steps.get(id(step))
         if entry is None or entry.step is not step or entry.group is not group:
+            for k in [k for k, e in steps.items() if e.group is not group]:
+                del steps[k]  # loaded on a group that is gone
             key = f"e{len(steps)}-{time.time_ns()}"
             group.execute("load_step", key, group.put(step))  # the driver's values
             entry = steps[id(step)] = _EvalEntry(step, key, group)

@@ -328,3 +328,44 @@ def test_replica_killed_during_validation_is_recovered(float64):
     assert strategy.replica_eval_calls >= 3
     for k in unkilled:
         np.testing.assert_allclose(got[k], unkilled[k], rtol=1e-12, atol=1e-12)
+
+
+class _AtTrainEnd(kf.callbacks.Callback):
+    """predict and evaluate as fit ends, before the driver pulls the weights
+    (it reads none itself: ``reads_model = False``)."""
+
+    reads_model = False
+
+    def __init__(self, x, y, strategy=None):
+        super().__init__()
+        self.x, self.y, self.strategy = x, y, strategy
+
+    def on_train_end(self, logs=None):
+        pulls = getattr(self.strategy, "pulls", 0)
+        self.weights = self.model.get_weights()  # the driver's copy
+        self.pred = self.model.predict(self.x, batch_size=9, verbose=0)
+        self.logs = self.model.evaluate(self.x, self.y, batch_size=9, verbose=0,
+                                        return_dict=True)
+        self.pulled = getattr(self.strategy, "pulls", 0) - pulls
+
+
+def test_predict_and_evaluate_use_the_replicas_newer_weights(float64):
+    x, y, _, _ = _data()
+    runs = []
+    for strategy in (None, kf.distribute.MirroredStrategy(num_replicas=2)):
+        cb = _AtTrainEnd(x[:50], y[:50], strategy)
+        with strategy.scope() if strategy is not None else _Null():
+            model = _model()
+            np.random.seed(5)
+            model.fit(x, y, batch_size=20, epochs=2, verbose=0, callbacks=[cb])
+        runs.append((model, cb))
+    (ref_model, ref), (model, got) = runs
+    assert got.pulled == 0 and got.strategy.replica_eval_calls > 0
+    # the driver's weights were stale (pulled only after fit), the outputs
+    # and metrics are the trained model's
+    assert all(np.array_equal(a, b) for a, b in zip(ref.weights,
+                                                    ref_model.get_weights()))
+    assert not any(np.array_equal(a, b) for a, b in zip(got.weights,
+                                                        model.get_weights()))
+    np.testing.assert_allclose(got.pred, ref.pred, rtol=1e-12, atol=1e-12)
+    _close(got.logs, ref.logs, 1e-12)
