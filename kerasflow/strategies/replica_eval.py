@@ -33,22 +33,28 @@ class ReplicaEval:
     rows, and the arrays they read."""
 
     def load_eval_arrays(self, key, named):
-        """Keeps one evaluation's (or prediction's) arrays under ``key``,
-        replacing the evaluation arrays held before (the training arrays of
-        ``load_named`` stay).
+        """Keeps one evaluation's (or prediction's) arrays under ``key``, with
+        the previous call's (older ones are dropped; the training arrays of
+        ``load_named`` stay): an ``evaluate`` and a ``predict`` in turn send
+        nothing again.
 
         Args:
             key: the data key the driver will name them by.
             named: list of ``(content key, array or None)``; None: the array
                 this replica already holds under that content key, among the
-                training arrays or the previous evaluation arrays.
+                training arrays or the last two evaluation calls' arrays.
 
         Raises:
             KeyError: a content key this replica does not hold.
         """
-        held = {**getattr(self, "named", {}), **getattr(self, "eval_named", {})}
-        self.eval_named = {k: held[k] if a is None else a for k, a in named}
-        self.eval_data = {key: [self.eval_named[k] for k, _ in named]}
+        # [(data key, the call's arrays, {content key: array})], oldest first
+        gens = getattr(self, "eval_gens", [])
+        held = dict(getattr(self, "named", {}))
+        for _, _, arrays in gens:
+            held.update(arrays)
+        now = {k: held[k] if a is None else a for k, a in named}
+        self.eval_gens = gens[-1:] + [(key, [now[k] for k, _ in named], now)]
+        self.eval_data = {k: arrays for k, arrays, _ in self.eval_gens}
         return True
 
     def eval_steps(self, key, data_key, batches, copy=None):

@@ -22,14 +22,14 @@ Train's full-group restart). ``max_failures`` caps recoveries. With an
 optimizer whose updates are separable per variable, the replicas shard it
 (ZeRO-1, ``zero.py``).
 
-Evaluation and prediction run on the replicas too (``sync_eval.py``): each
-replica takes its rows of every global batch, as in training, with the
-weights it holds (nothing is pulled), and the driver sums the losses and
-metric deltas (merging assigned metric state by ``merge_state``) or
-concatenates the outputs in rank order; what the replicas cannot run as one
-process would (a custom ``test_step``, random or stateful inference, GPU
-replicas) runs in the driver process after a pull, as does everything when
-``evaluate_on_replicas`` is False.
+Evaluation and prediction run in the driver process, after a pull, unless
+``evaluate_on_replicas`` is True (``sync_eval.py``; off by default: on two
+cores the driver was faster): then each replica takes its rows of every
+global batch, as in training, with the weights it holds (nothing is pulled),
+and the driver sums the losses and metric deltas (merging assigned metric
+state by ``merge_state``) or concatenates the outputs in rank order; what the
+replicas cannot run as one process would (a custom ``test_step``, random or
+stateful inference, GPU replicas) still runs in the driver.
 
 Input the replicas read themselves (``distribute_datasets_from_function``, a
 multi-worker ``experimental_distribute_dataset``, ``kf.data.from_ray``; see

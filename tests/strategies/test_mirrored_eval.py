@@ -24,6 +24,13 @@ pytestmark = [pytest.mark.ray, pytest.mark.timeout(240),
               pytest.mark.usefixtures("ray_cluster")]
 
 
+def _mirrored():
+    # the replica path is opt-in (slower than the driver's on 2 cores)
+    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    strategy.evaluate_on_replicas = True
+    return strategy
+
+
 class RunningMax(kf.metrics.Metric):
     """Largest target seen: assigns its state, merged by ``merge_state``."""
 
@@ -115,7 +122,7 @@ def _evaluate_all(strategy, multi_output):
 @pytest.mark.parametrize("multi_output", [False, True])
 def test_evaluate_and_predict_equal_one_process(float64, multi_output):
     ref = _evaluate_all(None, multi_output)
-    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    strategy = _mirrored()
     got = _evaluate_all(strategy, multi_output)
     assert strategy.replica_eval_calls > 0 and strategy.driver_eval_calls == 0
     for g, r in zip(got, ref):
@@ -147,7 +154,7 @@ def test_running_max_is_merged_not_summed():
         return model
     ref = build().evaluate(x, y, batch_size=8, verbose=0, return_dict=True)
     assert ref["running_max"] == 31.0
-    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    strategy = _mirrored()
     with strategy.scope():
         got = build().evaluate(x, y, batch_size=8, verbose=0, return_dict=True)
     assert strategy.replica_eval_calls == 1
@@ -186,7 +193,7 @@ def test_validation_in_fit_runs_on_the_replicas_without_pulls(float64, split):
     ref_model, ref = _fit_validated(None, split)
     runs = {}
     for on in (True, False):
-        strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+        strategy = _mirrored()
         strategy.evaluate_on_replicas = on
         cb = _DriverWeights()
         model, hist = _fit_validated(strategy, split, [cb])
@@ -211,7 +218,7 @@ def test_validation_in_fit_runs_on_the_replicas_without_pulls(float64, split):
 
 def test_evaluate_on_the_training_arrays_ships_nothing_new(float64):
     x, y, _, _ = _data()
-    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    strategy = _mirrored()
     with strategy.scope():
         model = _model()
         model.fit(x, y, batch_size=20, epochs=1, verbose=0)
@@ -227,7 +234,7 @@ def test_float32_evaluate_equals_one_process_within_rounding():
     x = x.astype("float32")
     ref = _model().evaluate(x, y, sample_weight=sw, batch_size=13, verbose=0,
                             return_dict=True)
-    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    strategy = _mirrored()
     with strategy.scope():
         got = _model().evaluate(x, y, sample_weight=sw, batch_size=13, verbose=0,
                                 return_dict=True)
@@ -269,17 +276,17 @@ def _own_step():
 def test_steps_the_replicas_cannot_run_go_to_the_driver(float64, build):
     x, y, _, _ = _data()
     ref = build().evaluate(x, y, batch_size=7, verbose=0, return_dict=True)
-    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    strategy = _mirrored()
     with strategy.scope():
         got = build().evaluate(x, y, batch_size=7, verbose=0, return_dict=True)
     assert strategy.driver_eval_calls > 0 and strategy.replica_eval_calls == 0
     _close(got, ref, 1e-12)
 
 
-def test_switch_and_no_group_outside_a_scope(float64):
+def test_default_switch_and_no_group_outside_a_scope(float64):
     x, y, _, _ = _data()
     strategy = kf.distribute.MirroredStrategy(num_replicas=2)
-    strategy.evaluate_on_replicas = False
+    assert strategy.evaluate_on_replicas is False  # the default: see the README
     with strategy.scope():
         model = _model()
         off = model.evaluate(x, y, batch_size=7, verbose=0, return_dict=True)
@@ -318,9 +325,9 @@ class _KillAtValidation(kf.callbacks.Callback):
 def test_replica_killed_during_validation_is_recovered(float64):
     # The group is rebuilt, replays the training calls since the last commit
     # and the validation runs again: the run equals an unkilled one.
-    _, unkilled = _fit_validated(kf.distribute.MirroredStrategy(num_replicas=2),
+    _, unkilled = _fit_validated(_mirrored(),
                                  False)
-    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    strategy = _mirrored()
     _, got = _fit_validated(strategy, False, [_KillAtValidation(strategy, 1)])
     assert len(strategy.recoveries) == 1
     assert "during 'eval_steps'" in strategy.recoveries[0]["error"]
@@ -352,7 +359,7 @@ class _AtTrainEnd(kf.callbacks.Callback):
 def test_predict_and_evaluate_use_the_replicas_newer_weights(float64):
     x, y, _, _ = _data()
     runs = []
-    for strategy in (None, kf.distribute.MirroredStrategy(num_replicas=2)):
+    for strategy in (None, _mirrored()):
         cb = _AtTrainEnd(x[:50], y[:50], strategy)
         with strategy.scope() if strategy is not None else _Null():
             model = _model()
