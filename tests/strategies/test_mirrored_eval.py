@@ -227,6 +227,11 @@ def test_evaluate_on_the_training_arrays_ships_nothing_new(float64):
         model.evaluate(x + 1.0, y, batch_size=20, verbose=0)
         assert strategy.eval_data_shipments[0] == 1  # only x is new
         assert strategy.replica_eval_calls == 6  # 10 batches, 4 per call
+        for _ in range(2):  # the last two calls' arrays stay: nothing new
+            model.predict(x + 1.0, batch_size=20, verbose=0)
+            model.evaluate(x + 1.0, y, batch_size=20, verbose=0)
+        assert strategy.eval_data_shipments[0] == 1
+        assert strategy.replica_eval_calls == 18
 
 
 def test_float32_evaluate_equals_one_process_within_rounding():
