@@ -2,8 +2,9 @@
 ``kf.distribute``): ``ActorStrategy`` owns the scope/close lifecycle of
 actor groups and the one ``run_steps`` loop of a driver call -- evaluation
 and prediction on the actors or in process, a batch-size check, the call
-retried after each recovery -- so ``SyncReplicaStrategy`` and ``ParameterServerStrategy`` only
-say how one call runs and how a failure is recovered.
+retried after each recovery -- so ``SyncReplicaStrategy`` and
+``ParameterServerStrategy`` only say how one call runs and how a failure is
+recovered.
 """
 
 from __future__ import annotations
