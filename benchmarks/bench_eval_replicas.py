@@ -2,8 +2,8 @@
 replicas against in the driver process (issue 21).
 
 The 784-512-512-10 MLP of ``bench_scaling.py`` (float32, synthetic data of
-MNIST's shape), 10,000 rows, ``MirroredStrategy(N)`` with
-``steps_per_execution`` K. Each repeat times ``model.evaluate`` and
+MNIST's shape; ``--model convnet``: its small MNIST convnet), 10,000 rows,
+``MirroredStrategy(N)`` with ``steps_per_execution`` K. Each repeat times ``model.evaluate`` and
 ``model.predict`` with ``strategy.evaluate_on_replicas = True`` (each
 replica runs its half of every global batch with the weights it holds; the
 driver sums the losses and metric deltas / concatenates the outputs) and
@@ -22,12 +22,15 @@ its pull of the weights and the replica path does not.
 
 Prints the load before and after, samples/s per run and the medians, and
 the ratio replicas / driver (> 1: the replicas are faster). Measured on 2
-cores (load < 1.5): 0.88 for evaluate, 0.92 for predict; with --behind
-1.00 / 0.99 (the pull of the weights and Adam's slots costs little here):
-the driver path stays the default (``evaluate_on_replicas = False``).
+cores (load < 1.5; benchmarks/README.md): MLP 0.88 for evaluate, 0.92 for
+predict (the driver's GEMMs use both cores), with --behind 1.00 / 0.99 (the
+pull costs little here); convnet 1.72 / 1.53 (the driver's memory-bound
+kernels use one core). The default stays the driver
+(``evaluate_on_replicas = False``): the MLP is the case it was decided on.
 
 Run: python benchmarks/bench_eval_replicas.py [--samples 10000] [--replicas 2]
          [--batch-size 256] [--spe 64] [--repeats 3] [--behind]
+         [--model convnet]
 (RAY_ADDRESS=local keeps it off any Ray cluster another process started.)
 """
 
@@ -41,7 +44,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_scaling import data, model_fn  # noqa: E402  (the same MLP)
+import bench_scaling  # noqa: E402  (the same models and data)
+from bench_scaling import data, model_fn  # noqa: E402
 
 
 def load():
@@ -75,16 +79,18 @@ def main():
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--spe", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--model", choices=("mlp", "convnet"), default="mlp")
     ap.add_argument("--behind", action="store_true",
                     help="a training call before each timed call (driver pulls)")
     args = ap.parse_args()
+    bench_scaling.MODEL = args.model
     import kerasflow as kf
 
     x, y = data(args.samples)
     xt, yt = data(args.batch_size * 4, seed=1)  # the --behind training call
     bs = args.batch_size
     print(f"before: {load()} ({os.cpu_count()} cores); {args.samples} rows, "
-          f"batch {bs}, K={args.spe}, MirroredStrategy({args.replicas})"
+          f"batch {bs}, K={args.spe}, {args.model}, MirroredStrategy({args.replicas})"
           f"{', replicas ahead of the driver' if args.behind else ''}")
     strategy = kf.distribute.MirroredStrategy(num_replicas=args.replicas)
     rates = {(p, k): [] for p in ("replicas", "driver") for k in ("evaluate",
