@@ -3,10 +3,10 @@ replicas against in the driver process (issue 21).
 
 The 784-512-512-10 MLP of ``bench_scaling.py`` (float32, synthetic data of
 MNIST's shape; ``--model convnet``: its small MNIST convnet), 10,000 rows,
-``MirroredStrategy(N)`` with ``steps_per_execution`` K. Each repeat times ``model.evaluate`` and
-``model.predict`` with ``strategy.evaluate_on_replicas = True`` (each
-replica runs its half of every global batch with the weights it holds; the
-driver sums the losses and metric deltas / concatenates the outputs) and
+``MirroredStrategy(N)`` with ``steps_per_execution`` K. Each repeat times
+``model.evaluate`` and ``model.predict`` with
+``strategy.evaluate_on_replicas = True`` (each replica runs its half of
+every global batch with the weights it holds; the driver sums the losses and metric deltas / concatenates the outputs) and
 ``= False`` (the driver runs every batch itself, BLAS on every core, after
 pulling the weights when the replicas are ahead), interleaved so load
 drifts hit both paths, with a 0.5 s pause before each timed call (the
