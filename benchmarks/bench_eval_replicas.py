@@ -6,14 +6,14 @@ MNIST's shape; ``--model convnet``: its small MNIST convnet), 10,000 rows,
 ``MirroredStrategy(N)`` with ``steps_per_execution`` K. Each repeat times
 ``model.evaluate`` and ``model.predict`` with
 ``strategy.evaluate_on_replicas = True`` (each replica runs its half of
-every global batch with the weights it holds; the driver sums the losses
-and metric deltas / concatenates the outputs) and ``= False`` (the driver
-runs every batch itself, BLAS on every core, after pulling the weights
-when the replicas are ahead), interleaved so load drifts hit both paths, with a 0.5 s pause before each timed call (the
-driver's spinning BLAS threads would slow the replicas' next call).
-One-time costs stay outside the timed region: a warm-up call of each path
-first (steps compiled and loaded, arrays shipped to the replicas once; the
-replicas find them by content afterwards).
+every global batch with the weights it holds; the driver sums the losses and
+metric deltas / concatenates the outputs) and ``= False`` (the driver runs
+every batch itself, BLAS on every core, after pulling the weights when the
+replicas are ahead), interleaved so load drifts hit both paths, with a 0.5 s
+pause before each timed call (the driver's spinning BLAS threads would slow
+the replicas' next call). One-time costs stay outside the timed region: a
+warm-up call of each path first (steps compiled and loaded, arrays shipped
+to the replicas once; the replicas find them by content afterwards).
 
 ``--behind``: each timed call runs as a short ``fit`` (4 batches, not
 timed) ends, from a callback that reads no weights: the replicas are ahead
