@@ -149,7 +149,7 @@ class _Step:
     # positions in metric_variables, initial values, partial-state placeholders,
     # merge ops; names of metrics that assign state but cannot be merged.
     merge_index = merge_initial = merge_inputs = merge_updates = ()
-    merge_refused = ()
+    merge_refused = merge_own = ()  # merge_own: the merged variables' updates
 
     def add_metric_deltas(self, deltas) -> None:
         """Adds summed metric-state deltas to ``metric_variables`` (except the
@@ -180,17 +180,25 @@ class _Step:
         self.merge_index, self.merge_initial = plan.index, plan.initial
         self.merge_inputs, self.merge_updates = plan.inputs, plan.updates
         self.merge_refused = plan.refused
+        merged = {id(self.metric_variables[i]) for i in plan.index}
+        self.merge_own = [u for u in metric_updates
+                          if id(u.node.inputs[0]) in merged]
 
     def _from_initial(self, run):
-        """``run()`` with the ``merge_index`` variables at their initial
-        values (so its deltas are this batch's partial state), then restored."""
+        """``(run(), partial states)``: ``run`` (a compiled function that also
+        runs ``merge_own``) with the ``merge_index`` variables at their
+        initial values, their values read back afterwards -- the batch's
+        partial state -- then restored. Read back, not initial + delta: that
+        rounds (a running maximum's -1e6 start leaves a float32 7.3 as
+        7.3125)."""
         if not self.merge_index:
-            return run()
+            return run(), []
         merged = [self.metric_variables[i] for i in self.merge_index]
         saved = [v.numpy() for v in merged]
         K.assign_all(merged, self.merge_initial, "metric merge")
         try:
-            return run()
+            out = run()
+            return out, [v.numpy() for v in merged]
         finally:
             K.assign_all(merged, saved, "metric merge")
 
@@ -227,7 +235,7 @@ class TrainStep(_Step):
     _GRAPH = ("inputs", "grad_phs", "outputs", "grads", "deltas",
               "apply_updates", "run_updates", "state_updates", "variables",
               "trainable_variables", "metric_variables", "merge_inputs",
-              "merge_updates")
+              "merge_updates", "merge_own")
 
     def __init__(self, inputs, loss, optimizer, var_list, output_losses=(),
                  metric_updates=(), state_updates=(), extra_updates=(), metrics=()):
@@ -306,14 +314,15 @@ class TrainStep(_Step):
         """
         fn = self._fn("compute", lambda: K.Function(
             self.inputs, self.outputs + self.grads + self.deltas,
-            updates=self.state_updates, name="compute_gradients"))
+            updates=self.state_updates + list(self.merge_own),
+            name="compute_gradients"))
         feed, n = self._feed(arrays, global_batch_size)
-        res = self._from_initial(lambda: fn(*feed))
+        res, partial = self._from_initial(lambda: fn(*feed))
         k, m = self.num_outputs, len(self.grads)
         flat = self.layout.pack(res[k:k + m], out)
         deltas = [K.to_numpy(d) for d in res[k + m:]]
-        for i, init in zip(self.merge_index, self.merge_initial):
-            deltas[i] = init + deltas[i]  # the batch's partial state
+        for i, state in zip(self.merge_index, partial):
+            deltas[i] = state  # the batch's partial state
         return self._result(res, n, flat, deltas)
 
     def apply_gradients(self, flat_grads) -> None:
@@ -343,7 +352,8 @@ class EvalStep(_Step):
 
     kind = "eval"
     _GRAPH = ("inputs", "outputs", "deltas", "metric_updates", "state_updates",
-              "variables", "metric_variables", "merge_inputs", "merge_updates")
+              "variables", "metric_variables", "merge_inputs", "merge_updates",
+              "merge_own")
 
     def __init__(self, inputs, loss, output_losses=(), metric_updates=(),
                  state_updates=(), metrics=()):
@@ -369,17 +379,11 @@ class EvalStep(_Step):
             the ``merge_index`` positions, the batch's partial state (from
             the initial values) instead, as ``TrainStep.compute_gradients``.
         """
-        merged = [self.metric_variables[i] for i in self.merge_index]
-        # The merged variables' own updates run (from the initial values),
-        # and their values are read back: initial + delta would round (a
-        # running maximum's -1e6 start loses the low bits of float32 values).
         fn = self._fn("compute", lambda: K.Function(
-            self.inputs, self.outputs + self.deltas, name="eval_compute",
-            updates=[u for u in self.metric_updates
-                     if any(u.node.inputs[0] is v for v in merged)]))
+            self.inputs, self.outputs + self.deltas, updates=list(self.merge_own),
+            name="eval_compute"))
         feed, n = self._feed(arrays, global_batch_size)
-        out, partial = self._from_initial(
-            lambda: (fn(*feed), [v.numpy() for v in merged]))
+        out, partial = self._from_initial(lambda: fn(*feed))
         deltas = [K.to_numpy(d) for d in out[self.num_outputs:]]
         for i, state in zip(self.merge_index, partial):
             deltas[i] = state  # the batch's partial state
