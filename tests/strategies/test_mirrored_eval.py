@@ -381,3 +381,30 @@ def test_predict_and_evaluate_use_the_replicas_newer_weights(float64):
                                                         model.get_weights()))
     np.testing.assert_allclose(got.pred, ref.pred, rtol=1e-12, atol=1e-12)
     _close(got.logs, ref.logs, 1e-12)
+
+
+def test_multi_worker_three_nodes_equal_one_process(float64):
+    # One replica per simulated node: a batch of 2 leaves rank 0 without
+    # rows; validation batches of 9 rows split 3/3/3 and the last 6 as 2/2/2.
+    x, y, sw, _ = _data()
+    xv, yv, _, _ = _data(60, seed=1)
+    runs = []
+    for strategy in (None, kf.distribute.MultiWorkerMirroredStrategy(num_workers=3)):
+        if strategy is not None:
+            strategy.evaluate_on_replicas = True
+        with strategy.scope() if strategy is not None else _Null():
+            model = _model()
+            np.random.seed(5)
+            h = model.fit(x, y, sample_weight=sw, batch_size=20, epochs=2,
+                          verbose=0, validation_data=(xv, yv),
+                          validation_batch_size=9)
+            logs = model.evaluate(xv, yv, batch_size=2, verbose=0,
+                                  return_dict=True)
+            pred = model.predict(xv, batch_size=2, verbose=0)
+        runs.append((h.history, logs, pred))
+    (h1, l1, p1), (h2, l2, p2) = runs
+    assert strategy.replica_eval_calls > 0 and strategy.driver_eval_calls == 0
+    for k in h1:
+        np.testing.assert_allclose(h2[k], h1[k], rtol=1e-12, atol=1e-12)
+    _close(l2, l1, 1e-12)
+    np.testing.assert_allclose(p2, p1, rtol=1e-12, atol=1e-12)
