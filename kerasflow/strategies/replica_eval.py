@@ -100,7 +100,8 @@ class ReplicaEval:
 
         Returns:
             One entry per batch: None when this replica has no rows in it,
-            else a list of numpy arrays (one per model output, its rows first).
+            else a list of numpy arrays, one per model output, each
+            ``(rows, ...)`` in the output's dtype (its rows of the batch).
         """
         step = self._eval_step(key, copy)
         out = []

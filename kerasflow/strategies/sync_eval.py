@@ -19,10 +19,12 @@ The arrays go to the replicas once per content (``ArrayCache``'s
 fingerprints): arrays the replicas already hold for training are not sent
 again, validation data is sent at its first evaluation only.
 
-Steps the replicas cannot run as one process would run them go to the
-driver, after a pull (``sync_to_driver``), as before: a custom
-``test_step``; layer state carried across batches (a stateful RNN); random
-ops in the inference graph; a metric that assigns its state without a
+The path is taken when ``evaluate_on_replicas`` is True (off by default: on
+two cores the driver was faster for the MNIST MLP, slower for a convnet;
+``benchmarks/bench_eval_replicas.py``). Steps the replicas cannot run as one
+process would run them go to the driver, after a pull (``sync_to_driver``):
+a custom ``test_step``; layer state carried across batches (a stateful RNN);
+random ops in the inference graph; a metric that assigns its state without a
 ``merge_state``; input the replicas read themselves; GPU replicas; no
 replica group and no open ``scope()`` or ``fit`` that would close one.
 """
