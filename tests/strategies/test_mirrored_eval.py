@@ -115,6 +115,12 @@ def _evaluate_all(strategy, multi_output):
             out.append(model.evaluate(x, ys, sample_weight=sw, batch_size=bs,
                                       verbose=0, return_dict=True))
             out.append(model.predict(x[:101], batch_size=bs, verbose=0))
+        # batches the driver reads (a Dataset): each call carries its arrays
+        ds = kf.data.Dataset.from_tensor_slices((x, tuple(ys) if multi_output
+                                                 else ys, sw)).batch(9)
+        out.append(model.evaluate(ds, verbose=0, return_dict=True))
+        out.append(model.predict(kf.data.Dataset.from_tensor_slices(x).batch(9),
+                                 verbose=0))
         assert getattr(strategy, "pulls", 0) == pulls  # nothing pulled
     return out
 
