@@ -363,10 +363,14 @@ class EvalStep(_Step):
         self.metric_updates = list(metric_updates)
         self.state_updates = list(state_updates)
         self.metric_variables, self.deltas = _metric_deltas(self.metric_updates)
-        self._plan_metric_merge(metrics, self.metric_updates)
+        try:
+            self._plan_metric_merge(metrics, self.metric_updates)
+        except Exception:  # noqa: BLE001 - a merge_state that cannot be traced
+            # (numpy on its state): replicas refuse, one process evaluates.
+            self.merge_refused = [getattr(m, "name", "metric") for m in metrics]
         self.variables = K.reachable_variables(self.outputs + self.metric_updates
                                                + self.state_updates
-                                               + self.merge_updates)
+                                               + list(self.merge_updates))
         self.num_outputs = len(self.outputs)
         self._fns = {}
 

@@ -54,6 +54,12 @@ class RunningMaxNoMerge(RunningMax):
     merge_state = kf.metrics.Metric.merge_state  # refused on replicas
 
 
+class RunningMaxNumpyMerge(RunningMax):
+    def merge_state(self, metrics):  # numpy: cannot be traced for replicas
+        for m in metrics:
+            self.best.assign(max(float(self.best.numpy()), float(m.best.numpy())))
+
+
 def _model(metric=RunningMax, multi_output=False, spe=4):
     np.random.seed(0)
     x = kf.Input((8,))
@@ -281,6 +287,7 @@ def _own_step():
 
 @pytest.mark.parametrize("build", [
     lambda: _model(metric=RunningMaxNoMerge),  # state assigned, no merge_state
+    lambda: _model(metric=RunningMaxNumpyMerge),  # merge_state not traceable
     _own_step,                                 # a custom test_step
     _mc_dropout,                               # random ops in inference
 ])
