@@ -132,9 +132,10 @@ class StepBuilder:
                                     sample_weight=sw if weighted else None) or [])
         inputs = x_phs + y_phs + [sw]
         out_losses = per_output if len(per_output) > 1 else []
+        metrics = list(added_metrics.values()) + [m for *_, m in self._metric_objs]
         if kind == "train":
-            metrics = list(added_metrics.values()) + [m for *_, m in self._metric_objs]
             return TrainStep(inputs, total, self.optimizer, self.weights_to_train(),
                              out_losses, metric_updates, state_updates,
                              metrics=metrics)
-        return EvalStep(inputs, total, out_losses, metric_updates, state_updates)
+        return EvalStep(inputs, total, out_losses, metric_updates, state_updates,
+                        metrics=metrics)

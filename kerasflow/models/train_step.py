@@ -153,7 +153,7 @@ class _Step:
     # positions in metric_variables, initial values, partial-state placeholders,
     # merge ops; names of metrics that assign state but cannot be merged.
     merge_index = merge_initial = merge_inputs = merge_updates = ()
-    merge_refused = ()
+    merge_refused = merge_own = ()  # merge_own: the merged variables' updates
 
     def add_metric_deltas(self, deltas) -> None:
         """Adds summed metric-state deltas to ``metric_variables`` (except the
@@ -184,17 +184,25 @@ class _Step:
         self.merge_index, self.merge_initial = plan.index, plan.initial
         self.merge_inputs, self.merge_updates = plan.inputs, plan.updates
         self.merge_refused = plan.refused
+        merged = {id(self.metric_variables[i]) for i in plan.index}
+        self.merge_own = [u for u in metric_updates
+                          if id(u.node.inputs[0]) in merged]
 
     def _from_initial(self, run):
-        """``run()`` with the ``merge_index`` variables at their initial
-        values (so its deltas are this batch's partial state), then restored."""
+        """``(run(), partial states)``: ``run`` (a compiled function that also
+        runs ``merge_own``) with the ``merge_index`` variables at their
+        initial values, their values read back afterwards -- the batch's
+        partial state -- then restored. Read back, not initial + delta: that
+        rounds (a running maximum's -1e6 start leaves a float32 7.3 as
+        7.3125)."""
         if not self.merge_index:
-            return run()
+            return run(), []
         merged = [self.metric_variables[i] for i in self.merge_index]
         saved = [v.numpy() for v in merged]
         K.assign_all(merged, self.merge_initial, "metric merge")
         try:
-            return run()
+            out = run()
+            return out, [v.numpy() for v in merged]
         finally:
             K.assign_all(merged, saved, "metric merge")
 
@@ -231,7 +239,7 @@ class TrainStep(_Step):
     _GRAPH = ("inputs", "grad_phs", "outputs", "grads", "deltas",
               "apply_updates", "run_updates", "state_updates", "variables",
               "trainable_variables", "metric_variables", "merge_inputs",
-              "merge_updates")
+              "merge_updates", "merge_own")
 
     def __init__(self, inputs, loss, optimizer, var_list, output_losses=(),
                  metric_updates=(), state_updates=(), extra_updates=(), metrics=()):
@@ -310,7 +318,8 @@ class TrainStep(_Step):
         """
         fn = self._fn("compute", lambda: K.Function(
             self.inputs, self.outputs + self.grads + self.deltas,
-            updates=self.state_updates, name="compute_gradients"))
+            updates=self.state_updates + list(self.merge_own),
+            name="compute_gradients"))
         feed, n = self._feed(arrays, global_batch_size)
         k, m = self.num_outputs, len(self.grads)
         into = None
@@ -318,11 +327,11 @@ class TrainStep(_Step):
             views = [v if v.dtype == g.dtype else None
                      for v, g in zip(self.layout.unpack(out), self.grads)]
             into = [None] * k + views + [None] * len(self.deltas)
-        res = self._from_initial(lambda: fn(*feed, into=into))
+        res, partial = self._from_initial(lambda: fn(*feed, into=into))
         flat = self.layout.pack(res[k:k + m], out)
         deltas = [K.to_numpy(d) for d in res[k + m:]]
-        for i, init in zip(self.merge_index, self.merge_initial):
-            deltas[i] = init + deltas[i]  # the batch's partial state
+        for i, state in zip(self.merge_index, partial):
+            deltas[i] = state  # the batch's partial state
         return self._result(res, n, flat, deltas)
 
     def apply_gradients(self, flat_grads) -> None:
@@ -346,33 +355,52 @@ class EvalStep(_Step):
         inputs, loss, output_losses, metric_updates: as for ``TrainStep``.
         state_updates: layer state updates that run with each batch in
             process (a stateful RNN's kept states, as Keras' ``evaluate``).
+        metrics: the ``Metric`` objects updated (their ``merge_state`` merges
+            replicas' partial states of metrics that assign their state).
     """
 
     kind = "eval"
     _GRAPH = ("inputs", "outputs", "deltas", "metric_updates", "state_updates",
-              "variables", "metric_variables")
+              "variables", "metric_variables", "merge_inputs", "merge_updates",
+              "merge_own")
 
     def __init__(self, inputs, loss, output_losses=(), metric_updates=(),
-                 state_updates=()):
+                 state_updates=(), metrics=()):
         scale = K.placeholder(K.floatx(), (), name="loss_scale")
         self.inputs = list(inputs) + [scale]
         self.outputs = [loss * scale] + [o * scale for o in output_losses]
         self.metric_updates = list(metric_updates)
         self.state_updates = list(state_updates)
         self.metric_variables, self.deltas = _metric_deltas(self.metric_updates)
+        try:
+            self._plan_metric_merge(metrics, self.metric_updates)
+        except Exception:  # noqa: BLE001 - a merge_state that cannot be traced
+            # (numpy on its state): replicas refuse, one process evaluates.
+            self.merge_refused = [getattr(m, "name", "metric") for m in metrics]
         self.variables = K.reachable_variables(self.outputs + self.metric_updates
-                                               + self.state_updates)
+                                               + self.state_updates
+                                               + list(self.merge_updates))
         self.num_outputs = len(self.outputs)
         self._fns = {}
 
     def compute(self, arrays, global_batch_size) -> StepResult:
-        """Scaled loss and metric deltas of one replica's batch."""
+        """Scaled loss and metric deltas of one replica's batch (its rows of a
+        global batch of ``global_batch_size``); changes no variable.
+
+        Returns:
+            ``StepResult`` (``grads`` None) whose ``metric_deltas`` hold, at
+            the ``merge_index`` positions, the batch's partial state (from
+            the initial values) instead, as ``TrainStep.compute_gradients``.
+        """
         fn = self._fn("compute", lambda: K.Function(
-            self.inputs, self.outputs + self.deltas, name="eval_compute"))
+            self.inputs, self.outputs + self.deltas, updates=list(self.merge_own),
+            name="eval_compute"))
         feed, n = self._feed(arrays, global_batch_size)
-        out = fn(*feed)
-        return self._result(out, n, None,
-                            [K.to_numpy(d) for d in out[self.num_outputs:]])
+        out, partial = self._from_initial(lambda: fn(*feed))
+        deltas = [K.to_numpy(d) for d in out[self.num_outputs:]]
+        for i, state in zip(self.merge_index, partial):
+            deltas[i] = state  # the batch's partial state
+        return self._result(out, n, None, deltas)
 
     def run(self, arrays, global_batch_size) -> StepResult:
         """Loss of the batch; metric variables updated in place."""

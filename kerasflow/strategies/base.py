@@ -1,9 +1,10 @@
 """What the Ray strategies share (internal; the public names are in
 ``kf.distribute``): ``ActorStrategy`` owns the scope/close lifecycle of
 actor groups and the one ``run_steps`` loop of a driver call -- evaluation
-and prediction in process, a batch-size check, the call retried after each
-recovery -- so ``SyncReplicaStrategy`` and ``ParameterServerStrategy`` only
-say how one call runs and how a failure is recovered.
+and prediction on the actors or in process, a batch-size check, the call
+retried after each recovery -- so ``SyncReplicaStrategy`` and
+``ParameterServerStrategy`` only say how one call runs and how a failure is
+recovered.
 """
 
 from __future__ import annotations
@@ -139,7 +140,8 @@ class ActorStrategy(Strategy):
 
     def run_steps(self, step, batches) -> list:
         """Trains on K global batches in one driver call (evaluation and
-        prediction steps run in this process, on the current weights).
+        prediction steps run on the actors when ``_run_inference`` can,
+        else in this process on the actors' weights, pulled first).
 
         Returns:
             One ``StepResult`` per batch (global-batch loss and count), fewer
@@ -154,8 +156,11 @@ class ActorStrategy(Strategy):
         """
         if not batches:
             return []
-        if step.kind != "train":  # on the driver, with the replicas' weights
-            self.sync_to_driver()
+        if step.kind != "train":
+            done = self._run_inference(step, batches)
+            if done is not None:  # on the actors, with the weights they hold
+                return done
+            self.sync_to_driver()  # else here, with the actors' weights
             return DefaultStrategy().run_steps(step, batches)
         check_batch_size(self, batches, self._unit)
         while True:
@@ -167,6 +172,12 @@ class ActorStrategy(Strategy):
         results = [StepResult(loss, count, None, [], outs) for loss, count, outs in out]
         self._global_step += len(results)  # fewer: replica-side input ran out
         return results
+
+    def _run_inference(self, step, batches):
+        """An evaluation or prediction step's results computed on the actors
+        (as ``run_steps`` returns them), or None: the driver runs the step
+        after a pull. Here always None."""
+        return None
 
     def _run_call(self, step, batches):
         raise NotImplementedError

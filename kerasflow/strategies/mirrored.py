@@ -20,6 +20,12 @@ model when something reads them (callbacks that may read the model,
 evaluate/predict, the end of ``fit``); with Adam, SGD, RMSprop and other
 per-variable optimizers each replica applies the optimizer to its own share
 of the variables (ZeRO-1). See ``sync_strategy.py``.
+
+``strategy.evaluate_on_replicas = True`` runs ``evaluate``, ``predict`` and
+the validation inside ``fit`` on the replicas too (each on its rows of every
+global batch, with the weights it holds; the results equal one process's):
+see ``sync_eval.py``. It is off by default: on two cores the driver, BLAS on
+both, was faster for an MLP (``benchmarks/bench_eval_replicas.py``).
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ from kerasflow.distribute_input import shard_bounds
 from kerasflow.distribute_lib import take_rows
 from kerasflow.strategies.collective import CollectiveMember
 from kerasflow.strategies.replica_input import InputReader
+from kerasflow.strategies.replica_eval import ReplicaEval
 from kerasflow.strategies.zero import ZeroShard, plan_zero
 
 __all__ = ["Replica", "StepWorker", "buffer_layout", "shard_bounds"]
@@ -133,7 +134,7 @@ class StepWorker:
         return n, lo, hi, take_rows(self.data[data_key], batch[lo:hi])
 
 
-class Replica(StepWorker, InputReader, CollectiveMember):
+class Replica(StepWorker, InputReader, CollectiveMember, ReplicaEval):
     """Worker object for ``WorkerGroup``: holds steps, data and the collective.
 
     Attributes:

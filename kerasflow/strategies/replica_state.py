@@ -50,7 +50,7 @@ class StepEntry:
     def __init__(self, step, key):
         self.step, self.key = step, key
         self.loaded, self.behind = True, False
-        metric = {id(v) for v in step.metric_variables}
+        metric = {id(v) for v in getattr(step, "metric_variables", ())}
         self.metric_idx = [i for i, v in enumerate(step.variables) if id(v) in metric]
         self.log, self.logged_steps = [], 0
         self.commit_metrics, self.commit_rng = None, None

@@ -212,9 +212,8 @@ class ShmAllreduce(Collective):
 
     @property
     def params(self):
-        """The segment's two ``(size,)`` parameter arrays, shared by every
-        rank: :meth:`reduce_apply` call ``seq`` hands ``params[seq % 2]`` to
-        its ``apply`` and ``gather``."""
+        """The two shared ``(size,)`` parameter arrays: :meth:`reduce_apply`
+        call ``seq`` hands ``params[seq % 2]`` to ``apply`` and ``gather``."""
         return tuple(self._params)
 
     def _open(self, create):
@@ -345,15 +344,13 @@ class ShmAllreduce(Collective):
             buf: as :meth:`allreduce` (usually :attr:`slot`).
             ranges: ``(lo, hi)`` element ranges this rank reduces; the ranks'
                 ranges must cover the buffer without overlapping.
-            apply: ``apply(result, params)`` on the (size,) shared result
-                array and this call's half of :attr:`params` (no rank reads
-                it until the second barrier; the other half, the previous
-                call's, stays as it is).
+            apply: ``apply(result, params)``: the (size,) shared result and
+                this call's half of :attr:`params` (unread until the second
+                barrier; the previous call's half stays as it is).
             step: the caller's step, for error messages.
-            gather: optional ``gather(result, params)``, called after the
-                second barrier instead of the whole copy of ``result`` into
-                ``buf`` (it copies what it needs; the result stays valid
-                until the call after next).
+            gather: optional ``gather(result, params)`` after the second
+                barrier, instead of copying ``result`` into ``buf`` (the
+                result stays valid until the call after next).
 
         Returns:
             ``buf``.

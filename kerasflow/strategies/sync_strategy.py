@@ -22,7 +22,14 @@ Train's full-group restart). ``max_failures`` caps recoveries. With an
 optimizer whose updates are separable per variable, the replicas shard it
 (ZeRO-1, ``zero.py``).
 
-Evaluation and prediction run in the driver process, after a pull.
+Evaluation and prediction run in the driver process, after a pull, unless
+``evaluate_on_replicas`` is True (``sync_eval.py``; off by default: on two
+cores the driver was faster): then each replica takes its rows of every
+global batch, as in training, with the weights it holds (nothing is pulled),
+and the driver sums the losses and metric deltas (merging assigned metric
+state by ``merge_state``) or concatenates the outputs in rank order; what the
+replicas cannot run as one process would (a custom ``test_step``, random or
+stateful inference, GPU replicas) still runs in the driver.
 
 Input the replicas read themselves (``distribute_datasets_from_function``, a
 multi-worker ``experimental_distribute_dataset``, ``kf.data.from_ray``; see
@@ -55,6 +62,7 @@ from kerasflow.strategies.replica import Replica, buffer_layout
 from kerasflow.strategies.netaddr import parse_port_range
 from kerasflow.strategies.replica_state import ReplicaStateMixin, StepEntry
 from kerasflow.strategies.shipping import ArrayCache
+from kerasflow.strategies.sync_eval import SyncEvalMixin
 from kerasflow.strategies.transport import CollectiveError
 from kerasflow.strategies.worker_group import WorkerGroup, check_placement
 
@@ -124,7 +132,7 @@ class CommunicationOptions:
         return options
 
 
-class SyncReplicaStrategy(ReplicaStateMixin, ActorStrategy):
+class SyncReplicaStrategy(SyncEvalMixin, ReplicaStateMixin, ActorStrategy):
     """N replica actors that run ``compute -> allreduce -> apply`` in lockstep.
 
     Subclasses call ``_setup(...)`` from ``__init__``; see MirroredStrategy.

@@ -5,6 +5,8 @@ what one process reports; a metric that assigns its state without a
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -97,3 +99,20 @@ def test_assigned_state_without_merge_state_is_refused():
     with pytest.raises(ValueError, match=r"MirroredStrategy cannot merge.*"
                                          r"running_max.*merge_state"):
         _fit(kf.distribute.MirroredStrategy(num_replicas=2), RunningMaxNoMerge)
+
+
+def test_partial_state_is_read_back_not_rounded():
+    # A float32 7.3 from the -1e6 start: initial + (7.3 - initial) is 7.3125;
+    # the replicas read the partial state back instead (issue 21).
+    x = np.random.default_rng(0).standard_normal((16, 3)).astype("float32")
+    y = np.linspace(0.1, 7.3, 16, dtype="float32").reshape(16, 1)[::-1].copy()
+    results = []
+    for strategy in (None, kf.distribute.MirroredStrategy(num_replicas=2)):
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+            model = _model(RunningMax())
+            h = model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+            if strategy is not None:
+                strategy.evaluate_on_replicas = True
+            logs = model.evaluate(x, y, batch_size=8, verbose=0, return_dict=True)
+        results.append((h.history["running_max"], logs["running_max"]))
+    assert results[0] == results[1] == ([np.float32(7.3)], np.float32(7.3))
