@@ -80,13 +80,14 @@ class Piece:
                 args.append(_flat(x)[a:b])
             else:
                 args.append(values[x])
-        target = params[lo:hi]
-        set_update_target(stand_in, target)
+        # No reference kept here: the kernel writes into the target only
+        # when nothing else holds it (``set_update_target``).
+        set_update_target(stand_in, params[lo:hi])
         self.kernel(stand_in, *args)
         value = stand_in.value
-        if (value.__array_interface__["data"][0]
-                != target.__array_interface__["data"][0]):  # the kernel kept its own
-            np.copyto(target, value)
+        if (value.__array_interface__["data"][0] != params.__array_interface__[
+                "data"][0] + lo * params.itemsize):  # the kernel kept its own
+            np.copyto(params[lo:hi], value)
 
 
 def _flat(var):

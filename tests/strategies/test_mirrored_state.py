@@ -229,6 +229,8 @@ def test_zero_pieces_equal_the_whole_update_and_are_read_in_place(float64):
         params, result = halves[seq % 2], rng.standard_normal(size) * 1e-2
         for shard in shards:
             shard.apply(result, params)
+            # the update itself wrote into the shared half (no copy after it)
+            assert np.shares_memory(shard.pieces[0].stand_in.value, params)
         bufs = [np.zeros(size), np.zeros(size)]
         for shard, buf in zip(shards, bufs):
             shard.gather(result, params, buf)
