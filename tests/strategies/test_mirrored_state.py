@@ -219,9 +219,9 @@ def test_zero_pieces_equal_the_whole_update_and_are_read_in_place(float64):
     steps = [m._get_step("train", [x], [y], False) for m in models]
     size = buffer_layout(steps[0], 2)[0]
     halves = (np.zeros(size), np.zeros(size))
-    plan = plan_zero(steps[0], 2, size)
+    plan = plan_zero(steps[0], 2, size, call_cost=0)  # equal element counts
     assert plan.var_owner[0] == -1 and plan.parts[0] == [(0, 0, 96)]
-    shards = [ZeroShard(s, plan_zero(s, 2, size), r, halves)
+    shards = [ZeroShard(s, plan_zero(s, 2, size, call_cost=0), r, halves)
               for r, s in enumerate(steps[:2])]
     ref, g = steps[2], steps[0].layout.size
     rng = np.random.default_rng(1)
@@ -253,3 +253,36 @@ def test_zero_pieces_equal_the_whole_update_and_are_read_in_place(float64):
     kept = var1.numpy()
     shards[0].apply(result, halves[1])
     np.testing.assert_array_equal(var1.value, kept)  # private again
+
+
+@pytest.mark.parametrize("replicas", [2, 3])
+def test_zero_pieces_of_a_wide_kernel_equal_unsharded(float64, replicas):
+    # A first kernel of 512 x 128 (65,536 elements) crosses the ZeRO cut(s):
+    # the replicas apply Adam to pieces of it; weights, every slot (pulled
+    # from the pieces' owners) and the losses equal the unsharded run.
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((120, 512))
+    y = (x[:, 0] > 0).astype(int) + (x[:, 1] > 1)
+    runs = []
+    for shard in (True, False):
+        strategy = kf.distribute.MirroredStrategy(num_replicas=replicas)
+        strategy.shard_optimizer = shard
+        with strategy.scope():
+            np.random.seed(0)
+            model = kf.Sequential([kf.layers.Dense(128, activation="tanh",
+                                                   input_shape=(512,)),
+                                   kf.layers.Dense(3)])
+            model.compile(optimizer=kf.optimizers.Adam(0.01),
+                          loss=kf.losses.SparseCategoricalCrossentropy(from_logits=True),
+                          steps_per_execution=3)
+            h = model.fit(x, y, batch_size=20, epochs=2, verbose=0, shuffle=False)
+            plans = [e.plan for e in strategy._steps.values() if e.plan]
+            if shard:
+                assert strategy.optimizer_sharded
+                assert any(-1 in p.var_owner for p in plans)  # applied in pieces
+            runs.append((model.get_weights(), _optimizer_state(model),
+                         h.history["loss"]))
+    (w1, s1, l1), (w2, s2, l2) = runs
+    _same(w2, w1)
+    _same(s2, s1)
+    np.testing.assert_allclose(l1, l2, rtol=1e-9)
