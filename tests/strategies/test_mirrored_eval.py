@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import kerasflow as kf
-from kerasflow import ops
+from tests.strategies.test_metric_merge import RunningMax, RunningMaxNoMerge
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(240),
               pytest.mark.usefixtures("ray_cluster")]
@@ -29,29 +29,6 @@ def _mirrored():
     strategy = kf.distribute.MirroredStrategy(num_replicas=2)
     strategy.evaluate_on_replicas = True
     return strategy
-
-
-class RunningMax(kf.metrics.Metric):
-    """Largest target seen: assigns its state, merged by ``merge_state``."""
-
-    def __init__(self, name="running_max", dtype=None):
-        super().__init__(name=name, dtype=dtype)
-        self.best = self.add_variable(shape=(), initializer=-1e6, name="best")
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        self.best.assign(ops.maximum(self.best, ops.max(ops.cast(y_true,
-                                                                 self.dtype))))
-
-    def result(self):
-        return self.best
-
-    def merge_state(self, metrics):
-        for m in metrics:
-            self.best.assign(ops.maximum(self.best, m.best))
-
-
-class RunningMaxNoMerge(RunningMax):
-    merge_state = kf.metrics.Metric.merge_state  # refused on replicas
 
 
 class RunningMaxNumpyMerge(RunningMax):
