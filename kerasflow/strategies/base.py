@@ -163,15 +163,19 @@ class ActorStrategy(Strategy):
             self.sync_to_driver()  # else here, with the actors' weights
             return DefaultStrategy().run_steps(step, batches)
         check_batch_size(self, batches, self._unit)
-        while True:
-            try:
-                out = self._run_call(step, batches)
-                break
-            except Exception as err:  # noqa: BLE001 - sorted by _recover
-                self._recover(err)
+        out = self._retrying(self._run_call, step, batches)
         results = [StepResult(loss, count, None, [], outs) for loss, count, outs in out]
         self._global_step += len(results)  # fewer: replica-side input ran out
         return results
+
+    def _retrying(self, call, *args):
+        """``call(*args)``, run again after each failure ``_recover`` fixed
+        (it raises the ones it cannot)."""
+        while True:
+            try:
+                return call(*args)
+            except Exception as err:  # noqa: BLE001 - sorted by _recover
+                self._recover(err)
 
     def _run_inference(self, step, batches):
         """An evaluation or prediction step's results computed on the actors

@@ -142,12 +142,7 @@ class SyncEvalMixin:
         if not self._on_replicas(step, batches):
             self.driver_eval_calls += 1
             return None
-        while True:
-            try:
-                out = self._inference_call(step, batches)
-                break
-            except Exception as err:  # noqa: BLE001 - sorted by _recover
-                self._recover(err)
+        out = self._retrying(self._inference_call, step, batches)
         self.replica_eval_calls += 1
         return out
 

@@ -40,7 +40,7 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow.backend.graph import walk
 from kerasflow.optimizers.kernels import set_update_target
-from kerasflow.strategies.zero_piece import SLICEABLE, Piece
+from kerasflow.strategies.zero_piece import SLICEABLE, Piece, at_offset
 
 __all__ = ["ZeroPlan", "ZeroShard", "assemble", "plan_zero", "ranks_of"]
 
@@ -306,14 +306,14 @@ class ZeroShard:
         variables, spans = self.variables, self.spans
         for j in self.mine:
             lo, hi, shape = spans[j]
-            if _at(variables[j].value, params, lo):  # never read and write one range
+            if at_offset(variables[j].value, params, lo):  # never read and write one range
                 variables[j].value = variables[j].value.copy()
             set_update_target(variables[j], params[lo:hi].reshape(shape))
         self.fn(*[result[lo:hi].reshape(shape)
                   for lo, hi, shape in (spans[j] for j in self.mine)])
         for j in self.mine:
             lo, hi, shape = spans[j]
-            if not _at(variables[j].value, params, lo):  # the update kept its own
+            if not at_offset(variables[j].value, params, lo):  # the update kept its own
                 target = params[lo:hi].reshape(shape)
                 np.copyto(target, variables[j].value)
                 variables[j].value = target
@@ -324,7 +324,7 @@ class ZeroShard:
         variables, spans = self.variables, self.spans
         for j in self.others:
             lo, hi, shape = spans[j]
-            if not _at(variables[j].value, params, lo):
+            if not at_offset(variables[j].value, params, lo):
                 variables[j].value = params[lo:hi].reshape(shape)
         buf[self.tail:] = result[self.tail:]
 
@@ -334,9 +334,3 @@ class ZeroShard:
         for var in self.variables:
             if any(np.may_share_memory(var.value, h) for h in self.halves):
                 var.value = var.value.copy()
-
-
-def _at(value, params, lo):
-    """True when ``value`` is the range of ``params`` starting at ``lo``."""
-    return (isinstance(value, np.ndarray) and value.__array_interface__["data"][0]
-            == params.__array_interface__["data"][0] + lo * params.itemsize)

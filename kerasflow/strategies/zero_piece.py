@@ -25,7 +25,7 @@ from kerasflow.backend import fusion
 from kerasflow.backend.registry import get_op
 from kerasflow.optimizers.kernels import set_update_target
 
-__all__ = ["SLICEABLE", "Piece"]
+__all__ = ["SLICEABLE", "Piece", "at_offset"]
 
 #: Update ops that may run on a piece of a variable (elementwise in value,
 #: gradient and slots; scalars otherwise).
@@ -84,10 +84,15 @@ class Piece:
         # when nothing else holds it (``set_update_target``).
         set_update_target(stand_in, params[lo:hi])
         self.kernel(stand_in, *args)
-        value = stand_in.value
-        if (value.__array_interface__["data"][0] != params.__array_interface__[
-                "data"][0] + lo * params.itemsize):  # the kernel kept its own
-            np.copyto(params[lo:hi], value)
+        if not at_offset(stand_in.value, params, lo):  # the kernel kept its own
+            np.copyto(params[lo:hi], stand_in.value)
+
+
+def at_offset(value, params, lo):
+    """True when ``value`` is the range of ``params`` starting at element
+    ``lo`` (the same memory, not a copy)."""
+    return (isinstance(value, np.ndarray) and value.__array_interface__["data"][0]
+            == params.__array_interface__["data"][0] + lo * params.itemsize)
 
 
 def _flat(var):
