@@ -202,3 +202,25 @@ def test_dropout_mask_cuda_kernel_equals_numpy(dtype):
                           rng=np.random.default_rng(5))
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(cupy.asnumpy(got), want)
+
+
+def test_function_into_writes_gradients_into_a_device_buffer(on_device):
+    """``Function(..., into=)`` on cupy: gradient MatMuls land in views of one
+    flat device buffer (the replica's allreduce slot) and equal the copies."""
+    import cupy
+
+    x = K.placeholder("float64", (None, 5), name="x")
+    w1 = K.Variable(_x(5, 7, seed=1), name="w1")
+    w2 = K.Variable(_x(7, 3, seed=2), name="w2")
+    loss = K.sum(K.square(K.matmul(K.tanh(K.matmul(x, w1)), w2)))
+    fn = K.Function([x], K.gradients(loss, [w1, w2]))
+    xv = _x(9, 5, seed=3)
+    want = [cupy.asnumpy(g) for g in fn(xv)]
+    flat = cupy.full(35 + 21, -1.0, "float64")
+    views = [flat[:35].reshape(5, 7), flat[35:].reshape(7, 3)]
+    got = fn(xv, into=views)
+    assert got[0] is views[0] and got[1] is views[1]
+    np.testing.assert_allclose(cupy.asnumpy(flat[:35]), want[0].ravel(), rtol=1e-12)
+    np.testing.assert_allclose(cupy.asnumpy(flat[35:]), want[1].ravel(), rtol=1e-12)
+    with pytest.raises(ValueError, match="cupy array of shape"):
+        fn(xv, into=[np.zeros((5, 7)), None])
