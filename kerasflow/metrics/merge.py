@@ -11,8 +11,9 @@ its batch's *partial* state from the metric's initial state, the partials
 travel to every replica, and each replica merges them into the committed
 state in rank order -- the map/merge of independent partial aggregates that
 Keras' ``merge_state`` describes. A metric that assigns its state but keeps
-the base class's additive ``merge_state`` is named in ``refused``; replica
-strategies then refuse to train rather than sum wrongly.
+the base class's additive ``merge_state``, or whose ``merge_state`` cannot be
+traced (numpy on its state), is named in ``refused``; replica strategies then
+refuse to train rather than sum wrongly, and one process runs it as it is.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ class MergePlan:
         updates: ops merging one fed partial into the variables (the metrics'
             ``merge_state``).
         refused: names of metrics (or metric variables) that assign their
-            state and have no ``merge_state`` of their own.
+            state and have no ``merge_state`` of their own, or one that
+            cannot be traced into graph ops.
     """
 
     def __init__(self, index=(), initial=(), inputs=(), updates=(), refused=()):
@@ -102,9 +104,10 @@ def plan_merge(metrics, metric_variables, metric_updates) -> MergePlan:
         try:
             ops = record_assignments(type(metric).merge_state, metric,
                                      [_proxy(metric, replace)])
-        except TypeError as e:
-            raise TypeError(f"Metric '{metric.name}': merge_state must use backend "
-                            f"ops (it is traced to run on replicas): {e}") from e
+        except Exception:  # noqa: BLE001 - user code that cannot be traced
+            # (numpy on its state): fine in one process, refused on replicas.
+            plan.refused.append(metric.name)
+            continue
         plan.index += [i for i, _, _ in inputs]
         plan.initial += [init for _, init, _ in inputs]
         plan.inputs += [ph for _, _, ph in inputs]

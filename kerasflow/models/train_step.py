@@ -372,11 +372,7 @@ class EvalStep(_Step):
         self.metric_updates = list(metric_updates)
         self.state_updates = list(state_updates)
         self.metric_variables, self.deltas = _metric_deltas(self.metric_updates)
-        try:
-            self._plan_metric_merge(metrics, self.metric_updates)
-        except Exception:  # noqa: BLE001 - a merge_state that cannot be traced
-            # (numpy on its state): replicas refuse, one process evaluates.
-            self.merge_refused = [getattr(m, "name", "metric") for m in metrics]
+        self._plan_metric_merge(metrics, self.metric_updates)
         self.variables = K.reachable_variables(self.outputs + self.metric_updates
                                                + self.state_updates
                                                + list(self.merge_updates))

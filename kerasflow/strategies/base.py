@@ -38,8 +38,9 @@ def check_count(owner, name, value, allow_none=False):
 
 def check_metric_merge(owner, step, additive_only=False):
     """Raises when replicas cannot merge ``step``'s metric state: a metric
-    assigns (not adds to) its state and has no ``merge_state`` of its own, or
-    ``additive_only`` (the strategy only sums deltas) and any metric assigns.
+    assigns (not adds to) its state and has no ``merge_state`` of its own (or
+    one that cannot be traced), or ``additive_only`` (the strategy only sums
+    deltas) and any metric assigns.
 
     Raises:
         ValueError: naming the metrics and how to fix it.

@@ -42,7 +42,7 @@ from kerasflow.strategies.replica_input import InputReader
 from kerasflow.strategies.replica_eval import ReplicaEval
 from kerasflow.strategies.zero import ZeroShard, plan_zero
 
-__all__ = ["Replica", "StepWorker", "buffer_layout", "shard_bounds"]
+__all__ = ["Replica", "StepWorker", "buffer_layout", "random_nodes", "shard_bounds"]
 
 
 class StepWorker:
@@ -120,18 +120,20 @@ class StepWorker:
         variables = self.steps[key].variables
         return [variables[i].numpy() for i in indices]
 
-    def rows(self, data_key, batch, parts, part):
+    def rows(self, data_key, batch, parts, part, source=None):
         """``(n, lo, hi, arrays)``: part ``part`` of ``parts`` (rows
         ``[lo, hi)``, ``shard_bounds``) of a global batch of ``n`` rows, given
-        as int64 row indices into the arrays under ``data_key``, or as the
-        batch's arrays when ``data_key`` is None."""
+        as int64 row indices into the arrays under ``data_key`` (of
+        ``source``, default the training arrays ``data``), or as the batch's
+        arrays when ``data_key`` is None."""
         if data_key is None:
             n = len(batch[0])
             lo, hi = shard_bounds(n, parts, part)
             return n, lo, hi, [a[lo:hi] for a in batch]
         n = len(batch)
         lo, hi = shard_bounds(n, parts, part)
-        return n, lo, hi, take_rows(self.data[data_key], batch[lo:hi])
+        held = self.data if source is None else source
+        return n, lo, hi, take_rows(held[data_key], batch[lo:hi])
 
 
 class Replica(StepWorker, InputReader, CollectiveMember, ReplicaEval):
@@ -407,13 +409,22 @@ def _split(flat, sizes):
     return out
 
 
-def _offset_seeds(step, rank):
+def random_nodes(step) -> list:
+    """The nodes of ``step``'s graph (every tensor its ``_GRAPH`` names)
+    whose op draws random numbers (dropout)."""
     tensors = [t for name in step._GRAPH for t in getattr(step, name)
                if hasattr(t, "node")]
+    out = []
     for node in walk(tensors):
         try:
-            random = get_op(node.op).random
+            if get_op(node.op).random:
+                out.append(node)
         except KeyError:  # Variable, Placeholder, Const
-            random = False
-        if random and node.attrs.get("seed") is not None:
+            pass
+    return out
+
+
+def _offset_seeds(step, rank):
+    for node in random_nodes(step):
+        if node.attrs.get("seed") is not None:
             node.attrs["seed"] = int(node.attrs["seed"]) + 7_919 * rank

@@ -21,8 +21,6 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow.distribute_input import shard_bounds
-from kerasflow.distribute_lib import take_rows
 
 __all__ = ["ReplicaEval"]
 
@@ -124,9 +122,6 @@ class ReplicaEval:
         return step
 
     def _eval_rows(self, data_key, batch):
-        # (n, lo, hi, this replica's arrays), as StepWorker.rows
-        if data_key is None:
-            return self.rows(None, batch, self.world, self.rank)
-        n = len(batch)
-        lo, hi = shard_bounds(n, self.world, self.rank)
-        return n, lo, hi, take_rows(self.eval_data[data_key], batch[lo:hi])
+        # (n, lo, hi, this replica's arrays) from the evaluation arrays
+        return self.rows(data_key, batch, self.world, self.rank,
+                         None if data_key is None else self.eval_data)

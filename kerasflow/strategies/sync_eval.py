@@ -24,9 +24,10 @@ two cores the driver was faster for the MNIST MLP, slower for a convnet;
 ``benchmarks/bench_eval_replicas.py``). Steps the replicas cannot run as one
 process would run them go to the driver, after a pull (``sync_to_driver``):
 a custom ``test_step``; layer state carried across batches (a stateful RNN);
-random ops in the inference graph; a metric that assigns its state without a
-``merge_state``; input the replicas read themselves; GPU replicas; no
-replica group and no open ``scope()`` or ``fit`` that would close one.
+random ops in the inference graph (replicas would draw other numbers); a
+metric that assigns its state without a ``merge_state`` it can trace; input
+the replicas read themselves; GPU replicas; no replica group and no open
+``scope()`` or ``fit`` that would close one.
 """
 
 from __future__ import annotations
@@ -35,9 +36,8 @@ import time
 
 import numpy as np
 
-from kerasflow.backend.graph import walk
-from kerasflow.backend.registry import get_op
 from kerasflow.distribute_lib import StepResult
+from kerasflow.strategies.replica import random_nodes
 from kerasflow.strategies.replica_state import StepEntry
 from kerasflow.strategies.shipping import fingerprint
 
@@ -112,8 +112,9 @@ class SyncEvalMixin:
             the replicas when they can (see the module docstring); False
             (the default): in the driver process after a pull of the
             weights. On a 2-core machine the driver, BLAS on both cores, was
-            the faster (``benchmarks/bench_eval_replicas.py``: replicas /
-            driver 0.79 for ``evaluate``, 0.95 for ``predict``); the
+            the faster for an MLP (``benchmarks/bench_eval_replicas.py``:
+            replicas / driver 0.88 for ``evaluate``, 0.92 for ``predict``;
+            1.72 and 1.53 for a convnet); the
             replicas pay where they have cores (or nodes) of their own.
         replica_eval_calls / driver_eval_calls: ``run_steps`` calls of
             evaluation or prediction steps run on the replicas / the driver.
@@ -165,7 +166,7 @@ class SyncEvalMixin:
         if known is None or known[0] is not step:
             if len(draws) > 64:  # steps of models compiled again
                 draws.clear()
-            known = draws[id(step)] = (step, _draws(step))
+            known = draws[id(step)] = (step, bool(random_nodes(step)))
         return not known[1]
 
     def _inference_call(self, step, batches):
@@ -232,20 +233,6 @@ class SyncEvalMixin:
             group.execute("set_values", entry.key, changed, group.put(values))
         entry.mark()
         return entry
-
-
-def _draws(step):
-    """True when ``step``'s graph has a random op (replicas would draw other
-    numbers than one process)."""
-    tensors = [t for name in step._GRAPH for t in getattr(step, name)
-               if hasattr(t, "node")]
-    for node in walk(tensors):
-        try:
-            if get_op(node.op).random:
-                return True
-        except KeyError:  # Variable, Placeholder, Const
-            pass
-    return False
 
 
 def _concat(parts):

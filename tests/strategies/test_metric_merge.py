@@ -38,6 +38,12 @@ class RunningMax(RunningMaxNoMerge):
             self.best.assign(ops.maximum(self.best, m.best))
 
 
+class RunningMaxNumpyMerge(RunningMax):
+    def merge_state(self, metrics):  # numpy: cannot be traced for replicas
+        for m in metrics:
+            self.best.assign(max(float(self.best.numpy()), float(m.best.numpy())))
+
+
 def _model(metric):
     kf.utils.set_random_seed(1)
     model = kf.Sequential([kf.layers.Input((3,)), kf.layers.Dense(1)])
@@ -93,12 +99,15 @@ def test_running_max_under_mirrored_equals_one_process():
                                rtol=1e-5, atol=1e-6)
 
 
-def test_assigned_state_without_merge_state_is_refused():
-    _, ref = _fit(None, RunningMaxNoMerge)  # one process: fine
+@pytest.mark.parametrize("metric", [RunningMaxNoMerge, RunningMaxNumpyMerge])
+def test_assigned_state_without_a_traceable_merge_state_is_refused(metric):
+    # no merge_state of its own, or one in numpy: one process trains (it
+    # never merges), replicas refuse by name
+    _, ref = _fit(None, metric)
     assert ref.history["running_max"] == [31.0, 31.0]
     with pytest.raises(ValueError, match=r"MirroredStrategy cannot merge.*"
                                          r"running_max.*merge_state"):
-        _fit(kf.distribute.MirroredStrategy(num_replicas=2), RunningMaxNoMerge)
+        _fit(kf.distribute.MirroredStrategy(num_replicas=2), metric)
 
 
 def test_partial_state_is_read_back_not_rounded():

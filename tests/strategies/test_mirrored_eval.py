@@ -18,7 +18,11 @@ import numpy as np
 import pytest
 
 import kerasflow as kf
-from tests.strategies.test_metric_merge import RunningMax, RunningMaxNoMerge
+from tests.strategies.test_metric_merge import (
+    RunningMax,
+    RunningMaxNoMerge,
+    RunningMaxNumpyMerge,
+)
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(240),
               pytest.mark.usefixtures("ray_cluster")]
@@ -29,12 +33,6 @@ def _mirrored():
     strategy = kf.distribute.MirroredStrategy(num_replicas=2)
     strategy.evaluate_on_replicas = True
     return strategy
-
-
-class RunningMaxNumpyMerge(RunningMax):
-    def merge_state(self, metrics):  # numpy: cannot be traced for replicas
-        for m in metrics:
-            self.best.assign(max(float(self.best.numpy()), float(m.best.numpy())))
 
 
 def _model(metric=RunningMax, multi_output=False, spe=4):
