@@ -50,8 +50,8 @@ def iters_for(nbytes, base):
 
 
 def bench_kerasflow(transport, ranks, sizes, base_iters):
-    from kerasflow.strategies.probe import CollectiveProbe
-    from kerasflow.strategies.worker_group import WorkerGroup
+    from kerasflow.distribute.collective.probe import CollectiveProbe
+    from kerasflow.distribute.runtime.worker_group import WorkerGroup
 
     rows = {}
     for nbytes in sizes:
@@ -93,7 +93,7 @@ def bench_gloo(ranks, sizes, base_iters):
         import torch  # noqa: F401
     except ImportError:
         return None
-    from kerasflow.strategies.worker_group import WorkerGroup
+    from kerasflow.distribute.runtime.worker_group import WorkerGroup
 
     rows = {}
     with WorkerGroup(_GlooProbe, ranks, num_cpus=0.5, strategy="PACK") as g:
@@ -112,7 +112,7 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     args = ap.parse_args()
     sizes = [parse_size(s) for s in args.sizes.split(",")]
-    from kerasflow.strategies.worker_group import init_ray
+    from kerasflow.distribute.runtime.ray import init_ray
     init_ray()
     copy = {n: copyto_gbps(n) for n in sizes}
     for n_ranks in [int(r) for r in args.ranks.split(",")]:

@@ -6,7 +6,7 @@ tau=0, 1.7% at tau=16, tau=8 the best trade-off). A 32-64-10 MLP (Adam,
 float32) on synthetic data, 2 workers and 2 shards, ``--steps`` global
 batches of 64 per mode, one chief call per ``--steps`` (no barrier inside).
 Straggling is made on purpose with the test hook
-``kerasflow.strategies.stragglers.slow_workers``: every task sleeps a
+``kerasflow.distribute.parameter_server.stragglers.slow_workers``: every task sleeps a
 uniform random time in [0, 2d] (d = ``--delay``), and
 worker 1 sleeps ``--slow`` x d more (one slow worker). Prints, per mode
 (tau = 0, 1, 4, 8, 16, async): global steps/s, the workers' idle share (time
@@ -41,7 +41,7 @@ MB = 1 << 20
 
 def sweep(steps, delay, slow, modes=(0, 1, 4, 8, 16, None)):
     import kerasflow as kf
-    from kerasflow.strategies.stragglers import slow_workers
+    from kerasflow.distribute.parameter_server.stragglers import slow_workers
     rng = np.random.default_rng(0)
     x = rng.standard_normal((steps * 64, 32)).astype("float32")
     y = (x[:, :10] @ rng.standard_normal(10) > 0).astype(int) + 2 * (x[:, 0] > 1)
@@ -104,7 +104,7 @@ class Endpoint:
 
 
 def bandwidth(reps, size=40 * MB):
-    from kerasflow.strategies.worker_group import WorkerGroup
+    from kerasflow.distribute.runtime.worker_group import WorkerGroup
     # The resources of ParameterServerStrategy's default shard and worker.
     ps = WorkerGroup(Endpoint, 1, num_cpus=0.25, name="shard")
     wk = WorkerGroup(Endpoint, 1, num_cpus=0.5, name="worker")

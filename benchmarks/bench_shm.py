@@ -28,7 +28,7 @@ import numpy as np
 
 def _load(path):
     if path is None:
-        from kerasflow.strategies.shm_collective import ShmAllreduce
+        from kerasflow.distribute.collective.shm import ShmAllreduce
         return ShmAllreduce
     spec = importlib.util.spec_from_file_location("kf_shm_baseline", path)
     mod = importlib.util.module_from_spec(spec)

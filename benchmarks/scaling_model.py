@@ -161,7 +161,7 @@ def validate(steps=60, batch=96):
     from ray.cluster_utils import Cluster
 
     import kerasflow as kf
-    from kerasflow.strategies.tcp_collective import TcpRing
+    from kerasflow.distribute.collective.tcp import TcpRing
 
     cluster = Cluster(initialize_head=True, head_node_args=dict(
         num_cpus=1, include_dashboard=False))

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 import kerasflow as kf
-from kerasflow.strategies.stragglers import slow_workers
+from kerasflow.distribute.parameter_server.stragglers import slow_workers
 
 
 def build_model(dropout=0.2):

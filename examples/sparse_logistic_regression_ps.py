@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 import kerasflow as kf
-from kerasflow.strategies.stragglers import slow_workers
+from kerasflow.distribute.parameter_server.stragglers import slow_workers
 
 __all__ = ["load_adult", "main", "objective", "run_tau"]
 

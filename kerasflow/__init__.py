@@ -7,6 +7,7 @@
 first needed.
 """
 
+from kerasflow._version import __version__, version
 from kerasflow import backend
 from kerasflow import ops
 from kerasflow import activations, constraints, initializers, regularizers
@@ -33,14 +34,6 @@ from kerasflow.regularizers import Regularizer
 from kerasflow.scopes import RematScope, SymbolicScope, device, remat
 from kerasflow.utils.keras_surface import missing_attribute as _missing_attribute
 from kerasflow.variable import Variable
-
-__version__ = "0.1.0"
-
-
-def version() -> str:
-    """kerasflow's version string (Keras 3's ``keras.version()``)."""
-    return __version__
-
 
 __all__ = ["backend", "config", "ops", "activations", "constraints", "initializers",
            "regularizers", "losses", "metrics", "optimizers", "layers", "callbacks",

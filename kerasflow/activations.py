@@ -21,7 +21,7 @@ from kerasflow.backend import ops
 from kerasflow.backend.graph import is_symbolic
 
 # Keras 3's activations that are ops.nn's functions themselves (one op, one
-# place): shrinkage, sparse and gated activations (kerasflow/ops/nn_more.py).
+# place): shrinkage, sparse and gated activations (kerasflow/ops/nn.py).
 from kerasflow.ops.nn import (  # noqa: E402
     celu,
     glu,

@@ -18,11 +18,7 @@ from typing import Any
 import numpy as np
 
 from kerasflow.backend import ops
-from kerasflow.utils.serialization import (
-    deserialize_object,
-    get_object,
-    serialize_object,
-)
+from kerasflow.utils.serialization import Configurable, lookup_functions
 
 __all__ = [
     "L1", "L1L2", "L2", "OrthogonalRegularizer", "Regularizer", "deserialize", "get",
@@ -41,22 +37,11 @@ def _check(name, value):
     return value
 
 
-class Regularizer:
+class Regularizer(Configurable):
     """Base class: ``__call__(weights) -> scalar penalty`` and ``get_config``."""
 
     def __call__(self, x):
         return 0.0
-
-    def get_config(self) -> dict:
-        return {}
-
-    @classmethod
-    def from_config(cls, config: dict) -> Regularizer:
-        return cls(**config)
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
-        return f"{type(self).__name__}({args})"
 
 
 class L1L2(Regularizer):
@@ -171,20 +156,7 @@ _OBJECTS: dict[str, Any] = {
 }
 
 
-serialize = serialize_object  # class_name and config, in Keras' format
-
-
-def deserialize(config, custom_objects=None) -> Regularizer:
-    """A regularizer from a name or a class_name/config dict.
-
-    Raises:
-        ValueError: an unknown name, listing the valid ones.
-    """
-    return deserialize_object(config, _OBJECTS, "regularizer", custom_objects)
-
-
-def get(identifier) -> Regularizer | None:
-    """Resolves a regularizer identifier (Keras' ``regularizers.get``).
+_GET_DOC = """Resolves a regularizer identifier (Keras' ``regularizers.get``).
 
     Args:
         identifier: None, a name ("l1", "l2", "l1_l2": default factors), a
@@ -193,4 +165,6 @@ def get(identifier) -> Regularizer | None:
     Raises:
         ValueError: an unknown name. TypeError: an identifier of another type.
     """
-    return get_object(identifier, _OBJECTS, "regularizer")
+# serialize: class_name and config, in Keras' format.
+serialize, deserialize, get = lookup_functions(__name__, _OBJECTS, "regularizer",
+                                               _GET_DOC)

@@ -7,16 +7,10 @@ writes the graph (a ``GraphDef``, which TensorBoard's Graphs tab draws) and
 ``read_events`` parses such files back (TFRecord framing, CRC-checked), for
 tests and tools.
 
-This is the one module that imports tensorboardX (``import_tensorboardx``):
-the Keras ``TensorBoard`` callback, the Estimator, ``compat.v1.summary`` and
-``utils.graph_def`` (for the ``GraphDef`` protobufs) go through it. It is
-imported on first use only, and without torch: tensorboardX's package
-``__init__`` imports its ``writer``, which tries ``import torch`` only to
-accept torch tensors; with torch installed that costs seconds (and a GB of
-address space) for writing numpy scalars. While torch is not loaded yet,
-tensorboardX is imported with ``torch`` marked absent (its ``ImportError``
-branch is the supported no-torch path), then the mark is lifted, so a later
-``import torch`` by the user works as usual.
+The Keras ``TensorBoard`` callback, the Estimator and ``compat.v1.summary``
+write through it. tensorboardX is imported on first use only, and without
+torch, by ``kerasflow.utils.module_utils.import_tensorboardx`` (re-exported
+here); the graph becomes a ``GraphDef`` in ``kerasflow.utils.graph_def``.
 
 Example:
     >>> writer = FileWriter("logs/run1", graph=[train_op])
@@ -30,12 +24,13 @@ Example:
 from __future__ import annotations
 
 import glob
-import importlib
 import itertools
 import os
 import struct
-import sys
 import warnings
+
+from kerasflow.utils.graph_def import graph_def_from_tensors
+from kerasflow.utils.module_utils import import_tensorboardx
 
 __all__ = ["FileWriter", "histogram_summary", "import_tensorboardx",
            "merge_summaries", "open_writer", "read_events", "read_scalars",
@@ -43,26 +38,6 @@ __all__ = ["FileWriter", "histogram_summary", "import_tensorboardx",
 
 _writer_ids = itertools.count()
 _warned_missing = []
-
-
-def import_tensorboardx(submodule: str = ""):
-    """``tensorboardX`` (or ``tensorboardX.<submodule>``), without torch.
-
-    Raises:
-        ImportError: tensorboardX is not installed, saying how to install it.
-    """
-    name = "tensorboardX" + (f".{submodule}" if submodule else "")
-    block = "torch" not in sys.modules and "tensorboardX" not in sys.modules
-    if block:
-        sys.modules["torch"] = None  # makes `import torch` raise ImportError
-    try:
-        return importlib.import_module(name)
-    except ImportError as e:
-        raise ImportError("TensorBoard event files need tensorboardX: pip install "
-                          "'kerasflow[tensorboard]'.") from e
-    finally:
-        if block and sys.modules.get("torch", 0) is None:
-            del sys.modules["torch"]
 
 
 def _tbx():
@@ -101,8 +76,6 @@ def _as_graph_def(graph):
         return graph
     if hasattr(graph, "as_graph_def"):  # compat.v1 Graph
         return graph.as_graph_def()
-    from kerasflow.utils.graph_def import graph_def_from_tensors  # noqa: PLC0415
-
     roots = graph if isinstance(graph, (list, tuple)) else [graph]
     return graph_def_from_tensors(roots)
 

@@ -1,13 +1,22 @@
-"""Shared fixtures: data location, GPU skipping, float64 for gradient checks."""
+"""Shared fixtures: data location, GPU skipping, float64 for gradient checks;
+the repository root on sys.path."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
-from kerasflow import backend as K
+# Tests import helpers as ``tests.keras_oracle`` / ``tests.backend.gradcheck``:
+# ``python -m pytest`` puts the repository root on sys.path, plain ``pytest``
+# does not (tests/ has no ``__init__.py``), so it is put there for every folder.
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from kerasflow import backend as K  # noqa: E402
 
 
 def _data_dir():

@@ -37,7 +37,7 @@ from kerasflow import (
     optimizers,
     regularizers,
 )
-from kerasflow.models import config_checks
+from kerasflow.saving import config_checks
 from kerasflow.utils import file_io
 
 

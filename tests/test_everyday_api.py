@@ -6,7 +6,7 @@ Ported sections (Keras 3 guides on keras.io, run with only the import changed):
   ``add_weight(shape=..., initializer=..., trainable=True)``, ``ComputeSum``
   with a non-trainable weight, ``ActivityRegularizationLayer`` with add_loss.
 - "Training & evaluation with the built-in methods": ``CategoricalTruePositives``
-  (tests/test_metrics_custom.py), ``LogisticEndpoint`` (add_loss, no compiled
+  (tests/metrics/test_custom_metrics.py), ``LogisticEndpoint`` (add_loss, no compiled
   loss, fit without y) and ``keras.utils.PyDataset`` input.
 - "Writing your own callbacks": ``CustomCallback`` printing the keys of ``logs``
   in every hook.

@@ -9,6 +9,7 @@ import shutil
 import numpy as np
 
 from kerasflow.callbacks.callback import Callback
+from kerasflow.distribute.distribute_lib import get_strategy
 from kerasflow.utils import checkpoint as ckpt
 from kerasflow.utils import file_io
 
@@ -83,8 +84,6 @@ class BackupAndRestore(Callback):
     # -- restore ----------------------------------------------------------------------
     def _writes(self):
         # One process per worker: the chief alone writes; all read its file.
-        from kerasflow.distribute_lib import get_strategy
-
         return bool(getattr(get_strategy(), "is_chief", True))
 
     def on_train_begin(self, logs=None):

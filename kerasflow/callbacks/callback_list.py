@@ -8,7 +8,7 @@ from typing import Any
 from kerasflow.callbacks.callback import Callback
 from kerasflow.callbacks.history import History
 from kerasflow.callbacks.progbar_logger import ProgbarLogger
-from kerasflow.driver_state import sync_driver_state
+from kerasflow.distribute.driver_state import sync_driver_state
 
 __all__ = ["CallbackList"]
 

@@ -6,10 +6,15 @@
     model.fit(ds, epochs=5)
 
 In process: elements are numpy arrays (or tuples/dicts of them); parallel
-``map`` and ``prefetch`` use threads.
+``map`` and ``prefetch`` use threads. This package knows nothing of
+distribution: ``from_ray`` (Ray Data as training input) lives in
+``kerasflow/distribute/ray_data.py`` and is served here as a lazy name, loaded
+on first use.
 """
 
 from __future__ import annotations
+
+import importlib
 
 from kerasflow.data import experimental
 from kerasflow.data.cardinality import (
@@ -25,10 +30,15 @@ from kerasflow.data.iterator import (
     make_one_shot_iterator,
 )
 from kerasflow.data.options import Options
-from kerasflow.data.ray_data import from_ray
 from kerasflow.data.readers import CsvDataset, TextLineDataset
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "CsvDataset",
            "Dataset", "Iterator", "Options", "TextLineDataset", "decode_csv",
            "experimental", "from_ray", "make_initializable_iterator",
            "make_one_shot_iterator"]
+
+
+def __getattr__(name):  # Ray Data input belongs to distribution (one layer up)
+    if name == "from_ray":
+        return importlib.import_module("kerasflow.distribute.ray_data").from_ray
+    raise AttributeError(f"module 'kerasflow.data' has no attribute {name!r}")

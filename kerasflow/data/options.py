@@ -5,7 +5,7 @@ A pipeline's options apply to the whole pipeline, wherever in the chain
 ``with_options`` was called (tf.data semantics): ``options()`` merges them up
 the chain. When the replicas of a distribution strategy read a dataset's
 pipeline themselves (``MultiWorkerMirroredStrategy.experimental_distribute_dataset``),
-each one keeps its share (``kerasflow/data/sharding.py``), following
+each one keeps its share (``kerasflow/distribute/sharding.py``), following
 ``options.experimental_distribute.auto_shard_policy``:
 
 * ``FILE``: each input pipeline reads every N-th file of the file sources

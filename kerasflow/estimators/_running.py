@@ -18,14 +18,15 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.data import iterator as iterator_lib
-from kerasflow.distribute_lib import BatchRef, DefaultStrategy, get_strategy
+from kerasflow.distribute.distribute_lib import DefaultStrategy, get_strategy
 from kerasflow.estimators import _graph
 from kerasflow.estimators.inputs import InputContext
 from kerasflow.estimators.model_fn import ModeKeys
 from kerasflow.layers.base import training_context
 from kerasflow.models.batches import local_input
-from kerasflow.models.train_step import TrainStep
 from kerasflow.optimizers import train_op_info
+from kerasflow.steps.batch import BatchRef
+from kerasflow.steps.step import TrainStep
 from kerasflow.utils import checkpoint as ckpt
 
 __all__ = [

@@ -78,7 +78,7 @@ def run_task(estimator, train_spec, eval_spec):
             f"ps tasks: expected a 'ps' job in TF_CONFIG's cluster. Received: "
             f"jobs {cfg.cluster_spec.jobs}. For all-reduce training without ps "
             f"use RunConfig(train_distribute=MultiWorkerMirroredStrategy()).")
-    from kerasflow.strategies.tf1_server import Server
+    from kerasflow.distribute.tf1.server import Server
 
     server = Server(cfg.cluster_spec, job_name=cfg.task_type, task_index=cfg.task_id,
                     timeout=_timeout())

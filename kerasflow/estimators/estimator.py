@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from kerasflow.distribute_lib import get_strategy
+from kerasflow.distribute.distribute_lib import get_strategy
 from kerasflow.estimators import _export, _graph
 from kerasflow.estimators import _loops as L
 from kerasflow.estimators import _running as R

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kerasflow.distribute_lib import InputContext  # tf.estimator.inputs users
+from kerasflow.distribute.input_lib import InputContext  # tf.estimator.inputs users
 
 __all__ = ["InputContext", "numpy_input_fn", "pandas_input_fn"]
 

@@ -95,7 +95,7 @@ class RunConfig:
             ValueError: invalid JSON, a task type or index not in the cluster
                 (naming what the cluster has).
         """
-        from kerasflow.strategies.cluster import ClusterSpec, load_tf_config
+        from kerasflow.distribute.cluster_resolver import ClusterSpec, load_tf_config
 
         conf = load_tf_config(raw) if raw else {}
         cluster = conf.get("cluster") or {}

@@ -36,11 +36,7 @@ from kerasflow.initializers.base import (
 )
 from kerasflow.initializers.stft import STFT
 from kerasflow.utils.keras_surface import missing_attribute
-from kerasflow.utils.serialization import (
-    deserialize_object,
-    get_object,
-    serialize_object,
-)
+from kerasflow.utils.serialization import lookup_functions
 
 # Keras 3's aliases: the same classes under other names.
 IdentityInitializer = Identity
@@ -83,20 +79,7 @@ _OBJECTS.update({
 })
 
 
-serialize = serialize_object  # class_name and config, in Keras' format
-
-
-def deserialize(config, custom_objects=None) -> Initializer:
-    """An initializer from a name or a class_name/config dict.
-
-    Raises:
-        ValueError: an unknown name, listing the valid ones.
-    """
-    return deserialize_object(config, _OBJECTS, "initializer", custom_objects)
-
-
-def get(identifier) -> Initializer | None:
-    """Resolves an initializer identifier (Keras' ``initializers.get``).
+_GET_DOC = """Resolves an initializer identifier (Keras' ``initializers.get``).
 
     Args:
         identifier: None, a name ("glorot_uniform", "HeNormal", "uniform",
@@ -110,7 +93,9 @@ def get(identifier) -> Initializer | None:
     Raises:
         ValueError: an unknown name. TypeError: an identifier of another type.
     """
-    return get_object(identifier, _OBJECTS, "initializer")
+# serialize: class_name and config, in Keras' format.
+serialize, deserialize, get = lookup_functions(__name__, _OBJECTS, "initializer",
+                                               _GET_DOC)
 
 
 def __getattr__(name):  # a Keras name kerasflow lacks: NotImplementedError

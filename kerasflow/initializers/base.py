@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from kerasflow.backend import floatx
+from kerasflow.utils.serialization import Configurable
 
 __all__ = [
     "Constant", "GlorotNormal", "GlorotUniform", "HeNormal", "HeUniform", "Identity",
@@ -68,24 +69,13 @@ def _truncated(rng, shape, mean, stddev):
     return out * stddev + mean
 
 
-class Initializer:
+class Initializer(Configurable):
     """Base class: ``__call__(shape, dtype=None) -> np.ndarray`` and config."""
 
     def __call__(self, shape, dtype=None) -> np.ndarray:
         raise NotImplementedError(
             f"{type(self).__name__} must implement __call__(shape, dtype=None)."
         )
-
-    def get_config(self) -> dict:
-        return {}
-
-    @classmethod
-    def from_config(cls, config: dict) -> Initializer:
-        return cls(**config)
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
-        return f"{type(self).__name__}({args})"
 
 
 class Zeros(Initializer):

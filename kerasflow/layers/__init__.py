@@ -17,15 +17,13 @@ from kerasflow.layers.core import (
     Lambda,
     Reshape,
 )
-from kerasflow.layers.merging import Add, Average, Concatenate, Multiply, Subtract
 from kerasflow.utils.serialization import deserialize_object, serialize_object
 from kerasflow.layers import activation as _activation
 from kerasflow.layers import attention as _attention
 from kerasflow.layers import convolutional as _convolutional
 from kerasflow.layers import embedding as _embedding
+from kerasflow.layers import merging as _merging
 from kerasflow.layers import normalization as _normalization
-from kerasflow.layers import merging_extra as _merging_extra
-from kerasflow.layers import merging_functions as _merging_functions
 from kerasflow.layers import noise as _noise
 from kerasflow.layers import pooling as _pooling
 from kerasflow.layers import recurrent as _recurrent
@@ -35,9 +33,8 @@ from kerasflow.layers.activation import *  # noqa: F403
 from kerasflow.layers.attention import *  # noqa: F403
 from kerasflow.layers.convolutional import *  # noqa: F403
 from kerasflow.layers.embedding import *  # noqa: F403
+from kerasflow.layers.merging import *  # noqa: F403
 from kerasflow.layers.normalization import *  # noqa: F403
-from kerasflow.layers.merging_extra import *  # noqa: F403
-from kerasflow.layers.merging_functions import *  # noqa: F403
 from kerasflow.layers.noise import *  # noqa: F403
 from kerasflow.layers.pooling import *  # noqa: F403
 from kerasflow.layers.recurrent import *  # noqa: F403
@@ -49,38 +46,31 @@ from kerasflow.layers import preprocessing as _preprocessing
 from kerasflow.layers.preprocessing import *  # noqa: F403
 
 _FAMILIES = (_activation, _attention, _convolutional, _pooling, _normalization, _embedding,
-             _recurrent, _wrappers, _reshaping, _merging_extra, _merging_functions,
-             _noise)
+             _recurrent, _wrappers, _reshaping, _merging, _noise)
 
 __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation",
-           "Dropout", "Flatten", "Reshape", "Lambda", "Concatenate", "Add",
-           "Subtract", "Multiply", "Average", "serialize", "deserialize",
+           "Dropout", "Flatten", "Reshape", "Lambda", "serialize", "deserialize",
            *(n for m in _FAMILIES for n in m.__all__),
            # -- preprocessing layers (issue 25) --
            *_preprocessing.__all__]
 
-# -- Keras 3 names of issue 25: attention scores, normalization, EinsumDense,
-# -- noise, Conv1DTranspose and the cell-based RNN API (one block, one import
-# -- per module).
+# -- Keras 3 names of issue 25: attention scores, EinsumDense, Conv1DTranspose
+# -- and the cell-based RNN API (one block, one import per module).
 from kerasflow.layers import attention_score as _attention_score  # noqa: E402
 from kerasflow.layers import conv_lstm as _conv_lstm  # noqa: E402
 from kerasflow.layers import conv_transpose as _conv_transpose  # noqa: E402
 from kerasflow.layers import einsum_dense as _einsum_dense  # noqa: E402
-from kerasflow.layers import noise_extra as _noise_extra  # noqa: E402
-from kerasflow.layers import normalization_extra as _normalization_extra  # noqa: E402
 from kerasflow.layers import rnn_cells as _rnn_cells  # noqa: E402
 from kerasflow.layers import rnn_layer as _rnn_layer  # noqa: E402
 from kerasflow.layers.attention_score import *  # noqa: E402,F403
 from kerasflow.layers.conv_lstm import *  # noqa: E402,F403
 from kerasflow.layers.conv_transpose import *  # noqa: E402,F403
 from kerasflow.layers.einsum_dense import *  # noqa: E402,F403
-from kerasflow.layers.noise_extra import *  # noqa: E402,F403
-from kerasflow.layers.normalization_extra import *  # noqa: E402,F403
 from kerasflow.layers.rnn_cells import *  # noqa: E402,F403
 from kerasflow.layers.rnn_layer import *  # noqa: E402,F403
 
 _FAMILIES_25 = (_attention_score, _conv_lstm, _conv_transpose, _einsum_dense,
-                _noise_extra, _normalization_extra, _rnn_cells, _rnn_layer)
+                _rnn_cells, _rnn_layer)
 __all__ += [n for m in _FAMILIES_25 for n in m.__all__]
 
 

@@ -15,6 +15,7 @@ from kerasflow import backend as K
 from kerasflow.layers._masks import get_mask, set_mask
 from kerasflow.layers._utils import WeightArgs, check_rank
 from kerasflow.layers.base import InputSpec, Layer
+from kerasflow.layers.rnn_cells import add_gate_weights, check_rnn_args
 
 __all__ = ["SimpleRNN", "LSTM", "GRU"]
 
@@ -63,7 +64,76 @@ def run_loop(x, kernel, recurrent_kernel, bias, *, kind, units, activation,
     return hs, cs
 
 
-class _RNN(Layer):
+class _Recurrence(Layer):
+    """Base of ``RNN`` and the recurrent layers here: the sequence a call runs
+    over (``_sequence``) and the final states kept for the next batch with
+    ``stateful=True`` (one zeros Variable (batch, size) per state, ``states``,
+    ``reset_states``)."""
+
+    def __init__(self, return_sequences=False, return_state=False,
+                 go_backwards=False, stateful=False, unroll=False, **kwargs):
+        super().__init__(**kwargs)
+        self.return_sequences, self.return_state = (bool(return_sequences),
+                                                    bool(return_state))
+        self.go_backwards, self.stateful, self.unroll = (
+            bool(go_backwards), bool(stateful), bool(unroll))
+        self._state_vars = None
+
+    def _sequence(self, inputs, mask, initial_state):
+        """``(x, mask, initial_state)`` of a call: states given as list inputs,
+        the mask the input carries, both reversed in time with
+        ``go_backwards``."""
+        if isinstance(inputs, (list, tuple)):
+            # ``layer([x, h0, c0])``: states as inputs, which functional models
+            # can feed (keyword tensors are not replayed).
+            inputs, *states = inputs
+            initial_state = states or initial_state
+        if mask is None:
+            mask = get_mask(inputs)
+        x = inputs
+        if self.go_backwards:
+            x = x[:, ::-1]
+            mask = None if mask is None else mask[:, ::-1]
+        return x, mask, initial_state
+
+    def _build_states(self, batch, sizes):
+        """The kept states, one per ``{name: size}`` entry (``state_<name>``)."""
+        if batch is None:
+            raise ValueError(
+                f"Layer '{self.name}': stateful=True needs a static batch size "
+                f"(the states are kept per sample): pass batch_input_shape=("
+                f"batch, timesteps, features) or Input(..., batch_size=batch).")
+        self._state_vars = [
+            self.add_weight(f"state_{n}", (int(batch), size), "zeros",
+                            trainable=False) for n, size in sizes.items()]
+
+    @property
+    def states(self):
+        """The kept states of a stateful layer: Variables of shape (batch,
+        size), e.g. [h] or [h, c]; None otherwise."""
+        return self._state_vars
+
+    def reset_states(self, states=None):
+        """Sets the kept states to zeros, or to ``states`` (a list of (batch,
+        size) arrays) (Keras' ``reset_states``).
+
+        Raises:
+            AttributeError: the layer is not stateful.
+            ValueError: ``states`` of another count or shape.
+        """
+        if not self.stateful:
+            raise AttributeError(f"Layer '{self.name}' is not stateful: there are "
+                                 f"no states to reset.")
+        if self._state_vars is None:
+            return
+        values = [np.zeros(v.shape, v.dtype) for v in self._state_vars] \
+            if states is None else list(states)
+        K.assign_all(self._state_vars, values, owner=f"Layer '{self.name}' states")
+
+    reset_state = reset_states  # Keras 3's name
+
+
+class _RNN(_Recurrence):
     """Base of the recurrent layers: arguments, weights, masks, outputs."""
 
     cell = "simple"
@@ -76,16 +146,9 @@ class _RNN(Layer):
                  **kwargs):
         self._w = WeightArgs(kwargs, "kernel", "recurrent", "bias",
                              defaults=self._weight_defaults())
-        super().__init__(**kwargs)
-        if not isinstance(units, (int, np.integer)) or isinstance(units, bool) \
-                or units <= 0:
-            raise ValueError(f"Received an invalid value for argument `units`, "
-                             f"expected a positive integer, got {units!r}.")
-        for name, rate in (("dropout", dropout),
-                           ("recurrent_dropout", recurrent_dropout)):
-            if not 0.0 <= rate < 1.0:
-                raise ValueError(f"`{name}` must be in [0, 1). Received: "
-                                 f"{name}={rate!r}.")
+        super().__init__(return_sequences, return_state, go_backwards, stateful,
+                         unroll, **kwargs)
+        check_rnn_args(units, dropout, recurrent_dropout)
         if implementation not in (1, 2):
             raise ValueError(f"`implementation` must be 1 or 2. Received: "
                              f"implementation={implementation!r}.")
@@ -95,14 +158,9 @@ class _RNN(Layer):
                                               recurrent_activation)
         self.use_bias = bool(use_bias)
         self.dropout, self.recurrent_dropout = float(dropout), float(recurrent_dropout)
-        self.return_sequences, self.return_state = (bool(return_sequences),
-                                                    bool(return_state))
-        self.go_backwards, self.stateful, self.unroll = (
-            bool(go_backwards), bool(stateful), bool(unroll))
         # Keras' kernel choice; one loop op serves both here.
         self.implementation = int(implementation)
         self.seed = seed
-        self._state_vars = None
         self.input_spec = InputSpec(ndim=3)
 
     def _weight_defaults(self):
@@ -123,71 +181,16 @@ class _RNN(Layer):
         if d is None:
             raise ValueError(f"Layer '{self.name}' needs a known feature dimension. "
                              f"Received: input_shape={tuple(input_shape)}.")
-        gu = self.gates * self.units
-        self.kernel = self._w.add(self, "kernel", (d, gu))
-        self.recurrent_kernel = self._w.add(self, "recurrent", (self.units, gu),
-                                            weight_name="recurrent_kernel")
-        if self.use_bias:
-            self.bias = self.add_weight(
-                "bias", self._bias_shape(), self._bias_initial,
-                self._w.reg["bias"], constraint=self._w.con["bias"])
-        else:
-            self.bias = None
+        add_gate_weights(self, d)
         self.input_spec = InputSpec(ndim=3, axes={-1: d})
         if self.stateful:
-            self._build_states(input_shape[0])
+            names = ["h", "c"] if self.cell == "lstm" else ["h"]
+            self._build_states(input_shape[0], dict.fromkeys(names, self.units))
         self.built = True
-
-    # -- stateful ----------------------------------------------------------------------
-    def _build_states(self, batch):
-        if batch is None:
-            raise ValueError(
-                f"Layer '{self.name}': stateful=True needs a static batch size "
-                f"(the states are kept per sample): pass batch_input_shape=("
-                f"batch, timesteps, features) or Input(..., batch_size=batch).")
-        names = ["h", "c"] if self.cell == "lstm" else ["h"]
-        self._state_vars = [
-            self.add_weight(f"state_{n}", (int(batch), self.units), "zeros",
-                            trainable=False) for n in names]
-
-    @property
-    def states(self):
-        """The kept states (stateful layers): [h] or [h, c] Variables of shape
-        (batch, units); None otherwise."""
-        return self._state_vars
-
-    def reset_states(self, states=None):
-        """Sets the kept states to zeros, or to ``states`` (a list of (batch,
-        units) arrays) (Keras' ``reset_states``).
-
-        Raises:
-            AttributeError: the layer is not stateful.
-            ValueError: ``states`` of another count or shape.
-        """
-        if not self.stateful:
-            raise AttributeError(f"Layer '{self.name}' is not stateful: there are "
-                                 f"no states to reset.")
-        if self._state_vars is None:
-            return
-        values = [np.zeros(v.shape, v.dtype) for v in self._state_vars] \
-            if states is None else list(states)
-        K.assign_all(self._state_vars, values, owner=f"Layer '{self.name}' states")
-
-    reset_state = reset_states  # Keras 3's name
 
     # -- call ------------------------------------------------------------------------
     def call(self, inputs, mask=None, training=None, initial_state=None):
-        if isinstance(inputs, (list, tuple)):
-            # ``layer([x, h0, c0])``: states as inputs, which functional models
-            # can feed (keyword tensors are not replayed).
-            inputs, *states = inputs
-            initial_state = states or initial_state
-        if mask is None:
-            mask = get_mask(inputs)
-        x = inputs
-        if self.go_backwards:
-            x = x[:, ::-1]
-            mask = None if mask is None else mask[:, ::-1]
+        x, mask, initial_state = self._sequence(inputs, mask, initial_state)
         states = self._check_states(initial_state)
         if states is None and self._state_vars is not None:
             states = list(self._state_vars)

@@ -41,6 +41,34 @@ def state_sizes(cell):
     return [int(s) for s in tree.flatten(cell.state_size)]
 
 
+def check_rnn_args(units, dropout, recurrent_dropout, cell=False) -> None:
+    """Keras' checks of a recurrence's arguments: ``units`` a positive integer,
+    the dropout rates in [0, 1) (in [0, 1] for a cell, which clips them)."""
+    if not isinstance(units, (int, np.integer)) or isinstance(units, bool) \
+            or units <= 0:
+        raise ValueError(f"Received an invalid value for argument `units`, "
+                         f"expected a positive integer, got {units!r}.")
+    for name, rate in (("dropout", dropout),
+                       ("recurrent_dropout", recurrent_dropout)):
+        if not (0.0 <= float(rate) <= 1.0 if cell else 0.0 <= rate < 1.0):
+            raise ValueError(f"`{name}` must be in [0, {'1]' if cell else '1)'}. "
+                             f"Received: {name}={rate!r}.")
+
+
+def add_gate_weights(layer, features):
+    """Adds ``kernel`` (features, gates * units), ``recurrent_kernel`` (units,
+    gates * units) and ``bias`` (``layer._bias_shape()``, initialized by
+    ``layer._bias_initial``; None without ``use_bias``) to a built-in recurrent
+    layer or cell."""
+    gu = layer.gates * layer.units
+    layer.kernel = layer._w.add(layer, "kernel", (features, gu))
+    layer.recurrent_kernel = layer._w.add(layer, "recurrent", (layer.units, gu),
+                                          weight_name="recurrent_kernel")
+    layer.bias = layer.add_weight(
+        "bias", layer._bias_shape(), layer._bias_initial, layer._w.reg["bias"],
+        constraint=layer._w.con["bias"]) if layer.use_bias else None
+
+
 class _Cell(Layer):
     """Arguments, weights, per-sequence dropout masks and config of the
     built-in cells (Keras' ``DropoutRNNCell``)."""
@@ -52,15 +80,7 @@ class _Cell(Layer):
                  **kwargs):
         self._w = WeightArgs(kwargs, "kernel", "recurrent", "bias")
         super().__init__(**kwargs)
-        if not isinstance(units, (int, np.integer)) or isinstance(units, bool) \
-                or units <= 0:
-            raise ValueError(f"Received an invalid value for argument `units`, "
-                             f"expected a positive integer, got {units!r}.")
-        for name, rate in (("dropout", dropout),
-                           ("recurrent_dropout", recurrent_dropout)):
-            if not 0.0 <= float(rate) <= 1.0:
-                raise ValueError(f"`{name}` must be in [0, 1]. Received: "
-                                 f"{name}={rate!r}.")
+        check_rnn_args(units, dropout, recurrent_dropout, cell=True)
         self.units = int(units)
         self.activation = activations.get(activation)
         self.recurrent_activation = activations.get(recurrent_activation)
@@ -89,13 +109,7 @@ class _Cell(Layer):
         if d is None:
             raise ValueError(f"Layer '{self.name}' needs a known feature dimension. "
                              f"Received: input_shape={tuple(input_shape)}.")
-        gu = self.gates * self.units
-        self.kernel = self._w.add(self, "kernel", (d, gu))
-        self.recurrent_kernel = self._w.add(self, "recurrent", (self.units, gu),
-                                            weight_name="recurrent_kernel")
-        self.bias = self.add_weight(
-            "bias", self._bias_shape(), self._bias_initial, self._w.reg["bias"],
-            constraint=self._w.con["bias"]) if self.use_bias else None
+        add_gate_weights(self, d)
         self.built = True
 
     def loop_activations(self):

@@ -14,11 +14,11 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow import tree
-from kerasflow.layers._masks import get_mask, set_mask
+from kerasflow.layers._masks import set_mask
 from kerasflow.layers._utils import check_rank
-from kerasflow.layers.base import InputSpec, Layer
+from kerasflow.layers.base import InputSpec
 from kerasflow.layers.layer_helpers import call_params
-from kerasflow.layers.recurrent import run_loop
+from kerasflow.layers.recurrent import _Recurrence, run_loop
 from kerasflow.layers.rnn_cells import StackedRNNCells, _Cell, state_sizes
 from kerasflow.utils.serialization import serialize_object
 
@@ -36,7 +36,7 @@ def _is_cell(cell):
     return hasattr(cell, "call") and hasattr(cell, "state_size")
 
 
-class RNN(Layer):
+class RNN(_Recurrence):
     """Runs ``cell`` over the time axis (Keras 3's ``RNN``).
 
     Args:
@@ -72,19 +72,15 @@ class RNN(Layer):
     def __init__(self, cell, return_sequences=False, return_state=False,
                  go_backwards=False, stateful=False, unroll=False,
                  zero_output_for_mask=False, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(return_sequences, return_state, go_backwards, stateful,
+                         unroll, **kwargs)
         if isinstance(cell, (list, tuple)):
             cell = StackedRNNCells(cell)
         if not _is_cell(cell):
             raise ValueError(f"Argument `cell` should have a `call` method and a "
                              f"`state_size` attribute. Received: cell={cell!r}.")
         self.cell = cell
-        self.return_sequences, self.return_state = (bool(return_sequences),
-                                                    bool(return_state))
-        self.go_backwards, self.stateful, self.unroll = (
-            bool(go_backwards), bool(stateful), bool(unroll))
         self.zero_output_for_mask = bool(zero_output_for_mask)
-        self._state_vars = None
         # A step of a convolutional cell is an image, not a vector.
         self._step_ndim = int(getattr(cell, "step_ndim", 2))
         if self.stateful and self._step_ndim != 2:
@@ -107,54 +103,17 @@ class RNN(Layer):
                 self.cell.build(step)
             self.cell.built = True
         if self.stateful:
-            batch = input_shape[0]
-            if batch is None:
-                raise ValueError(
-                    f"Layer '{self.name}': stateful=True needs a static batch "
-                    f"size: pass batch_input_shape=(batch, timesteps, features) "
-                    f"or Input(..., batch_size=batch).")
-            self._state_vars = [
-                self.add_weight(f"state_{i}", (int(batch), n), "zeros",
-                                trainable=False)
-                for i, n in enumerate(state_sizes(self.cell))]
+            self._build_states(input_shape[0],
+                               dict(enumerate(state_sizes(self.cell))))
         self.built = True
-
-    @property
-    def states(self):
-        """The kept states of a stateful layer (Variables); None otherwise."""
-        return self._state_vars
-
-    def reset_states(self, states=None):
-        """Zeroes the kept states, or sets them to ``states`` (arrays).
-
-        Raises:
-            AttributeError: the layer is not stateful.
-        """
-        if not self.stateful:
-            raise AttributeError(f"Layer '{self.name}' is not stateful: there are "
-                                 f"no states to reset.")
-        if self._state_vars is None:
-            return
-        values = [np.zeros(v.shape, v.dtype) for v in self._state_vars] \
-            if states is None else list(states)
-        K.assign_all(self._state_vars, values, owner=f"Layer '{self.name}' states")
-
-    reset_state = reset_states
 
     # -- call -------------------------------------------------------------------------
     def call(self, inputs, mask=None, training=None, initial_state=None):
-        if isinstance(inputs, (list, tuple)):
-            inputs, *given = inputs
-            initial_state = given or initial_state
-        if mask is None:
-            mask = get_mask(inputs)
+        x, mask, initial_state = self._sequence(inputs, mask, initial_state)
         if mask is not None and mask.dtype != np.dtype(bool):
             mask = K.cast(mask, "bool")
-        x = inputs if inputs.dtype == np.dtype(self.dtype) else K.cast(
-            inputs, self.dtype)
-        if self.go_backwards:
-            x = x[:, ::-1]
-            mask = None if mask is None else mask[:, ::-1]
+        if x.dtype != np.dtype(self.dtype):
+            x = K.cast(x, self.dtype)
         states = self._initial_states(x, initial_state)
         cells = self._loop_cells()
         if cells is not None:

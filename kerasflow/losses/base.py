@@ -26,8 +26,7 @@ from kerasflow.backend import (
 )
 from kerasflow.backend.graph import is_symbolic
 from kerasflow.utils.serialization import (
-    deserialize_object,
-    get_object,
+    lookup_functions,
     serialize_object,
     to_snake_case,
 )
@@ -274,17 +273,30 @@ class LossFunctionWrapper(Loss):
         return self.fn(y_true, y_pred, **self._fn_kwargs)
 
     def get_config(self):
-        config = {**super().get_config(), **self._fn_kwargs}
-        if type(self) is LossFunctionWrapper:
-            config["fn"] = serialize_object(self.fn)
-        return config
+        return wrapped_fn_config(self, LossFunctionWrapper, self.fn,
+                                 super().get_config())
 
     @classmethod
     def from_config(cls, config):
-        if cls is LossFunctionWrapper:
-            config = dict(config)
-            config["fn"] = deserialize(config["fn"])
-        return cls(**config)
+        return wrapped_fn_from_config(cls, LossFunctionWrapper, config, deserialize)
+
+
+def wrapped_fn_config(wrapper, wrapper_cls, fn, config: dict) -> dict:
+    """A function wrapper's config: ``config`` plus ``fn``'s keyword arguments,
+    and ``fn`` itself by name when ``wrapper`` is a plain ``wrapper_cls`` (a
+    ``wrapper_class`` subclass fixes its function)."""
+    config = {**config, **wrapper._fn_kwargs}
+    if type(wrapper) is wrapper_cls:
+        config["fn"] = serialize_object(fn)
+    return config
+
+
+def wrapped_fn_from_config(cls, wrapper_cls, config: dict, resolve: Callable):
+    """``cls(**config)``, the function named by ``config["fn"]`` resolved by
+    ``resolve`` when ``cls`` is ``wrapper_cls`` itself."""
+    if cls is wrapper_cls:
+        config = {**config, "fn": resolve(config["fn"])}
+    return cls(**config)
 
 
 def wrapper_class(cls_name, fn, summary, module, base=None, name=None, **defaults):
@@ -329,20 +341,7 @@ def wrapper_class(cls_name, fn, summary, module, base=None, name=None, **default
 
 
 # -- lookup --------------------------------------------------------------------------
-serialize = serialize_object  # class_name and config, in Keras' format
-
-
-def deserialize(config, custom_objects=None) -> Any:
-    """A loss function (from its name) or object (from a class name or dict).
-
-    Raises:
-        ValueError: an unknown name, listing the valid ones.
-    """
-    return deserialize_object(config, _OBJECTS, "loss", custom_objects)
-
-
-def get(identifier) -> Callable | None:
-    """Resolves a loss identifier (Keras 3's ``losses.get``).
+_GET_DOC = """Resolves a loss identifier (Keras 3's ``losses.get``).
 
     Args:
         identifier: None; a function name ("mse", "binary_crossentropy"...)
@@ -357,7 +356,14 @@ def get(identifier) -> Callable | None:
     Raises:
         ValueError: an unknown name. TypeError: an identifier of another type.
     """
-    return get_object(identifier, _OBJECTS, "loss")
+_DESERIALIZE_DOC = """A loss function (by name) or object (by class name or dict).
+
+    Raises:
+        ValueError: an unknown name, listing the valid ones.
+    """
+# serialize: class_name and config, in Keras' format.
+serialize, deserialize, get = lookup_functions(__name__, _OBJECTS, "loss", _GET_DOC,
+                                               _DESERIALIZE_DOC)
 
 
 register(Loss, LossFunctionWrapper)

@@ -60,40 +60,8 @@ from kerasflow.metrics.thresholds import (
     TrueNegatives,
     TruePositives,
 )
-from kerasflow.metrics.wrappers import (
-    BinaryCrossentropy,
-    CategoricalCrossentropy,
-    CategoricalHinge,
-    ConcordanceCorrelation,
-    CosineSimilarity,
-    Hinge,
-    KLDivergence,
-    LogCoshError,
-    MeanAbsolutePercentageError,
-    MeanSquaredLogarithmicError,
-    PearsonCorrelation,
-    Poisson,
-    SparseCategoricalCrossentropy,
-    SquaredHinge,
-    binary_crossentropy,
-    binary_focal_crossentropy,
-    categorical_crossentropy,
-    categorical_focal_crossentropy,
-    categorical_hinge,
-    concordance_correlation,
-    hinge,
-    huber,
-    kl_divergence,
-    log_cosh,
-    mean_absolute_error,
-    mean_absolute_percentage_error,
-    mean_squared_error,
-    mean_squared_logarithmic_error,
-    pearson_correlation,
-    poisson,
-    sparse_categorical_crossentropy,
-    squared_hinge,
-)
+# Its __all__: the loss-like metric classes and Keras' function forms.
+from kerasflow.metrics.wrappers import *  # noqa: F403
 from kerasflow.metrics import wrappers as _wrappers
 
 __all__ = [

@@ -14,7 +14,7 @@ from __future__ import annotations
 from kerasflow import losses as _losses
 from kerasflow.backend import floatx, ops
 from kerasflow.metrics.base import (
-    _same_rank,
+    _pair,
     _tensor,
     register,
     wrapper_class,
@@ -30,15 +30,13 @@ __all__ = [
 
 def accuracy(y_true, y_pred):
     """1.0 where ``y_true == y_pred`` elementwise, else 0.0 (floatx)."""
-    y_pred = _tensor(y_pred)
-    y_true, y_pred = _same_rank(ops.cast(_tensor(y_true), y_pred.dtype), y_pred)
+    y_true, y_pred = _pair(y_true, y_pred)
     return ops.cast(ops.equal(y_true, y_pred), floatx())
 
 
 def binary_accuracy(y_true, y_pred, threshold=0.5):
     """1.0 where ``(y_pred > threshold) == y_true`` elementwise (labels 0/1)."""
-    y_pred = _tensor(y_pred)
-    y_true, y_pred = _same_rank(ops.cast(_tensor(y_true), y_pred.dtype), y_pred)
+    y_true, y_pred = _pair(y_true, y_pred)
     pred = ops.cast(ops.greater(y_pred, threshold), y_true.dtype)
     return ops.cast(ops.equal(y_true, pred), floatx())
 

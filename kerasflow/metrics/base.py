@@ -41,6 +41,8 @@ __all__ = ["Mean", "MeanMetricWrapper", "Metric", "Sum", "deserialize", "get",
 
 EPSILON = 1e-7
 _same_rank = _losses.squeeze_or_expand_to_same_rank
+# (y_true cast to y_pred's dtype, y_pred) as tensors of matched rank.
+_pair = _loss_base._prepare
 
 
 def _ndim(x) -> int:
@@ -315,17 +317,14 @@ class MeanMetricWrapper(Mean):
         return Mean.update_state(self, values, sample_weight)
 
     def get_config(self):
-        config = {**super().get_config(), **self._fn_kwargs}
-        if type(self) is MeanMetricWrapper:
-            config["fn"] = serialize_object(self._fn)
-        return config
+        return _loss_base.wrapped_fn_config(self, MeanMetricWrapper, self._fn,
+                                            super().get_config())
 
     @classmethod
     def from_config(cls, config):
-        if cls is MeanMetricWrapper:
-            config = dict(config)
-            config["fn"] = deserialize_object(config["fn"], _FUNCTIONS, "metric")
-        return cls(**config)
+        return _loss_base.wrapped_fn_from_config(
+            cls, MeanMetricWrapper, config,
+            lambda name: deserialize_object(name, _FUNCTIONS, "metric"))
 
 
 # The loss wrapper factory, with ``MeanMetricWrapper`` as the base.

@@ -51,6 +51,8 @@ class IoU(Metric):
         ValueError: a target class id >= num_classes.
     """
 
+    _FIXED: tuple = ()  # arguments a subclass fixes, so its config leaves them out
+
     def __init__(self, num_classes, target_class_ids, name=None, dtype=None,
                  ignore_class=None, sparse_y_true=True, sparse_y_pred=True,
                  axis=-1):
@@ -121,11 +123,12 @@ class IoU(Metric):
         return _out(np.sum(iou) / (np.sum(valid) + epsilon()))
 
     def get_config(self):
-        return {**super().get_config(), "num_classes": self.num_classes,
-                "target_class_ids": self.target_class_ids,
-                "ignore_class": self.ignore_class,
-                "sparse_y_true": self.sparse_y_true,
-                "sparse_y_pred": self.sparse_y_pred, "axis": self.axis}
+        config = {**super().get_config(), "num_classes": self.num_classes,
+                  "target_class_ids": self.target_class_ids,
+                  "ignore_class": self.ignore_class,
+                  "sparse_y_true": self.sparse_y_true,
+                  "sparse_y_pred": self.sparse_y_pred, "axis": self.axis}
+        return {k: v for k, v in config.items() if k not in self._FIXED}
 
 
 class BinaryIoU(IoU):
@@ -160,6 +163,8 @@ class MeanIoU(IoU):
     ``keras.metrics.MeanIoU``); arguments as ``IoU`` without
     ``target_class_ids``."""
 
+    _FIXED = ("target_class_ids",)
+
     def __init__(self, num_classes, name=None, dtype=None, ignore_class=None,
                  sparse_y_true=True, sparse_y_pred=True, axis=-1):
         super().__init__(num_classes, list(range(num_classes)), name=name,
@@ -167,16 +172,13 @@ class MeanIoU(IoU):
                          sparse_y_true=sparse_y_true, sparse_y_pred=sparse_y_pred,
                          axis=axis)
 
-    def get_config(self):
-        config = super().get_config()
-        del config["target_class_ids"]
-        return config
-
 
 class OneHotIoU(IoU):
     """``IoU`` for one-hot labels (and, by default, score predictions): the
     argmax over ``axis`` of each gives the class (Keras 3's
     ``keras.metrics.OneHotIoU``); arguments as ``IoU``."""
+
+    _FIXED = ("sparse_y_true",)
 
     def __init__(self, num_classes, target_class_ids, name=None, dtype=None,
                  ignore_class=None, sparse_y_pred=False, axis=-1):
@@ -184,26 +186,18 @@ class OneHotIoU(IoU):
                          ignore_class=ignore_class, sparse_y_true=False,
                          sparse_y_pred=sparse_y_pred, axis=axis)
 
-    def get_config(self):
-        config = super().get_config()
-        del config["sparse_y_true"]
-        return config
-
 
 class OneHotMeanIoU(MeanIoU):
     """``MeanIoU`` for one-hot labels (Keras 3's ``keras.metrics.OneHotMeanIoU``);
     arguments as ``MeanIoU``."""
+
+    _FIXED = ("target_class_ids", "sparse_y_true")
 
     def __init__(self, num_classes, name=None, dtype=None, ignore_class=None,
                  sparse_y_pred=False, axis=-1):
         super().__init__(num_classes, name=name, dtype=dtype,
                          ignore_class=ignore_class, sparse_y_true=False,
                          sparse_y_pred=sparse_y_pred, axis=axis)
-
-    def get_config(self):
-        config = super().get_config()
-        del config["sparse_y_true"]
-        return config
 
 
 register((IoU, BinaryIoU, MeanIoU, OneHotIoU, OneHotMeanIoU),

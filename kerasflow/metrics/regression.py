@@ -14,6 +14,7 @@ from kerasflow.metrics.base import (
     Metric,
     _ndim,
     _out,
+    _pair,
     _same_rank,
     _tensor,
     register,
@@ -25,8 +26,7 @@ __all__ = ["MeanAbsoluteError", "MeanSquaredError", "R2Score",
 
 
 def _squared_error(y_true, y_pred):
-    y_pred = _tensor(y_pred)
-    y_true, y_pred = _same_rank(ops.cast(_tensor(y_true), y_pred.dtype), y_pred)
+    y_true, y_pred = _pair(y_true, y_pred)
     return ops.square(ops.subtract(y_pred, y_true))
 
 

@@ -39,7 +39,7 @@ from kerasflow.losses import (
     sparse_categorical_crossentropy,
     squared_hinge,
 )
-from kerasflow.metrics.base import _same_rank, _tensor, register, wrapper_class
+from kerasflow.metrics.base import _pair, register, wrapper_class
 
 __all__ = [
     "BinaryCrossentropy", "CategoricalCrossentropy", "CategoricalHinge",
@@ -53,11 +53,6 @@ __all__ = [
     "mean_squared_logarithmic_error", "pearson_correlation", "poisson",
     "sparse_categorical_crossentropy", "squared_hinge",
 ]
-
-
-def _pair(y_true, y_pred):
-    y_pred = _tensor(y_pred)
-    return _same_rank(ops.cast(_tensor(y_true), y_pred.dtype), y_pred)
 
 
 def cosine_similarity(y_true, y_pred, axis=-1):

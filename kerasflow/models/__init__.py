@@ -1,10 +1,11 @@
-"""Models (L3): ``Model`` (functional and subclassed), ``Sequential``, the training
-loop, saving, loading and ``clone_model``."""
+"""Models (L5): ``Model`` (functional and subclassed), ``Sequential``, the training
+loop and ``clone_model``; saving and loading re-exported from
+``kerasflow.saving.saving_lib`` (Keras 3's ``keras.models`` names)."""
 
 from kerasflow.models.model import Model
 from kerasflow.models.sequential import Sequential
 from kerasflow.models.cloning import clone_model
-from kerasflow.models.saving import (
+from kerasflow.saving.saving_lib import (
     load_model, model_from_config, model_from_json, model_from_yaml, save_model,
 )
 from kerasflow.utils.keras_surface import missing_attribute

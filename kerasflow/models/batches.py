@@ -13,10 +13,10 @@ import numpy as np
 
 from kerasflow.backend import floatx, set_floatx
 from kerasflow.data import INFINITE_CARDINALITY, Dataset
-from kerasflow.data.ray_data import is_ray_dataset
 from kerasflow.data.transforms import groups
-from kerasflow.distribute_input import FeedRef, ReplicaFeed, ReplicaInput
-from kerasflow.distribute_lib import BatchRef
+from kerasflow.distribute.input_lib import FeedRef, ReplicaFeed, ReplicaInput
+from kerasflow.distribute.ray_data import is_ray_dataset
+from kerasflow.steps.batch import BatchRef
 
 __all__ = ["ArrayBatches", "ElementConverter", "FixedShapes", "GeneratorBatches",
            "ReplicaBatches", "check_dataset_steps", "check_no_targets", "chunks",

@@ -22,8 +22,8 @@ from kerasflow import layers as layers_mod
 from kerasflow import tree
 from kerasflow.layers.base import get_history
 from kerasflow.layers.core import InputLayer
-from kerasflow.models import config_checks, keras_config
 from kerasflow.models.functional_graph import is_leaf, op_names
+from kerasflow.saving import config_checks, keras_config
 
 __all__ = ["functional_config", "functional_from_config", "encode_value",
            "decode_value"]

@@ -19,9 +19,10 @@ from kerasflow.layers import base as layer_base
 from kerasflow.layers.base import Layer, training_context
 from kerasflow.layers.core import InputLayer
 from kerasflow.layers.layer_helpers import call_params
-from kerasflow.models import functional_config, functional_graph, saving
+from kerasflow.models import functional_config, functional_graph
 from kerasflow.models.layer_table import summary_text
 from kerasflow.models.training import Trainer
+from kerasflow.saving import saving_lib
 from kerasflow.utils.serialization import to_snake_case
 
 __all__ = ["Model"]
@@ -235,24 +236,24 @@ class Model(Trainer, Layer):
 
     def save(self, filepath, overwrite=True):
         """Writes one zip file: architecture JSON + weights .npz (atomic)."""
-        saving.save_model(self, filepath, overwrite=overwrite)
+        saving_lib.save_model(self, filepath, overwrite=overwrite)
 
     def save_weights(self, filepath, overwrite=True):
         """Writes the weights as one checkpoint file (atomic) and records it in
         its folder's ``checkpoint`` index (``utils.checkpoint``)."""
-        saving.save_weights(self, filepath, overwrite=overwrite)
+        saving_lib.save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath):
         """Loads weights written by ``save_weights`` (or a model file)."""
-        saving.load_weights(self, filepath)
+        saving_lib.load_weights(self, filepath)
 
     def to_json(self, **kwargs):
         """The architecture as a JSON string (``model_from_json`` rebuilds it)."""
-        return saving.to_json(self, **kwargs)
+        return saving_lib.to_json(self, **kwargs)
 
     def to_yaml(self, **kwargs):
         """The architecture as YAML (``model_from_yaml`` rebuilds it)."""
-        return saving.to_yaml(self, **kwargs)
+        return saving_lib.to_yaml(self, **kwargs)
 
     # -- config ------------------------------------------------------------------------
     def get_config(self):

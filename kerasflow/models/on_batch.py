@@ -3,8 +3,8 @@ through the same step and strategy as ``fit`` (a mixin of ``Trainer``)."""
 
 from __future__ import annotations
 
-from kerasflow.distribute_lib import BatchRef
 from kerasflow.models import data as data_mod
+from kerasflow.steps.batch import BatchRef
 
 __all__ = ["OnBatchMixin"]
 

@@ -16,10 +16,26 @@ from kerasflow import tree
 from kerasflow.layers.base import collect_updates
 from kerasflow.metrics import Mean
 from kerasflow.models import compile_utils as cu
-from kerasflow.models.custom_step import build_custom_step, uses_custom_step
-from kerasflow.models.train_step import EvalStep, PredictStep, TrainStep
+from kerasflow.models.keras_steps import KerasStepsMixin
+from kerasflow.steps.custom import build_custom_step
+from kerasflow.steps.step import EvalStep, PredictStep, TrainStep
 
-__all__ = ["StepBuilder"]
+__all__ = ["uses_custom_step", "StepBuilder"]
+
+
+_TRAIN_HOOKS = ("train_step", "compute_loss", "compute_metrics")
+_EVAL_HOOKS = ("test_step", "compute_loss", "compute_metrics")
+
+
+def _overridden(model, name) -> bool:
+    return getattr(type(model), name) is not getattr(KerasStepsMixin, name)
+
+
+def uses_custom_step(model, kind) -> bool:
+    """Whether ``kind``'s step must be traced from the model's own methods."""
+    hooks = {"train": _TRAIN_HOOKS, "eval": _EVAL_HOOKS,
+             "predict": ("predict_step",)}[kind]
+    return any(_overridden(model, h) for h in hooks)
 
 
 class StepBuilder:

@@ -16,18 +16,21 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow import optimizers, tree
 from kerasflow.callbacks import CallbackList
-from kerasflow.distribute_input import ReplicaInput
-from kerasflow.distribute_lib import DefaultStrategy, get_strategy, training_call
+from kerasflow.distribute.distribute_lib import (
+    DefaultStrategy,
+    get_strategy,
+    training_call,
+)
+from kerasflow.distribute.input_lib import ReplicaInput
 from kerasflow.layers.base import get_history
 from kerasflow.metrics import Mean
 from kerasflow.models import batches as batches_mod
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import data as data_mod
 from kerasflow.models import input_checks
-from kerasflow.models.custom_step import uses_custom_step
 from kerasflow.models.keras_steps import KerasStepsMixin
 from kerasflow.models.on_batch import OnBatchMixin
-from kerasflow.models.step_builder import StepBuilder
+from kerasflow.models.step_builder import StepBuilder, uses_custom_step
 
 __all__ = ["Trainer"]
 

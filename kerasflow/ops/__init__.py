@@ -13,12 +13,12 @@ from kerasflow.backend.ops import *  # noqa: F403
 from kerasflow.backend.ops import __all__ as _ops_all
 from kerasflow.backend.keras_ops import one_hot, shape  # noqa: F401  (Keras' forms)
 
-from kerasflow.ops import image, linalg, nn, numpy  # noqa: E402  (sub-namespaces)
-from kerasflow.ops.numpy_more import *  # noqa: F403, E402
-from kerasflow.ops.numpy_more import NUMPY_NAMES as _numpy_more
+from kerasflow.ops import image, linalg, nn, numpy  # noqa: E402, F401  (sub-namespaces)
+from kerasflow.ops.numpy import *  # noqa: F403, E402
+from kerasflow.ops.numpy import __all__ as _numpy_all  # noqa: E402
 
-from kerasflow.ops.linalg_more import *  # noqa: F403, E402
-from kerasflow.ops.linalg_more import __all__ as _linalg_more  # noqa: E402
+from kerasflow.ops.linalg import *  # noqa: F403, E402
+from kerasflow.ops.linalg import __all__ as _linalg_all  # noqa: E402
 
 from kerasflow.ops.control_flow import *  # noqa: F403, E402
 from kerasflow.ops.control_flow import __all__ as _control  # noqa: E402
@@ -29,8 +29,7 @@ from kerasflow.ops.signal import __all__ as _signal  # noqa: E402
 # ops.nn names that ops lacks (Keras exports them in both); existing ones stay.
 _nn_only = sorted(set(nn.__all__) - set(globals()))
 globals().update({_n: getattr(nn, _n) for _n in _nn_only})
-from kerasflow.ops.linalg import norm  # noqa: E402, F401  (Keras: ops.norm too)
 
-__all__ = sorted(set(_ops_all) | set(_keras_all) | set(_numpy_more) | set(_nn_only)
-                 | set(_linalg_more) | set(_control) | set(_signal)
-                 | {"image", "linalg", "nn", "numpy", "norm"})
+__all__ = sorted(set(_ops_all) | set(_keras_all) | set(_numpy_all) | set(_nn_only)
+                 | set(_linalg_all) | set(_control) | set(_signal)
+                 | {"image", "linalg", "nn", "numpy"})

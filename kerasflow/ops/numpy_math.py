@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow.backend.ops import elementwise_more as _em
+from kerasflow.backend.ops import elementwise as _ew
 from kerasflow.backend.ops.npcall import numpy_call
 from kerasflow.ops.common import arg, dtype_of, result_dtype, tensor, to_float
 
@@ -46,19 +46,19 @@ def _unary(fn, doc):
 
 _SRC = "\n\n    Float input (integers become floatx); same shape and dtype out.\n" \
        "    Source: Keras 3 ``keras.ops`` / NumPy."
-tan = _unary(_em.tan, "Elementwise tangent (radians)." + _SRC)
-sinh = _unary(_em.sinh, "Elementwise hyperbolic sine." + _SRC)
-cosh = _unary(_em.cosh, "Elementwise hyperbolic cosine." + _SRC)
-arcsin = _unary(_em.arcsin, "Elementwise inverse sine (NaN outside [-1, 1])." + _SRC)
-arccos = _unary(_em.arccos, "Elementwise inverse cosine (NaN outside [-1, 1])."
+tan = _unary(_ew.tan, "Elementwise tangent (radians)." + _SRC)
+sinh = _unary(_ew.sinh, "Elementwise hyperbolic sine." + _SRC)
+cosh = _unary(_ew.cosh, "Elementwise hyperbolic cosine." + _SRC)
+arcsin = _unary(_ew.arcsin, "Elementwise inverse sine (NaN outside [-1, 1])." + _SRC)
+arccos = _unary(_ew.arccos, "Elementwise inverse cosine (NaN outside [-1, 1])."
                 + _SRC)
-arctan = _unary(_em.arctan, "Elementwise inverse tangent." + _SRC)
-arcsinh = _unary(_em.arcsinh, "Elementwise inverse hyperbolic sine." + _SRC)
-arccosh = _unary(_em.arccosh, "Elementwise inverse hyperbolic cosine (NaN below 1)."
+arctan = _unary(_ew.arctan, "Elementwise inverse tangent." + _SRC)
+arcsinh = _unary(_ew.arcsinh, "Elementwise inverse hyperbolic sine." + _SRC)
+arccosh = _unary(_ew.arccosh, "Elementwise inverse hyperbolic cosine (NaN below 1)."
                  + _SRC)
-arctanh = _unary(_em.arctanh, "Elementwise inverse hyperbolic tangent." + _SRC)
-cbrt = _unary(_em.cbrt, "Elementwise real cube root." + _SRC)
-erfinv = _unary(_em.erfinv, "The inverse error function (NaN outside [-1, 1])."
+arctanh = _unary(_ew.arctanh, "Elementwise inverse hyperbolic tangent." + _SRC)
+cbrt = _unary(_ew.cbrt, "Elementwise real cube root." + _SRC)
+erfinv = _unary(_ew.erfinv, "The inverse error function (NaN outside [-1, 1])."
                 + _SRC)
 
 
@@ -71,7 +71,7 @@ def _pair(x1, x2):
 def arctan2(x1, x2):
     """Elementwise angle of the point (x2, x1), in [-pi, pi] (broadcast).
     Source: Keras 3 ``keras.ops.arctan2`` / NumPy."""
-    return _em.arctan2(*_pair(x1, x2))
+    return _ew.arctan2(*_pair(x1, x2))
 
 
 def log2(x):

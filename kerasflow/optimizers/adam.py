@@ -1,7 +1,9 @@
-"""Adam (Kingma & Ba, ICLR 2015), with the AMSGrad variant."""
+"""Adam (Kingma & Ba, ICLR 2015), with the AMSGrad variant, and the base that
+Adam's relatives (Nadam, Adamax, Lamb) share with it."""
 
 from __future__ import annotations
 
+from kerasflow import backend as K
 from kerasflow.optimizers import kernels
 from kerasflow.optimizers.base import Optimizer
 from kerasflow.utils.arg_checks import check_real
@@ -9,7 +11,43 @@ from kerasflow.utils.arg_checks import check_real
 __all__ = ["Adam"]
 
 
-class Adam(Optimizer):
+class _AdamLike(Optimizer):
+    """beta_1, beta_2, epsilon with Keras 3's defaults: checks, config, the
+    moment slots (``_SLOTS``) and the step's bias-correction powers."""
+
+    _SLOTS = ("momentum", "velocity")
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999,
+                 epsilon=1e-7, weight_decay=None, clipnorm=None, clipvalue=None,
+                 global_clipnorm=None, name=None, **kwargs):
+        super().__init__(learning_rate, weight_decay, clipnorm, clipvalue,
+                         global_clipnorm, name, **kwargs)
+        owner = f"Optimizer '{self.name}'"
+        self.beta_1 = check_real(owner, "beta_1", beta_1, 0.0, 1.0, high_open=True)
+        self.beta_2 = check_real(owner, "beta_2", beta_2, 0.0, 1.0, high_open=True)
+        self.epsilon = check_real(owner, "epsilon", epsilon, 0.0)
+
+    def _step(self, dtype):
+        # Read before this step's increment runs: t = iterations + 1.
+        return K.cast(K.add(self.iterations, 1), dtype)
+
+    def _create_slots(self, var):
+        for slot in self._SLOTS:
+            self.add_slot(var, slot)
+
+    def _coefficients(self, dtype, lr):
+        c = super()._coefficients(dtype, lr)
+        t = self._step(dtype)
+        c.update(t=t, beta_1_power=K.power(self.beta_1, t),
+                 beta_2_power=K.power(self.beta_2, t))
+        return c
+
+    def get_config(self):
+        return {**super().get_config(), "beta_1": self.beta_1,
+                "beta_2": self.beta_2, "epsilon": self.epsilon}
+
+
+class Adam(_AdamLike):
     """Adaptive moment estimation (Kingma & Ba, ICLR 2015, Alg. 1), Keras 3's form.
 
     At step ``t`` (1 for the first update):
@@ -39,22 +77,18 @@ class Adam(Optimizer):
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999,
                  epsilon=1e-7, amsgrad=False, weight_decay=None, clipnorm=None,
                  clipvalue=None, global_clipnorm=None, name="adam", **kwargs):
-        super().__init__(learning_rate, weight_decay, clipnorm, clipvalue,
-                         global_clipnorm, name, **kwargs)
-        owner = f"Optimizer '{self.name}'"
-        self.beta_1 = check_real(owner, "beta_1", beta_1, 0.0, 1.0, high_open=True)
-        self.beta_2 = check_real(owner, "beta_2", beta_2, 0.0, 1.0, high_open=True)
-        self.epsilon = check_real(owner, "epsilon", epsilon, 0.0)
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, weight_decay,
+                         clipnorm, clipvalue, global_clipnorm, name, **kwargs)
         self.amsgrad = bool(amsgrad)
 
     def _create_slots(self, var):
-        self.add_slot(var, "momentum")
-        self.add_slot(var, "velocity")
+        super()._create_slots(var)
         if self.amsgrad:
             self.add_slot(var, "velocity_hat")
 
     def _coefficients(self, dtype, lr):
-        c = super()._coefficients(dtype, lr)
+        # The fused step size folds in both bias corrections: no t, no powers.
+        c = super(_AdamLike, self)._coefficients(dtype, lr)
         # Reads iterations before this step's increment runs: t = iterations + 1.
         c["alpha"] = kernels.adam_step_size(c["lr"], self.iterations,
                                             beta_1=self.beta_1, beta_2=self.beta_2)
@@ -69,6 +103,4 @@ class Adam(Optimizer):
         )
 
     def get_config(self):
-        return {**super().get_config(), "beta_1": self.beta_1,
-                "beta_2": self.beta_2, "epsilon": self.epsilon,
-                "amsgrad": self.amsgrad}
+        return {**super().get_config(), "amsgrad": self.amsgrad}

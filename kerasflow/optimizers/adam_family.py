@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow.optimizers.base import Optimizer
-from kerasflow.utils.arg_checks import check_real
+from kerasflow.optimizers.adam import _AdamLike
 
 __all__ = ["Nadam", "Adamax"]
 
@@ -19,27 +18,6 @@ def _descend(var, step, decay):
     if decay is None:
         return K.assign_sub(var, step)
     return K.assign(var, (var - var * decay) - step)
-
-
-class _AdamLike(Optimizer):
-    """beta_1, beta_2, epsilon: checks and config."""
-
-    def __init__(self, learning_rate, beta_1, beta_2, epsilon, weight_decay,
-                 clipnorm, clipvalue, global_clipnorm, name, **kwargs):
-        super().__init__(learning_rate, weight_decay, clipnorm, clipvalue,
-                         global_clipnorm, name, **kwargs)
-        owner = f"Optimizer '{self.name}'"
-        self.beta_1 = check_real(owner, "beta_1", beta_1, 0.0, 1.0, high_open=True)
-        self.beta_2 = check_real(owner, "beta_2", beta_2, 0.0, 1.0, high_open=True)
-        self.epsilon = check_real(owner, "epsilon", epsilon, 0.0)
-
-    def _step(self, dtype):
-        # Read before this step's increment runs: t = iterations + 1.
-        return K.cast(K.add(self.iterations, 1), dtype)
-
-    def get_config(self):
-        return {**super().get_config(), "beta_1": self.beta_1,
-                "beta_2": self.beta_2, "epsilon": self.epsilon}
 
 
 class Nadam(_AdamLike):
@@ -85,19 +63,13 @@ class Nadam(_AdamLike):
         return K.multiply(self.beta_1, K.subtract(1.0, K.multiply(
             0.5, K.power(0.96, t))))
 
-    def _create_slots(self, var):
-        self.add_slot(var, "momentum")
-        self.add_slot(var, "velocity")
-
     def _coefficients(self, dtype, lr):
         c = super()._coefficients(dtype, lr)
-        t = self._step(dtype)
-        u_t, u_next = self._u(t), self._u(K.add(t, 1.0))
+        u_t, u_next = self._u(c["t"]), self._u(K.add(c["t"], 1.0))
         # The u_product after this step's factor, read from its old value.
         product = K.multiply(self._cast(self._u_product, dtype), u_t)
         c.update(u_t=u_t, u_next=u_next, product=product,
-                 product_next=K.multiply(product, u_next),
-                 beta_2_power=K.power(self.beta_2, t))
+                 product_next=K.multiply(product, u_next))
         return c
 
     def build_updates(self, grads_and_vars) -> list:
@@ -142,20 +114,7 @@ class Adamax(_AdamLike):
         ValueError: betas outside [0, 1), a negative epsilon.
     """
 
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999,
-                 epsilon=1e-7, weight_decay=None, clipnorm=None, clipvalue=None,
-                 global_clipnorm=None, name="adamax", **kwargs):
-        super().__init__(learning_rate, beta_1, beta_2, epsilon, weight_decay,
-                         clipnorm, clipvalue, global_clipnorm, name, **kwargs)
-
-    def _create_slots(self, var):
-        self.add_slot(var, "momentum")
-        self.add_slot(var, "norm")
-
-    def _coefficients(self, dtype, lr):
-        c = super()._coefficients(dtype, lr)
-        c["beta_1_power"] = K.power(self.beta_1, self._step(dtype))
-        return c
+    _SLOTS = ("momentum", "norm")
 
     def _apply_dense(self, grad, var, c, decay):
         m, u = self.get_slot(var, "momentum"), self.get_slot(var, "norm")

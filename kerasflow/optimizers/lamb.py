@@ -4,7 +4,7 @@ BERT in 76 minutes", ICLR 2020; arXiv 2019), as Keras 3 computes it."""
 from __future__ import annotations
 
 from kerasflow import backend as K
-from kerasflow.optimizers.adam_family import _AdamLike
+from kerasflow.optimizers.adam import _AdamLike
 
 __all__ = ["Lamb"]
 
@@ -30,23 +30,6 @@ class Lamb(_AdamLike):
     Raises:
         ValueError: betas outside [0, 1), a negative epsilon.
     """
-
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999,
-                 epsilon=1e-7, weight_decay=None, clipnorm=None, clipvalue=None,
-                 global_clipnorm=None, name="lamb", **kwargs):
-        super().__init__(learning_rate, beta_1, beta_2, epsilon, weight_decay,
-                         clipnorm, clipvalue, global_clipnorm, name, **kwargs)
-
-    def _create_slots(self, var):
-        self.add_slot(var, "momentum")
-        self.add_slot(var, "velocity")
-
-    def _coefficients(self, dtype, lr):
-        c = super()._coefficients(dtype, lr)
-        t = self._step(dtype)
-        c["beta_1_power"] = K.power(self.beta_1, t)
-        c["beta_2_power"] = K.power(self.beta_2, t)
-        return c
 
     def _apply_dense(self, grad, var, c, decay):
         m, v = self.get_slot(var, "momentum"), self.get_slot(var, "velocity")

@@ -108,9 +108,19 @@ class _BuiltinSchedule(LearningRateSchedule):
     """Keeps every ``__init__`` argument under its own name, so ``get_config``
     returns exactly what ``__init__`` takes."""
 
+    @classmethod
+    def _arg_names(cls) -> list:
+        return [n for n in inspect.signature(cls.__init__).parameters if n != "self"]
+
+    def _keep(self, args: dict) -> None:
+        """Stores the ``__init__`` arguments in ``args``, the ``locals()`` taken
+        first thing in ``__init__`` (a subclass stores its own extra ones)."""
+        for name in self._arg_names():
+            if name in args:
+                setattr(self, name, args[name])
+
     def get_config(self):
-        params = inspect.signature(type(self).__init__).parameters
-        return {name: getattr(self, name) for name in params if name != "self"}
+        return {name: getattr(self, name) for name in self._arg_names()}
 
 
 class ExponentialDecay(_BuiltinSchedule):
@@ -137,13 +147,9 @@ class ExponentialDecay(_BuiltinSchedule):
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate,
                  staircase=False, name="ExponentialDecay"):
+        self._keep(locals())
         _check_decay(initial_learning_rate, decay_steps)
         _check_finite("decay_rate", decay_rate, 0)
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps = decay_steps
-        self.decay_rate = decay_rate
-        self.staircase = staircase
-        self.name = name
 
     def __call__(self, step):
         with _scope(self, step):
@@ -237,17 +243,12 @@ class CosineDecay(_BuiltinSchedule):
 
     def __init__(self, initial_learning_rate, decay_steps, alpha=0.0,
                  name="CosineDecay", warmup_target=None, warmup_steps=0):
+        self._keep(locals())
         _check_decay(initial_learning_rate, decay_steps)
         _check_finite("alpha", alpha)
         if warmup_target is not None:
             _check_finite("warmup_target", warmup_target, 0)
         _check_finite("warmup_steps", warmup_steps, 0)
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps = decay_steps
-        self.alpha = alpha
-        self.name = name
-        self.warmup_target = warmup_target
-        self.warmup_steps = warmup_steps
 
     def _decay(self, step, start_lr):
         fraction = K.divide(step, float(self.decay_steps))
@@ -297,15 +298,13 @@ class CosineDecayRestarts(_BuiltinSchedule):
 
     def __init__(self, initial_learning_rate, first_decay_steps, t_mul=2.0,
                  m_mul=1.0, alpha=0.0, name="SGDRDecay"):
+        self._keep(locals())
         if not first_decay_steps > 0:
             raise ValueError(f"Argument `first_decay_steps` must be > 0. Received: "
                              f"first_decay_steps={first_decay_steps}")
         _check_decay(initial_learning_rate, first_decay_steps)
         for arg, value in (("t_mul", t_mul), ("m_mul", m_mul), ("alpha", alpha)):
             _check_finite(arg, value)
-        self.initial_learning_rate, self.first_decay_steps = initial_learning_rate, \
-            first_decay_steps
-        self.t_mul, self.m_mul, self.alpha, self.name = t_mul, m_mul, alpha, name
 
     def __call__(self, step):
         with _scope(self, step):
@@ -353,13 +352,8 @@ class PolynomialDecay(_BuiltinSchedule):
 
     def __init__(self, initial_learning_rate, decay_steps, end_learning_rate=1e-4,
                  power=1.0, cycle=False, name="PolynomialDecay"):
+        self._keep(locals())
         _check_decay(initial_learning_rate, decay_steps)
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps = decay_steps
-        self.end_learning_rate = end_learning_rate
-        self.power = power
-        self.cycle = cycle
-        self.name = name
 
     def __call__(self, step):
         with _scope(self, step):

@@ -1,7 +1,9 @@
-"""``kerasflow.saving`` (L3): Keras 3's ``keras.saving`` names.
+"""``kerasflow.saving`` (L4): Keras 3's ``keras.saving`` names.
 
-Saving and loading whole models and weights (``kerasflow.models.saving``: one
-zip of architecture JSON and the one checkpoint format), and the object
+Saving and loading whole models and weights (``saving_lib``: one zip of
+architecture JSON and the one checkpoint format; configs checked by
+``config_checks`` before any layer is built, weights matched by
+``weight_names``), and the object
 registry of ``kerasflow.utils.serialization``: ``register_keras_serializable``,
 ``get_custom_objects``, ``custom_object_scope``, ``serialize_keras_object`` /
 ``deserialize_keras_object``, ``get_registered_name`` /

@@ -1,11 +1,20 @@
 """Keras 3's saving functions (``keras.saving.save_model`` ...) over
-``kerasflow.models.saving`` and the ``kerasflow.utils.serialization`` registry."""
+``kerasflow.saving.saving_lib`` and the ``kerasflow.utils.serialization`` registry."""
 
 from __future__ import annotations
 
 import os
 
-from kerasflow.models import saving as _model_saving
+from kerasflow import (
+    activations,
+    constraints,
+    initializers,
+    losses,
+    metrics,
+    optimizers,
+    regularizers,
+)
+from kerasflow.saving import saving_lib
 from kerasflow.utils import serialization
 
 __all__ = ["deserialize_keras_object", "load_model", "load_weights", "save_model",
@@ -35,7 +44,7 @@ def save_model(model, filepath, overwrite=True, zipped=None, **kwargs):
     if zipped is False:
         raise ValueError("kerasflow writes model files as one zip. "
                          "Received: zipped=False")
-    _model_saving.save_model(model, os.fspath(filepath), overwrite=overwrite)
+    saving_lib.save_model(model, os.fspath(filepath), overwrite=overwrite)
 
 
 def load_model(filepath, custom_objects=None, compile=True,  # noqa: A002
@@ -56,8 +65,8 @@ def load_model(filepath, custom_objects=None, compile=True,  # noqa: A002
         FileNotFoundError: no such file. ValueError: a corrupt or foreign file,
         or an unknown class (naming it and how to provide it).
     """
-    return _model_saving.load_model(os.fspath(filepath),
-                                    custom_objects=custom_objects, compile=compile)
+    return saving_lib.load_model(os.fspath(filepath),
+                                 custom_objects=custom_objects, compile=compile)
 
 
 def save_weights(model, filepath, overwrite=True, max_shard_size=None, **kwargs):
@@ -69,7 +78,7 @@ def save_weights(model, filepath, overwrite=True, max_shard_size=None, **kwargs)
     if max_shard_size is not None:
         raise NotImplementedError(f"kerasflow writes the weights as one file. "
                                   f"Received: max_shard_size={max_shard_size}")
-    _model_saving.save_weights(model, os.fspath(filepath), overwrite=overwrite)
+    saving_lib.save_weights(model, os.fspath(filepath), overwrite=overwrite)
 
 
 def load_weights(model, filepath, skip_mismatch=False, **kwargs):
@@ -81,7 +90,7 @@ def load_weights(model, filepath, skip_mismatch=False, **kwargs):
     if skip_mismatch:
         raise NotImplementedError("kerasflow loads every weight or none. "
                                   "Received: skip_mismatch=True")
-    _model_saving.load_weights(model, os.fspath(filepath))
+    saving_lib.load_weights(model, os.fspath(filepath))
 
 
 def serialize_keras_object(obj):
@@ -109,11 +118,6 @@ def _all_objects(module: str) -> dict:
     # Every public class and function of the namespaces, the one named by the
     # config's "module" (Keras' key) last so that it wins a shared name
     # ("MeanSquaredError" is a loss and a metric).
-    from kerasflow import (  # noqa: PLC0415
-        activations, constraints, initializers, losses, metrics, optimizers,
-        regularizers,
-    )
-
     named = [("activations", activations), ("constraints", constraints),
              ("initializers", initializers), ("regularizers", regularizers),
              ("optimizers", optimizers), ("losses", losses), ("metrics", metrics)]

@@ -17,7 +17,7 @@ import numbers
 import numpy as np
 
 from kerasflow.backend.graph import walk
-from kerasflow.summary import import_tensorboardx
+from kerasflow.utils.module_utils import import_tensorboardx
 
 __all__ = ["graph_def_from_tensors", "collect_nodes"]
 

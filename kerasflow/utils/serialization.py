@@ -28,9 +28,10 @@ from typing import Any
 
 __all__ = ["CustomObjectScope", "GLOBAL_CUSTOM_OBJECTS", "custom_object_scope",
            "deserialize", "deserialize_object", "get", "get_custom_objects",
-           "get_object", "get_registered_name", "get_registered_object",
-           "register_keras_serializable", "register_serializable", "registry",
-           "serialize", "serialize_object", "to_snake_case"]
+           "Configurable", "get_object", "get_registered_name",
+           "get_registered_object", "lookup_functions", "register_keras_serializable",
+           "register_serializable", "registry", "serialize", "serialize_object",
+           "to_snake_case"]
 
 _REGISTRIES: dict[str, dict[str, Any]] = {}
 # Keras 3's global custom objects ("package>name" -> object), searched by every
@@ -156,6 +157,23 @@ class CustomObjectScope:
 
 
 custom_object_scope = CustomObjectScope
+
+
+class Configurable:
+    """Base of the objects a config rebuilds (initializers, regularizers):
+    ``get_config()`` (empty here), ``from_config`` (``cls(**config)``) and a
+    repr that shows the config."""
+
+    def get_config(self) -> dict:
+        return {}
+
+    @classmethod
+    def from_config(cls, config: dict):
+        return cls(**config)
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
+        return f"{type(self).__name__}({args})"
 
 
 def _is_builtin(obj) -> bool:
@@ -334,6 +352,40 @@ def get_object(
         f"Could not interpret {kind} identifier: expected None, a name, a config "
         f"dict or a callable. Received: identifier={identifier!r}."
     )
+
+
+def lookup_functions(module: str, table: Mapping[str, Any], kind: str,
+                     get_doc: str, deserialize_doc: str | None = None) -> tuple:
+    """A package's public ``serialize``, ``deserialize`` and ``get`` for one
+    kind (``initializers.get``...): ``serialize_object``, and
+    ``deserialize_object`` / ``get_object`` over the package's ``table``.
+
+    Args:
+        module: the package's ``__name__``, the functions' ``__module__``.
+        table: name -> function or class.
+        kind: what is looked up ("initializer"...), for messages.
+        get_doc: ``get``'s docstring (the identifiers the package takes).
+        deserialize_doc: ``deserialize``'s docstring; by default it names
+            ``kind``.
+
+    Returns:
+        ``(serialize, deserialize, get)``.
+    """
+
+    def deserialize(config, custom_objects=None):
+        return deserialize_object(config, table, kind, custom_objects)
+
+    def get(identifier):
+        return get_object(identifier, table, kind)
+
+    deserialize.__doc__ = deserialize_doc or (
+        f"A new {kind} from a name or a class_name/config dict.\n\n"
+        f"    Raises:\n        ValueError: an unknown name, listing the valid "
+        f"ones.\n    ")
+    get.__doc__ = get_doc
+    for fn in (deserialize, get):
+        fn.__module__, fn.__qualname__ = module, fn.__name__
+    return serialize_object, deserialize, get
 
 
 # Keras 3's names for the same three functions.

@@ -173,7 +173,7 @@ def test_compute_and_apply_gradients_and_exponential_decay():
 
 def test_a_tf1_train_op_runs_as_a_kerasflow_train_step():
     # The Estimator path: minimize()'s op split into compute -> apply.
-    from kerasflow.models.train_step import TrainStep
+    from kerasflow.steps.step import TrainStep
 
     x = tf.placeholder("float", [None, 2])
     y = tf.placeholder("float", [None, 1])

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import kerasflow.compat.v1 as tf
-from kerasflow.strategies.tf1_server import descendants
+from kerasflow.distribute.tf1.server import descendants
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tf1_between_graph_mnist.py"
@@ -337,7 +337,7 @@ def _ps_model():
 def test_ps_task_sync_round_averages_and_drops_stale():
     import numpy as np  # noqa: PLC0415
 
-    from kerasflow.strategies.ps_task import PSTask  # noqa: PLC0415
+    from kerasflow.distribute.tf1.ps_task import PSTask  # noqa: PLC0415
 
     st, wk, gk = _ps_model()
     task = PSTask(0, 1)
@@ -362,7 +362,7 @@ def test_apply_gradients_on_ps_pushes_the_given_gradients():
         _ApplyAsTrainOp,
         _PSStep,
     )
-    from kerasflow.strategies.ps_task import PSTask  # noqa: PLC0415
+    from kerasflow.distribute.tf1.ps_task import PSTask  # noqa: PLC0415
 
     tf.reset_default_graph()
     with tf.device(tf.train.replica_device_setter(ps_tasks=1)):
@@ -395,7 +395,7 @@ def test_sync_replicas_optimizer_bad_counts():
 
 PS_ONLY = """
 import sys
-from kerasflow.strategies.tf1_server import Server
+from kerasflow.distribute.tf1.server import Server
 s = Server({"ps": ["127.0.0.1:%s"], "worker": ["127.0.0.1:1"]}, "ps", 0)
 print("HEAD", s._ray.proc.pid, s._ray.temp_dir, flush=True)
 s.join()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kerasflow.strategies.tf1_server import descendants
+from kerasflow.distribute.tf1.server import descendants
 from tests.compat.test_tf1_cluster import _alive, _env, _free_ports, _result, _shm
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import kerasflow as kf
-from kerasflow.data.sharding import DatasetShardSource, auto_shard
-from kerasflow.distribute_input import split_batch
+from kerasflow.distribute.sharding import DatasetShardSource, auto_shard
+from kerasflow.distribute.values import split_batch
 
 Policy = kf.data.experimental.AutoShardPolicy
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import kerasflow as kf
-from kerasflow.distribute_lib import Strategy
+from kerasflow.distribute.distribute_lib import Strategy
 from kerasflow.estimators import Estimator, RunConfig
 from tests.estimators._models import data, model_fn
 

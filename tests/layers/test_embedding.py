@@ -1,5 +1,6 @@
 """Embedding: lookup gradients (float64), sparse updates equal to dense ones on
-the touched rows, masks, contract, errors."""
+the touched rows, masks, contract, errors; pretrained ``weights=`` and
+``build`` from an input shape."""
 
 from __future__ import annotations
 
@@ -132,3 +133,19 @@ def test_embedding_index_errors():
         layer(np.array([[-1, 1]]))
     with pytest.raises(ValueError, match="positive"):
         L.Embedding(0, 2)
+
+
+def test_embedding_takes_pretrained_weights():
+    table = np.arange(30, dtype="float32").reshape(10, 3)
+    for weights in ([table], table):
+        layer = kf.layers.Embedding(10, 3, weights=weights, trainable=False)
+        assert layer.built and not layer.trainable_weights
+        np.testing.assert_array_equal(layer(np.array([[1, 2]]))[0], table[[1, 2]])
+    with pytest.raises(ValueError, match=r"expects shape \(10, 3\).*\(9, 3\)"):
+        kf.layers.Embedding(10, 3, weights=[np.ones((9, 3))])
+
+
+def test_embedding_build_with_an_input_shape():
+    layer = kf.layers.Embedding(7, 2)
+    layer.build((None, 5))
+    assert layer.embeddings.shape == (7, 2)

@@ -8,6 +8,7 @@ import pytest
 import kerasflow as kf
 from kerasflow import backend as K
 from kerasflow import layers as L
+from tests.keras_oracle import keras_numpy
 
 CASES = [
     (lambda: L.Dense(4, activation="relu"), (3, 5), (3, 4)),
@@ -104,3 +105,12 @@ def test_regularizer_losses_join_the_loss():
     (penalty,) = layer.losses
     # 0.5 * sum(ones(3, 2) ** 2) = 3
     assert float(K.Function([], penalty)()) == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("units", [-1, 0, "3", 2.5])
+def test_dense_bad_units_is_a_value_error_like_keras(units):
+    keras = keras_numpy()
+    with pytest.raises(ValueError):
+        keras.layers.Dense(units)
+    with pytest.raises(ValueError, match="expected a positive integer"):
+        kf.layers.Dense(units)

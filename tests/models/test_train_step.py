@@ -17,8 +17,9 @@ import pytest
 import kerasflow as kf
 from kerasflow import backend as K
 from kerasflow.backend.graph_pickle import GraphPack
-from kerasflow.distribute_lib import BatchRef, DefaultStrategy
-from kerasflow.models.train_step import FlatLayout, TrainStep
+from kerasflow.steps.batch import BatchRef
+from kerasflow.distribute.distribute_lib import DefaultStrategy
+from kerasflow.steps.step import FlatLayout, TrainStep
 
 L = kf.layers
 

@@ -210,7 +210,7 @@ def test_custom_train_step_splits_into_compute_and_apply():
     apply equals the fused step; the step pickles as graph data."""
     import pickle  # noqa: PLC0415
 
-    from kerasflow.models.custom_step import CustomTrainStep  # noqa: PLC0415
+    from kerasflow.steps.custom import CustomTrainStep  # noqa: PLC0415
 
     model = CustomTrainTestStepModel(units=3)
     _example_compile(model)

@@ -9,7 +9,7 @@ import pytest
 
 import kerasflow as kf
 from kerasflow import layers as L
-from kerasflow.models import weight_names
+from kerasflow.saving import weight_names
 from kerasflow.utils.checkpoint import save_checkpoint
 
 

@@ -12,7 +12,6 @@ from kerasflow.backend.ops.nn import *  # noqa: F403
 from kerasflow.backend.ops.conv import *  # noqa: F403
 from kerasflow.backend.ops.pooling import *  # noqa: F403
 from kerasflow.backend.ops.checks import *  # noqa: F403
-from kerasflow.backend.ops.conv_extra import *  # noqa: F403
 from kerasflow.backend.ops.embedding import *  # noqa: F403
 from kerasflow.backend.ops.normalization import *  # noqa: F403
 from kerasflow.backend.ops.scan import *  # noqa: F403
@@ -25,14 +24,13 @@ from kerasflow.backend.ops import xent_fast  # noqa: F401  (fused loss kernels)
 from kerasflow.backend.ops import sum_fast  # noqa: F401  (fused bias-gradient sum)
 from kerasflow.backend.ops.ctc import *  # noqa: F403
 from kerasflow.backend.ops.arraymath import *  # noqa: F403
-# Registered on import; their public names live in kerasflow.ops.
-from kerasflow.backend.ops import elementwise_more, linalg_more, npcall  # noqa: F401, E402
+from kerasflow.backend.ops import npcall  # noqa: F401  (numpy-call ops)
 from kerasflow.backend.ops import (  # noqa: F401
-    arraymath, checks, conv, conv_extra, ctc, elementwise, embedding, linalg, math, nn,
+    arraymath, checks, conv, ctc, elementwise, embedding, linalg, math, nn,
     normalization, pooling, random, reduction, scan, shape, slicing, state,
 )
 
 __all__ = [name for module in (
     math, elementwise, reduction, shape, slicing, linalg, state, random, nn, conv,
-    pooling, checks, conv_extra, embedding, normalization, scan, ctc, arraymath,
+    pooling, checks, embedding, normalization, scan, ctc, arraymath,
 ) for name in module.__all__]

@@ -14,7 +14,7 @@ import numpy as np
 
 from kerasflow.backend import array as _array
 from kerasflow.backend.ops import infer as I
-from kerasflow.backend.ops.elementwise import exp, sqrt, square
+from kerasflow.backend.ops.elementwise import _erf_kernel, exp, sqrt, square
 from kerasflow.backend.ops.math import (
     _unary, cast, divide, multiply, ones_like, subtract, where,
 )
@@ -354,10 +354,6 @@ def einsum(subscripts, *operands):
 
 
 # -- elementwise and logical ------------------------------------------------------------
-def _erf_kernel(x):
-    return np.vectorize(_pymath.erf, otypes=[x.dtype])(x) if x.size else x.copy()
-
-
 @register_op("Erf", I.same_float)
 def _erf(xp, x):
     return xp.asarray(_erf_kernel(np.asarray(x)))

@@ -26,12 +26,32 @@ import numpy as np
 
 from kerasflow.backend import jit
 
-__all__ = ["MAX_OUT", "applies", "backprop_filter", "backprop_input", "forward"]
+__all__ = ["INPUT_GRAD_LOOPS", "MAX_OUT", "applies", "backprop_filter",
+           "backprop_input", "forward", "window_taps"]
 
 # Output channels up to which the direct loops replace im2col + GEMM.
 MAX_OUT = 2
 # Batch chunks of the filter gradient (partial sums added in order).
 CHUNKS = 16
+
+
+def window_taps(depth, size=("kh", "kw"), rows="i * sh + a * dh - ph",
+                cols="j * sw + b * dw - pw"):
+    """Kernel source of the loops over the taps (a, b) of output (i, j)'s
+    window that fall inside the (h, w) input, at input row ``hi = rows`` and
+    column ``wi = cols``; the first loop indented by ``depth``, the statements
+    after it (indented ``depth + 8``) run for each tap (here and in
+    ``conv_fast``'s pooling kernels)."""
+    pad = " " * depth
+    return (f"{pad}for a in range({size[0]}):\n"
+            f"{pad}    hi = {rows}\n"
+            f"{pad}    if hi < 0 or hi >= h:\n"
+            f"{pad}        continue\n"
+            f"{pad}    for b in range({size[1]}):\n"
+            f"{pad}        wi = {cols}\n"
+            f"{pad}        if wi < 0 or wi >= w:\n"
+            f"{pad}            continue\n")
+
 
 _FORWARD = '''
 def direct_fwd(x, kt, y, sh, sw, dh, dw, ph, pw):
@@ -44,14 +64,7 @@ def direct_fwd(x, kt, y, sh, sw, dh, dw, ph, pw):
         acc = np.empty((f, c), x.dtype)
         for j in range(ow):
             acc[:] = 0
-            for a in range(kh):
-                hi = i * sh + a * dh - ph
-                if hi < 0 or hi >= h:
-                    continue
-                for b in range(kw):
-                    wi = j * sw + b * dw - pw
-                    if wi < 0 or wi >= w:
-                        continue
+''' + window_taps(12) + '''\
                     for o in range(f):
                         for q in range(c):
                             acc[o, q] += x[n, hi, wi, q] * kt[a, b, o, q]
@@ -62,11 +75,11 @@ def direct_fwd(x, kt, y, sh, sw, dh, dw, ph, pw):
                 y[n, i, j, o] = s
 '''
 
-_INPUT = '''
-def direct_bpi(g, kt, dx, sh, sw, dh, dw, ph, pw):
-    h, w, c = dx.shape[1], dx.shape[2], dx.shape[3]
-    kh, kw, f = kt.shape[0], kt.shape[1], kt.shape[2]
-    oh, ow = g.shape[1], g.shape[2]
+# The loops of an input gradient (here and ``conv_fast``'s col2im), as a
+# gather so that each element of dx (N, H, W, C) is written by one iteration:
+# dx[n, hi, wi] sums ``{body}`` over the taps (a, b) that read it from output
+# (i, j). The kernel's header defines h, w, c, kh, kw, oh, ow.
+INPUT_GRAD_LOOPS = '''
     for r in prange(dx.shape[0] * h):
         n = r // h
         hi = r % h
@@ -83,11 +96,18 @@ def direct_bpi(g, kt, dx, sh, sw, dh, dw, ph, pw):
                     if tj < 0 or tj % sw != 0 or tj // sw >= ow:
                         continue
                     j = tj // sw
+{body}
+'''
+
+_INPUT = '''
+def direct_bpi(g, kt, dx, sh, sw, dh, dw, ph, pw):
+    h, w, c = dx.shape[1], dx.shape[2], dx.shape[3]
+    kh, kw, f = kt.shape[0], kt.shape[1], kt.shape[2]
+    oh, ow = g.shape[1], g.shape[2]''' + INPUT_GRAD_LOOPS.format(body='''\
                     for o in range(f):
                         gv = g[n, i, j, o]
                         for q in range(c):
-                            dx[n, hi, wi, q] += gv * kt[a, b, o, q]
-'''
+                            dx[n, hi, wi, q] += gv * kt[a, b, o, q]''')
 
 _FILTER = '''
 def direct_bpf(x, g, part, sh, sw, dh, dw, ph, pw):
@@ -100,14 +120,7 @@ def direct_bpf(x, g, part, sh, sw, dh, dw, ph, pw):
         for n in range(p * nb // chunks, (p + 1) * nb // chunks):
             for i in range(oh):
                 for j in range(ow):
-                    for a in range(kh):
-                        hi = i * sh + a * dh - ph
-                        if hi < 0 or hi >= h:
-                            continue
-                        for b in range(kw):
-                            wi = j * sw + b * dw - pw
-                            if wi < 0 or wi >= w:
-                                continue
+''' + window_taps(20) + '''\
                             for o in range(f):
                                 gv = g[n, i, j, o]
                                 for q in range(c):

@@ -45,7 +45,6 @@ import numpy as np
 from kerasflow.backend import fusion, jit
 from kerasflow.backend.ops import conv as _conv
 from kerasflow.backend.ops import conv_direct as _direct
-from kerasflow.backend.ops import conv_extra as _extra
 from kerasflow.backend.ops import conv_winograd as _wino
 from kerasflow.backend.ops import pooling as _pooling
 
@@ -57,14 +56,21 @@ MIN_SIZE = 4096
 # last-level cache when the GEMM reads it (see benchmarks/profile_cnn_step.py).
 COLUMN_BYTES = 4 * 2**20
 
-_IM2COL = '''
-def im2col(x, cols, n0, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw):
+# Both im2col kernels: one parallel iteration per output row (n, i) of the
+# slice that starts at image n0, ``{setup}`` lines after the shapes, ``{body}``
+# per output element (row ``row`` of ``cols``).
+_IM2COL_ROWS = '''
+def {name}(x, cols, n0, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw):
     h, w, c = x.shape[1], x.shape[2], x.shape[3]
-    for r in prange(cols.shape[0] // ow):
+{setup}    for r in prange(cols.shape[0] // ow):
         n = n0 + r // oh
         i = r % oh
         for j in range(ow):
             row = r * ow + j
+{body}
+'''
+
+_IM2COL = _IM2COL_ROWS.format(name="im2col", setup="", body='''\
             for a in range(kh):
                 hi = i * sh + a * dh - ph
                 for b in range(kw):
@@ -75,22 +81,15 @@ def im2col(x, cols, n0, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw):
                             cols[row, base + q] = x[n, hi, wi, q]
                     else:
                         for q in range(c):
-                            cols[row, base + q] = 0
-'''
+                            cols[row, base + q] = 0''')
 
 # Few channels (a first layer): the kw taps of an undilated window inside the
 # row are one contiguous run of kw * c values, copied as one (2x faster at
 # c = 1; for many channels the per-tap loop above vectorizes better).
-_IM2COL_NARROW = '''
-def im2col_narrow(x, cols, n0, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw):
-    h, w, c = x.shape[1], x.shape[2], x.shape[3]
+_IM2COL_NARROW = _IM2COL_ROWS.format(name="im2col_narrow", setup='''\
     x3 = x.reshape((x.shape[0], h, w * c))
     run = kw * c
-    for r in prange(cols.shape[0] // ow):
-        n = n0 + r // oh
-        i = r % oh
-        for j in range(ow):
-            row = r * ow + j
+''', body='''\
             w0 = j * sw - pw
             inside = dw == 1 and w0 >= 0 and w0 + kw <= w
             for a in range(kh):
@@ -110,32 +109,24 @@ def im2col_narrow(x, cols, n0, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw):
                                 cols[row, base + q] = x[n, hi, wi, q]
                         else:
                             for q in range(c):
-                                cols[row, base + q] = 0
-'''
+                                cols[row, base + q] = 0''')
 
 _COL2IM = '''
 def col2im(cols, dx, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw):
-    nb, h, w, c = dx.shape
-    for r in prange(nb * h):
-        n = r // h
-        hi = r % h
-        for wi in range(w):
-            for q in range(c):
-                dx[n, hi, wi, q] = 0
-            for a in range(kh):
-                ti = hi + ph - a * dh
-                if ti < 0 or ti % sh != 0 or ti // sh >= oh:
-                    continue
-                i = ti // sh
-                for b in range(kw):
-                    tj = wi + pw - b * dw
-                    if tj < 0 or tj % sw != 0 or tj // sw >= ow:
-                        continue
-                    row = (n * oh + i) * ow + tj // sw
+    h, w, c = dx.shape[1], dx.shape[2], dx.shape[3]''' + \
+    _direct.INPUT_GRAD_LOOPS.format(body='''\
+                    row = (n * oh + i) * ow + j
                     base = (a * kw + b) * c
                     for q in range(c):
-                        dx[n, hi, wi, q] += cols[row, base + q]
-'''
+                        dx[n, hi, wi, q] += cols[row, base + q]''')
+
+
+def _pool_taps(depth):
+    """``window_taps`` of a pooling window: size (ph, pw), no dilation, pads
+    (pt, pl)."""
+    return _direct.window_taps(depth, ("ph", "pw"), "i * sh + a - pt",
+                               "j * sw + b - pl")
+
 
 _MAXPOOL = '''
 def maxpool(x, y, ph, pw, sh, sw, pt, pl):
@@ -146,14 +137,7 @@ def maxpool(x, y, ph, pw, sh, sw, pt, pl):
         i = r % oh
         for j in range(ow):
             first = True
-            for a in range(ph):
-                hi = i * sh + a - pt
-                if hi < 0 or hi >= h:
-                    continue
-                for b in range(pw):
-                    wi = j * sw + b - pl
-                    if wi < 0 or wi >= w:
-                        continue
+''' + _pool_taps(12) + '''\
                     if first:
                         for q in range(c):
                             y[n, i, j, q] = x[n, hi, wi, q]
@@ -203,14 +187,7 @@ def maxpool_grad(x, y, g, dx, ph, pw, sh, sw, pt, pl):
             for j in range(ow):
                 for q in range(c):
                     free[q] = True
-                for a in range(ph):
-                    hi = i * sh + a - pt
-                    if hi < 0 or hi >= h:
-                        continue
-                    for b in range(pw):
-                        wi = j * sw + b - pl
-                        if wi < 0 or wi >= w:
-                            continue
+''' + _pool_taps(16) + '''\
                         # Only the window's first maximum (row-major taps) gets
                         # the gradient, as TF's MaxPoolGrad; branch-free, so
                         # the channel loop vectorizes.
@@ -427,7 +404,7 @@ def conv2d_transpose(x, kernel, strides, padding, dilation_rate, output_shape):
 
 
 fusion.register_fused_kernel("Conv2DTranspose", _factory(
-    conv2d_transpose, _extra._conv2d_transpose, lambda a: a,
+    conv2d_transpose, _conv._conv2d_transpose, lambda a: a,
     lambda a: a[0].size * a[1].shape[0] * a[1].shape[1]))
 fusion.register_fused_kernel("Conv2D", _factory(
     conv2d_forward, _conv._conv, lambda a: a[:2], lambda a: a[0].size))

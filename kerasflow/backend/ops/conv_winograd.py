@@ -60,15 +60,22 @@ def _signed_sum(terms):
     return code
 
 
+def _tile_loop(header, setup, tiles, corner):
+    """A kernel's first lines: ``def header:``, the ``setup`` lines, then the
+    parallel loop over the tiles ``t`` of ``tiles`` (16, tiles, C), with the
+    image ``n`` and the tile's top-left (row, column) named by ``corner``."""
+    return [f"def {header}:", *setup,
+            "    per = th * tw",
+            f"    for t in prange({tiles}.shape[1]):",
+            "        n = n0 + t // per",
+            "        r = t % per",
+            f"        {corner[0]} = 2 * (r // tw)",
+            f"        {corner[1]} = 2 * (r % tw)"]
+
+
 def _input_source():
-    lines = ["def wino_in(xp, v, n0, th, tw):",
-             "    c = xp.shape[3]",
-             "    per = th * tw",
-             "    for t in prange(v.shape[1]):",
-             "        n = n0 + t // per",
-             "        r = t % per",
-             "        h0 = 2 * (r // tw)",
-             "        w0 = 2 * (r % tw)"]
+    lines = _tile_loop("wino_in(xp, v, n0, th, tw)", ["    c = xp.shape[3]"], "v",
+                       ("h0", "w0"))
     for i, rows in enumerate(_BT):
         for j, cols in enumerate(_BT):
             terms = [(sa * sb, f"xp[n, h0 + {a}, w0 + {b}, q]")
@@ -83,14 +90,8 @@ def _output_source(bias_relu=False):
     relu(value + bias[q]) (the Relu op's NaN rule)."""
     name = "wino_out_br(m, y, n0, th, tw, bias)" if bias_relu else \
         "wino_out(m, y, n0, th, tw)"
-    lines = [f"def {name}:",
-             "    oh, ow, f = y.shape[1], y.shape[2], y.shape[3]",
-             "    per = th * tw",
-             "    for t in prange(m.shape[1]):",
-             "        n = n0 + t // per",
-             "        r = t % per",
-             "        i0 = 2 * (r // tw)",
-             "        j0 = 2 * (r % tw)"]
+    lines = _tile_loop(name, ["    oh, ow, f = y.shape[1], y.shape[2], y.shape[3]"],
+                       "m", ("i0", "j0"))
     for i, rows in enumerate(_AT):
         for j, cols in enumerate(_AT):
             terms = [(sa * sb, f"m[{4 * a + b}, t, q]")
@@ -117,13 +118,7 @@ def _output_adjoint_source():
     2x2 tile of the (even-sized) output gradient, laid out as (16, tiles, C)."""
     cols = [[(i, sign) for i, row in enumerate(_AT) for a, sign in row if a == e]
             for e in range(4)]
-    lines = ["def wino_out_adj(g, dm, n0, th, tw):",
-             "    per = th * tw",
-             "    for t in prange(dm.shape[1]):",
-             "        n = n0 + t // per",
-             "        r = t % per",
-             "        i0 = 2 * (r // tw)",
-             "        j0 = 2 * (r % tw)"]
+    lines = _tile_loop("wino_out_adj(g, dm, n0, th, tw)", [], "dm", ("i0", "j0"))
     for a in range(4):
         for b in range(4):
             terms = [(si * sj, f"g[n, i0 + {i}, j0 + {j}, q]")

@@ -1,4 +1,5 @@
-"""Pooling ops (NHWC / NDHWC): max_pool2d, avg_pool2d, max_pool3d, avg_pool3d.
+"""Pooling ops (NWC / NHWC / NDHWC): max_pool1d, avg_pool1d, max_pool2d,
+avg_pool2d, max_pool3d, avg_pool3d.
 
 Each kernel works for any number of spatial axes and loops only over the
 window taps, each tap one strided slice
@@ -14,11 +15,14 @@ import numpy as np
 
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.ops.conv import (
-    _crop, _pad, _padded_zeros, _padding, _plan, _spatial_infer, _taps, _tuple,
+    _crop, _pad, _padded_zeros, _padding, _plan, _rank_check, _single,
+    _spatial_infer, _taps, _tuple,
 )
+from kerasflow.backend.ops.shape import expand_dims, squeeze
 from kerasflow.backend.registry import apply, register_gradient, register_op
 
-__all__ = ["avg_pool2d", "avg_pool3d", "max_pool2d", "max_pool3d"]
+__all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool1d", "max_pool2d",
+           "max_pool3d"]
 
 
 # -- pooling --------------------------------------------------------------------------
@@ -263,3 +267,24 @@ def avg_pool3d(x, pool_size: int | tuple[int, int, int] = 2,
         TypeError: a non-float x.
     """
     return apply("AvgPool3D", x, **_pool_attrs(pool_size, strides, padding, 3))
+
+
+# -- 1-D through the 2-D kernels ------------------------------------------------------
+def _pool1d(fn, x, pool_size, strides, padding):
+    _rank_check(fn.__name__.replace("2d", "1d"), x, 3)
+    p = _single(pool_size, "pool_size")
+    s = p if strides is None else _single(strides, "strides")
+    return squeeze(fn(expand_dims(x, 1), (1, p), (1, s), padding), 1)
+
+
+def max_pool1d(x, pool_size: int = 2, strides: int | None = None,
+               padding: str = "valid"):
+    """Maximum over windows along axis 1 of (batch, steps, channels)."""
+    return _pool1d(max_pool2d, x, pool_size, strides, padding)
+
+
+def avg_pool1d(x, pool_size: int = 2, strides: int | None = None,
+               padding: str = "valid"):
+    """Mean over windows along axis 1 of (batch, steps, channels); 'same'
+    padding is not counted in the mean (as Keras)."""
+    return _pool1d(avg_pool2d, x, pool_size, strides, padding)

@@ -35,6 +35,8 @@ Sigmoid is ``(tanh(v / 2) + 1) / 2`` in both kernels.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from kerasflow.backend import fusion, jit
@@ -79,11 +81,7 @@ def _tanh(dst, src, f32, tag):
 # distance is a runtime value). Phase 1 activates the gates in place in ``z``
 # (and copies them into the cache), phase 2 updates c and h.
 _FWD = '''
-def {name}(z, xw, c_prev, h_prev, ms, cache, c_out, h_out):
-    n, u = h_out.shape
-    _ONE, _HALF = {one}, {half}
-    for a in prange(n):
-        m = ms[a, 0]
+{head}
         for j in range(3 * u):
             v = z[a, j] + xw[a, j]
 {sig}
@@ -114,11 +112,7 @@ _FWD_MASK = '''
 # its order): dh = back (* rmask) (+ the masked-out part kept) + g_hs[s]; then
 # one loop per gate plane of dz.
 _BWD = '''
-def {name}(cache, c_prev, back, rm, keep, gh, gc, s, dc, ms, dct_buf, dhn_buf, blk):
-    n, u = back.shape
-    _ONE = {one}
-    for a in prange(n):
-        m = ms[a, 0]
+{head}
         for j in range(u):
             dh = back[a, j]
 {rmask}
@@ -154,39 +148,64 @@ def _indent(lines, n=12):
     return "\n".join(" " * n + line for line in lines)
 
 
-def _source(kind, f32, masked, has_rmask=False):
-    name = (f"lstm_{kind}_{'f32' if f32 else 'f64'}_m{int(masked)}"
+def _fields(cell, kind, f32, masked, has_rmask, args):
+    """The template fields the LSTM and GRU kernels share: the name, the
+    ``head`` (``def name(args):``, n and u, the constants ``_ONE`` and
+    (forward) ``_HALF`` in the kernel's dtype, the parallel loop over the
+    batch rows ``a`` with their step mask ``m``), and, forward, the gate
+    activations ``sig`` and ``tanh`` of ``v`` into ``t``; backward, the
+    recurrent-dropout and masked-step terms of dh, ``rmask`` and ``keep``."""
+    name = (f"{cell}_{kind}_{'f32' if f32 else 'f64'}_m{int(masked)}"
             f"_r{int(has_rmask)}")
     one = "np.float32(1.0)" if f32 else "1.0"
-    half = "np.float32(0.5)" if f32 else "0.5"
     if kind == "fwd":
-        src = _FWD.format(name=name, one=one, half=half,
-                          sig=_indent(_tanh("t", "v", f32, "s")),
-                          tanh=_indent(_tanh("t", "v", f32, "t")),
-                          cell=_indent(_tanh("tc", "cn", f32, "c")),
-                          mask=_FWD_MASK if masked else "")
+        consts = f"_ONE, _HALF = {one}, {'np.float32(0.5)' if f32 else '0.5'}"
     else:
-        ind = " " * 12
-        src = _BWD.format(
-            name=name, one=one,
-            rmask=ind + "dh = dh * rm[a, j]" if has_rmask else "",
-            keep=ind + "dh = dh + keep[a, j]" if masked else "",
-            split="\n".join(ind + line for line in (
-                "dhn = dh * m", "keep[a, j] = dh - dhn", "dcn = dcc * m"))
-            if masked else "",
-            dc_keep=ind + "dnew = dnew + (dcc - dcn)" if masked else "")
-    return src, name
+        consts = f"_ONE = {one}"
+    head = (f"def {name}({args}):\n"
+            f"    n, u = {'h_out' if kind == 'fwd' else 'back'}.shape\n"
+            f"    {consts}\n    for a in prange(n):\n        m = ms[a, 0]")
+    if kind == "fwd":
+        return name, dict(head=head, sig=_indent(_tanh("t", "v", f32, "s")),
+                          tanh=_indent(_tanh("t", "v", f32, "t")))
+    ind = " " * 12
+    return name, dict(head=head,
+                      rmask=ind + "dh = dh * rm[a, j]" if has_rmask else "",
+                      keep=ind + "dh = dh + keep[a, j]" if masked else "")
 
 
-def _kernel(kind, dtype, masked, has_rmask=False):
-    """The serial numba kernel: per step the (batch, units) blocks are far
-    below ``jit.PARALLEL_MIN``, and the ``parallel=True`` variant measured
-    slower at (128, 128) on 2 cores (the thread pool's wake-up costs more than
-    the 40-70 us of work, and the second core serves the BLAS)."""
+def _source(kind, f32, masked, has_rmask=False):
+    if kind == "fwd":
+        name, fields = _fields("lstm", kind, f32, masked, has_rmask,
+                               "z, xw, c_prev, h_prev, ms, cache, c_out, h_out")
+        return _FWD.format(**fields, cell=_indent(_tanh("tc", "cn", f32, "c")),
+                           mask=_FWD_MASK if masked else ""), name
+    name, fields = _fields(
+        "lstm", kind, f32, masked, has_rmask,
+        "cache, c_prev, back, rm, keep, gh, gc, s, dc, ms, dct_buf, dhn_buf, blk")
+    ind = " " * 12
+    return _BWD.format(
+        **fields,
+        split="\n".join(ind + line for line in (
+            "dhn = dh * m", "keep[a, j] = dh - dhn", "dcn = dcc * m"))
+        if masked else "",
+        dc_keep=ind + "dnew = dnew + (dcc - dcn)" if masked else ""), name
+
+
+def compile_kernel(source, kind, dtype, masked, has_rmask=False):
+    """The serial numba kernel of ``source(kind, f32, masked, has_rmask)``
+    (this module's LSTM or ``rnn_fast_gru``'s GRU): per step the (batch,
+    units) blocks are far below ``jit.PARALLEL_MIN``, and the
+    ``parallel=True`` variant measured slower at (128, 128) on 2 cores (the
+    thread pool's wake-up costs more than the 40-70 us of work, and the second
+    core serves the BLAS)."""
     if jit.numba_module() is None:
         raise ImportError("rnn_fast needs numba (pip install numba).")
-    src, name = _source(kind, dtype == np.float32, masked, has_rmask)
+    src, name = source(kind, dtype == np.float32, masked, has_rmask)
     return jit.kernels(src, name)[0]
+
+
+_kernel = functools.partial(compile_kernel, _source)
 
 
 def _step_inputs(x, w, r, b, h0, c0, mask, u):
@@ -233,11 +252,7 @@ def lstm_forward(x, w, r, b, h0=None, c0=None, mask=None, rmask=None):
     hin = np.empty((n, u), dt) if rmask is not None else None
     ones = np.ones((n, 1), dt)
     for s in range(t):
-        if rmask is not None:
-            np.multiply(h, rmask, out=hin)
-            np.matmul(hin, r, out=z)
-        else:
-            np.matmul(h, r, out=z)
+        np.matmul(h if rmask is None else np.multiply(h, rmask, out=hin), r, out=z)
         fwd(z, xw[s], c, h, ones if ms is None else ms[s], cache[s], cs[s], hs[s])
         h, c = hs[s], cs[s]
     return hs.swapaxes(0, 1), cs.swapaxes(0, 1), cache

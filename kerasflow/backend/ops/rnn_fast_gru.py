@@ -15,21 +15,18 @@ operation by operation (float32 tanh: see ``rnn_fast``).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from kerasflow.backend import jit
 from kerasflow.backend.ops import scan as _scan
-from kerasflow.backend.ops.rnn_fast import _indent, _tanh
+from kerasflow.backend.ops.rnn_fast import _fields, compile_kernel
 
 __all__ = ["gru_backward", "gru_forward"]
 
 # Loops store one gate plane each (see rnn_fast: LLVM vectorizes those).
 _FWD = '''
-def {name}(hr, b1, xw, h_prev, ms, gates, cache, h_out):
-    n, u = h_out.shape
-    _ONE, _HALF = {one}, {half}
-    for a in prange(n):
-        m = ms[a, 0]
+{head}
         for j in range(2 * u):
             v = (xw[a, j] + (hr[a, j] + b1[j])) * _HALF
 {sig}
@@ -49,11 +46,7 @@ def {name}(hr, b1, xw, h_prev, ms, gates, cache, h_out):
 '''
 
 _BWD = '''
-def {name}(cache, h_prev, back, rm, carry, keep, gh, s, ms, dah, dhn_buf, blk, rec):
-    n, u = back.shape
-    _ONE = {one}
-    for a in prange(n):
-        m = ms[a, 0]
+{head}
         for j in range(u):
             dh = back[a, j]
 {rmask}
@@ -84,30 +77,21 @@ def {name}(cache, h_prev, back, rm, carry, keep, gh, s, ms, dah, dhn_buf, blk, r
 
 
 def _source(kind, f32, masked, has_rmask=False):
-    name = (f"gru_{kind}_{'f32' if f32 else 'f64'}_m{int(masked)}"
-            f"_r{int(has_rmask)}")
-    one = "np.float32(1.0)" if f32 else "1.0"
-    half = "np.float32(0.5)" if f32 else "0.5"
     ind = " " * 12
     if kind == "fwd":
+        name, fields = _fields("gru", kind, f32, masked, has_rmask,
+                               "hr, b1, xw, h_prev, ms, gates, cache, h_out")
         return _FWD.format(
-            name=name, one=one, half=half,
-            sig=_indent(_tanh("t", "v", f32, "s")),
-            tanh=_indent(_tanh("t", "v", f32, "t")),
-            mask=ind + "hn = (hn - hp) * m + hp" if masked else ""), name
+            **fields, mask=ind + "hn = (hn - hp) * m + hp" if masked else ""), name
+    name, fields = _fields(
+        "gru", kind, f32, masked, has_rmask,
+        "cache, h_prev, back, rm, carry, keep, gh, s, ms, dah, dhn_buf, blk, rec")
     return _BWD.format(
-        name=name, one=one,
-        rmask=ind + "dh = dh * rm[a, j]" if has_rmask else "",
-        keep=ind + "dh = dh + keep[a, j]" if masked else "",
-        split=(ind + "dhn = dh * m\n" + ind + "keep[a, j] = dh - dhn")
+        **fields, split=(ind + "dhn = dh * m\n" + ind + "keep[a, j] = dh - dhn")
         if masked else ""), name
 
 
-def _kernel(kind, dtype, masked, has_rmask=False):
-    if jit.numba_module() is None:
-        raise ImportError("rnn_fast_gru needs numba (pip install numba).")
-    src, name = _source(kind, dtype == np.float32, masked, has_rmask)
-    return jit.kernels(src, name)[0]
+_kernel = functools.partial(compile_kernel, _source)
 
 
 def gru_forward(x, w, r, b, h0=None, mask=None, rmask=None):
@@ -138,11 +122,7 @@ def gru_forward(x, w, r, b, h0=None, mask=None, rmask=None):
     hr, gates = np.empty((n, 3 * u), dt), np.empty((n, 2 * u), dt)
     hin = np.empty((n, u), dt) if rmask is not None else None
     for s in range(t):
-        if rmask is not None:
-            np.multiply(h, rmask, out=hin)
-            np.matmul(hin, r, out=hr)
-        else:
-            np.matmul(h, r, out=hr)
+        np.matmul(h if rmask is None else np.multiply(h, rmask, out=hin), r, out=hr)
         fwd(hr, b1, xw[s], h, ones if ms is None else ms[s], gates, cache[s], hs[s])
         h = hs[s]
     return hs.swapaxes(0, 1), np.empty((n, t, 0), dt), cache

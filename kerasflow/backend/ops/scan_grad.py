@@ -149,28 +149,9 @@ def _rnn_loop_grad_kernel(xp, *inputs, cell, units, activation, recurrent_activa
                 blk *= deriv
                 dct *= f
                 dc = dct.copy() if dc_keep is None else dct + dc_keep
-        else:  # gru
-            z = cache[s]
-            zg, rg = z[:, :u], z[:, u:2 * u]
-            hh, hr_h = z[:, 2 * u:3 * u], z[:, 3 * u:]
-            _deriv(activation, hh, tmp, xp)             # dah = dh (1 - z) act'
-            xp.subtract(1.0, zg, out=tmp2)
-            tmp *= tmp2
-            tmp *= dh_new
-            dah = blk[:, 2 * u:]
-            dah[...] = tmp
-            xp.subtract(h_prev, hh, out=blk[:, :u])
-            blk[:, :u] *= dh_new
-            xp.multiply(dah, hr_h, out=blk[:, u:2 * u])
-            _deriv(recurrent_activation, z[:, :2 * u], deriv[:, :2 * u], xp)
-            blk[:, :2 * u] *= deriv[:, :2 * u]
-            rec = dzr[s]
-            rec[:, :2 * u] = blk[:, :2 * u]
-            xp.multiply(dah, rg, out=rec[:, 2 * u:])
-        if cell == "gru_v1":
+        else:  # gru, gru_v1
             z = cache[s]
             zg, rg, hh = z[:, :u], z[:, u:2 * u], z[:, 2 * u:3 * u]
-            h_in = h_prev if rmask is None else h_prev * rmask
             _deriv(activation, hh, tmp, xp)             # dah = dh (1 - z) act'
             xp.subtract(1.0, zg, out=tmp2)
             tmp *= tmp2
@@ -179,10 +160,19 @@ def _rnn_loop_grad_kernel(xp, *inputs, cell, units, activation, recurrent_activa
             dah[...] = tmp
             xp.subtract(h_prev, hh, out=blk[:, :u])    # dz = dh (h - hh)
             blk[:, :u] *= dh_new
-            drh = dah @ rt[2 * u:]                      # d(r * h_in)
-            xp.multiply(drh, h_in, out=blk[:, u:2 * u])
+            if cell == "gru":  # dr = dah (h R_h + b_h), cached
+                xp.multiply(dah, z[:, 3 * u:], out=blk[:, u:2 * u])
+            else:
+                h_in = h_prev if rmask is None else h_prev * rmask
+                drh = dah @ rt[2 * u:]                  # d(r * h_in)
+                xp.multiply(drh, h_in, out=blk[:, u:2 * u])
             _deriv(recurrent_activation, z[:, :2 * u], deriv[:, :2 * u], xp)
             blk[:, :2 * u] *= deriv[:, :2 * u]
+            if cell == "gru":
+                rec = dzr[s]
+                rec[:, :2 * u] = blk[:, :2 * u]
+                xp.multiply(dah, rg, out=rec[:, 2 * u:])
+        if cell == "gru_v1":
             back = blk[:, :2 * u] @ rt[:2 * u]
             drh *= rg
             back += drh

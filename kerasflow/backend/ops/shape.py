@@ -336,16 +336,23 @@ def stack(tensors, axis=0):
 _ON_DEMAND: set[str] = set()
 
 
-def _register_split_like(n):
-    name = f"SplitLike{n}"
+def _register_pieces(family, n, infer, kernel, extra_inputs):
+    """The op ``family + n`` with n outputs, pieces of its first input along
+    ``axis``, registered on first use: its gradient concatenates the pieces'
+    gradients (None for the ``extra_inputs`` inputs after the first)."""
+    name = f"{family}{n}"
     if name not in _ON_DEMAND:
         _ON_DEMAND.add(name)
-        register_op(name, _split_like_infer, num_outputs=n)(_split_like_kernel)
+        register_op(name, infer, num_outputs=n)(kernel)
         register_gradient(name)(
             lambda node, *gs: (concatenate(list(gs), axis=node.attrs["axis"]),)
-            + (None,) * n
+            + (None,) * extra_inputs
         )
     return name
+
+
+def _register_split_like(n):
+    return _register_pieces("SplitLike", n, _split_like_infer, _split_like_kernel, n)
 
 
 def _apply_split_like(g, *likes, axis):
@@ -384,13 +391,7 @@ def _split_kernel(xp, x, num_or_size_splits, axis=0):
 
 
 def _register_split(n):
-    name = f"Split{n}"
-    if name not in _ON_DEMAND:
-        _ON_DEMAND.add(name)
-        register_op(name, _split_infer, num_outputs=n)(_split_kernel)
-        register_gradient(name)(
-            lambda node, *gs: (concatenate(list(gs), axis=node.attrs["axis"]),))
-    return name
+    return _register_pieces("Split", n, _split_infer, _split_kernel, 0)
 
 
 register_op_family("SplitLike", _register_split_like)

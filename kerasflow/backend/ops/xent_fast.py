@@ -30,8 +30,10 @@ __all__ = []
 
 MAX_SIZE = 1 << 16
 
-_FORWARD = '''
-def xent_fwd(z, labels, out):
+# Both kernels' row loop: a row whose label is out of range is counted (the
+# caller then defers to the numpy kernel) and skipped; ``mx`` is the row max.
+_ROWS = '''
+def {name}({args}):
     n = z.shape[1]
     bad = 0
     for i in range(z.shape[0]):
@@ -43,26 +45,17 @@ def xent_fwd(z, labels, out):
         for j in range(1, n):
             if z[i, j] > mx:
                 mx = z[i, j]
-        s = np.exp(z[i, 0] - mx)
-        for j in range(1, n):
-            s += np.exp(z[i, j] - mx)
-        out[i] = np.log(s) - (z[i, lab] - mx)
+{body}
     return bad
 '''
 
-_GRAD = '''
-def xent_grad(g, z, labels, out):
-    n = z.shape[1]
-    bad = 0
-    for i in range(z.shape[0]):
-        lab = labels[i]
-        if lab < 0 or lab >= n:
-            bad += 1
-            continue
-        mx = z[i, 0]
+_FORWARD = _ROWS.format(name="xent_fwd", args="z, labels, out", body='''\
+        s = np.exp(z[i, 0] - mx)
         for j in range(1, n):
-            if z[i, j] > mx:
-                mx = z[i, j]
+            s += np.exp(z[i, j] - mx)
+        out[i] = np.log(s) - (z[i, lab] - mx)''')
+
+_GRAD = _ROWS.format(name="xent_grad", args="g, z, labels, out", body='''\
         s = out[i, 0] = np.exp(z[i, 0] - mx)
         for j in range(1, n):
             e = np.exp(z[i, j] - mx)
@@ -73,9 +66,7 @@ def xent_grad(g, z, labels, out):
             v = out[i, j] / s
             if j == lab:
                 v -= 1
-            out[i, j] = v * gi
-    return bad
-'''
+            out[i, j] = v * gi''')
 
 
 def _usable(labels, logits, *floats):

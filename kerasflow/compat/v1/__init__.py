@@ -29,9 +29,9 @@ import logging as _logging
 
 from kerasflow import backend as _K
 from kerasflow import data  # tf.data: the same objects as kerasflow.data
+from kerasflow import errors as _errors
 from kerasflow.compat.v1 import dtypes, flags, layers, losses, nn, train
 from kerasflow.compat.v1 import gfile as _gfile
-from kerasflow.compat.v1 import session as _session
 from kerasflow.compat.v1 import strings as _strings
 from kerasflow.compat.v1 import summary_ops as summary
 from kerasflow.compat.v1 import tensor_shape as _tensor_shape
@@ -168,10 +168,7 @@ io = _Namespace("tf.io", {
 
 app = _Namespace("tf.app", {"flags": flags, "run": flags.run})
 
-errors = _Namespace("tf.errors", {
-    "OpError": _session.OpError, "InvalidArgumentError": _session.InvalidArgumentError,
-    "NotFoundError": _session.NotFoundError,
-    "OutOfRangeError": _session.OutOfRangeError})
+errors = _Namespace("tf.errors", {n: getattr(_errors, n) for n in _errors.__all__})
 
 math = _Namespace("tf.math", {
     **{n: globals()[n] for n in _math_all}, "cast": cast,  # noqa: F405

@@ -33,10 +33,10 @@ from kerasflow import tree
 from kerasflow.compat.v1.session import Session
 from kerasflow.compat.v1.train import ApplyOp
 from kerasflow.data import iterator as iterator_lib
-from kerasflow.models.train_step import TrainStep
+from kerasflow.distribute.parameter_server.shard import encode_push, plan_shards
+from kerasflow.distribute.tf1.server import server_for_target
 from kerasflow.optimizers.train_op import TrainOp
-from kerasflow.strategies.ps_shard import encode_push, plan_shards
-from kerasflow.strategies.tf1_server import server_for_target
+from kerasflow.steps.step import TrainStep
 from kerasflow.utils.graph_def import collect_nodes
 
 __all__ = ["ClusterSession"]

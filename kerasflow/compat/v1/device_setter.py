@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kerasflow.strategies.cluster import ClusterSpec
+from kerasflow.distribute.cluster_resolver import ClusterSpec
 
 __all__ = ["replica_device_setter", "GreedyLoadBalancingStrategy",
            "byte_size_load_fn"]

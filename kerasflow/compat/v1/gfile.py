@@ -11,7 +11,7 @@ import glob as _glob
 import os
 import shutil
 
-from kerasflow.compat.v1.session import NotFoundError
+from kerasflow.errors import NotFoundError
 
 __all__ = ["GFile", "copy", "exists", "glob", "isdir", "listdir", "makedirs",
            "mkdir", "remove", "rename", "rmtree", "stat"]

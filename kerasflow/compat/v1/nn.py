@@ -14,8 +14,9 @@ import numbers
 from kerasflow import backend as K
 from kerasflow.compat.v1 import graph as G
 from kerasflow.compat.v1._missing import missing_attribute
-
-from kerasflow.replica_fn import compute_average_loss  # noqa: E402  tf.nn's name
+from kerasflow.distribute.custom_loop import (
+    compute_average_loss,  # noqa: E402  tf.nn's name
+)
 
 __all__ = [
     "compute_average_loss", "relu", "relu6", "elu", "selu", "sigmoid", "tanh", "softplus", "softsign",

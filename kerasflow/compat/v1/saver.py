@@ -17,7 +17,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.compat.v1 import graph as G
-from kerasflow.compat.v1.session import NotFoundError
+from kerasflow.errors import NotFoundError
 from kerasflow.utils import checkpoint as ckpt
 from kerasflow.utils.checkpoint import checkpoint_exists, latest_checkpoint
 

@@ -28,30 +28,17 @@ from kerasflow.compat.v1 import graph as G
 from kerasflow.compat.v1.summary_ops import expand_fetches
 from kerasflow.compat.v1.tf2_names import control_deps_of
 from kerasflow.data import iterator as iterator_lib
+from kerasflow.errors import (
+    InvalidArgumentError,
+    NotFoundError,
+    OpError,
+    OutOfRangeError,
+)
 from kerasflow.utils.graph_def import collect_nodes
 
 __all__ = ["Session", "InteractiveSession", "ConfigProto", "GPUOptions",
            "RunOptions", "RunMetadata", "get_default_session", "device",
            "InvalidArgumentError", "OpError", "NotFoundError", "OutOfRangeError"]
-
-
-class OpError(Exception):
-    """Base of TF1's run-time errors (``tf.errors.OpError``)."""
-
-
-class InvalidArgumentError(OpError, ValueError):
-    """An op received an argument it cannot use (e.g. an absent device)."""
-
-
-class NotFoundError(OpError, KeyError):
-    """Something looked up (a checkpoint key, a file) does not exist."""
-
-    def __str__(self):
-        return str(self.args[0]) if self.args else ""
-
-
-class OutOfRangeError(OpError, IndexError):
-    """An input is exhausted."""
 
 
 class GPUOptions:

@@ -27,6 +27,7 @@ from kerasflow import backend as K
 from kerasflow import tree
 from kerasflow.backend.registry import apply, register_op
 from kerasflow.compat.v1 import graph as G
+from kerasflow.distribute.values import PerReplica
 from kerasflow.metrics import PendingResult
 
 __all__ = ["Function", "TensorSpec", "control_dependencies", "control_deps_of",
@@ -172,7 +173,7 @@ class Function:
 
     def __call__(self, *args, **kwargs):
         leaves = self._spec(args, kwargs)
-        if any(isinstance(v, _per_replica()) or K.is_symbolic(v) for v in leaves):
+        if any(isinstance(v, PerReplica) or K.is_symbolic(v) for v in leaves):
             return self.python_function(*args, **kwargs)
         specs = iter(tree.flatten(self.input_signature or []))
         key, phs = [], []
@@ -218,12 +219,6 @@ class Function:
 
 
 _FETCHED = object()
-
-
-def _per_replica():
-    from kerasflow.distribute_input import PerReplica
-
-    return PerReplica
 
 
 def function(func=None, input_signature=None, autograph=True, jit_compile=None,

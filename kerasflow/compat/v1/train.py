@@ -284,8 +284,8 @@ def exponential_decay(learning_rate, global_step, decay_steps, decay_rate,
 
 # TF1 clusters (``ClusterSpec``, ``Server``, ``replica_device_setter``,
 # ``Supervisor``): loaded on first use, so the optimizers import no cluster code.
-_LAZY = {"ClusterSpec": "kerasflow.strategies.cluster",
-         "Server": "kerasflow.strategies.tf1_server",
+_LAZY = {"ClusterSpec": "kerasflow.distribute.cluster_resolver",
+         "Server": "kerasflow.distribute.tf1.server",
          "replica_device_setter": "kerasflow.compat.v1.device_setter",
          "GreedyLoadBalancingStrategy": "kerasflow.compat.v1.device_setter",
          "byte_size_load_fn": "kerasflow.compat.v1.device_setter",

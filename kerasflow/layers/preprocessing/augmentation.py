@@ -20,7 +20,12 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow import random as kf_random
 from kerasflow.layers.preprocessing.base import ImageLayer, training_flag
-from kerasflow.layers.preprocessing.image import aspect_crop_box, crop, resize_images
+from kerasflow.layers.preprocessing.image import (
+    Resizing,
+    aspect_crop_box,
+    crop,
+    resize_images,
+)
 
 __all__ = ["RandomFlip", "RandomCrop", "RandomContrast", "RandomBrightness",
            "RandomImageLayer", "parse_factor"]
@@ -153,11 +158,7 @@ class RandomCrop(RandomImageLayer):
 
     def _call_batch(self, images, training):
         x = self._float(images)
-        h, w = self._hw(x)
-        if h is None or w is None:
-            raise ValueError(f"RandomCrop requires the input to have a fully "
-                             f"defined height and width. Received: "
-                             f"images.shape={x.shape}")
+        h, w = self._known_hw(x)
         if not training_flag(training):
             return x
         if h > self.height and w > self.width:
@@ -191,11 +192,7 @@ class RandomCrop(RandomImageLayer):
                       "int64")
         return K.gather(K.gather(images, rows, axis=h_ax), cols, axis=w_ax)
 
-    def compute_output_shape(self, input_shape):
-        shape = list(input_shape)
-        h_ax, w_ax = self._hw_axes
-        shape[h_ax], shape[w_ax] = self.height, self.width
-        return tuple(shape)
+    compute_output_shape = Resizing.compute_output_shape
 
     def get_config(self):
         return {**super().get_config(), "height": self.height, "width": self.width}

@@ -20,8 +20,8 @@ import numpy as np
 from kerasflow import backend as K
 from kerasflow.layers.base import Layer
 
-__all__ = ["EagerArrayLayer", "ImageLayer", "adapt_batches", "check_numeric",
-           "training_flag"]
+__all__ = ["EagerArrayLayer", "ImageLayer", "adapt_batches", "check_adaptable",
+           "check_numeric", "training_flag"]
 
 
 def check_numeric(layer, x):
@@ -66,6 +66,15 @@ class ImageLayer(Layer):
     def _hw(self, x):
         h_ax, w_ax = self._hw_axes
         return x.shape[h_ax], x.shape[w_ax]
+
+    def _known_hw(self, x):
+        """``_hw(x)``, which a crop needs known; Keras' ValueError if not."""
+        h, w = self._hw(x)
+        if h is None or w is None:
+            raise ValueError(f"{type(self).__name__} requires the input to have a "
+                             f"fully defined height and width. Received: "
+                             f"images.shape={x.shape}")
+        return h, w
 
     # Resizing gives integer images back in their dtype (rounded, saturated),
     # as Keras does; the other layers compute in the layer's float dtype.
@@ -134,6 +143,15 @@ class EagerArrayLayer(Layer):
 
 def _first(batch):
     return batch[0] if isinstance(batch, tuple) else batch
+
+
+def check_adaptable(layer) -> None:
+    """Raises Keras' ValueError when ``layer`` was given a vocabulary (adapting
+    would replace it)."""
+    if layer._has_input_vocabulary:
+        raise ValueError(f"Cannot adapt layer '{layer.name}' after setting a "
+                         f"static vocabulary via `vocabulary` argument or "
+                         f"`set_vocabulary()` method.")
 
 
 def adapt_batches(data, steps=None, name="adapt"):

@@ -147,10 +147,7 @@ class CenterCrop(ImageLayer):
 
     def _call_batch(self, images, training):
         x = self._float(images)
-        h, w = self._hw(x)
-        if h is None or w is None:
-            raise ValueError(f"Layer '{self.name}' needs images of known height "
-                             f"and width. Received: inputs.shape={x.shape}")
+        h, w = self._known_hw(x)
         if h >= self.height and w >= self.width:
             return crop(x, (h - self.height) // 2, (w - self.width) // 2,
                         self.height, self.width, self.data_format)

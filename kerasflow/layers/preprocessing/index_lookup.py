@@ -13,7 +13,11 @@ import collections
 
 import numpy as np
 
-from kerasflow.layers.preprocessing.base import EagerArrayLayer, adapt_batches
+from kerasflow.layers.preprocessing.base import (
+    EagerArrayLayer,
+    adapt_batches,
+    check_adaptable,
+)
 from kerasflow.layers.preprocessing.encoding import encode_categorical
 from kerasflow.layers.preprocessing.hash_functions import hash_bucket
 
@@ -200,10 +204,7 @@ class IndexLookup(EagerArrayLayer):
         Raises:
             ValueError: the layer was given a vocabulary.
         """
-        if self._has_input_vocabulary:
-            raise ValueError(f"Cannot adapt layer '{self.name}' after setting a "
-                             f"static vocabulary via `vocabulary` argument or "
-                             f"`set_vocabulary()` method.")
+        check_adaptable(self)
         single = not (hasattr(data, "__iter__") and not isinstance(
             data, (list, tuple, np.ndarray, str, bytes)))
         self.adapt_documents(

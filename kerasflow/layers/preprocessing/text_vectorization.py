@@ -8,7 +8,11 @@ import re
 
 import numpy as np
 
-from kerasflow.layers.preprocessing.base import EagerArrayLayer, adapt_batches
+from kerasflow.layers.preprocessing.base import (
+    EagerArrayLayer,
+    adapt_batches,
+    check_adaptable,
+)
 from kerasflow.layers.preprocessing.lookup import StringLookup
 
 __all__ = ["TextVectorization"]
@@ -181,10 +185,7 @@ class TextVectorization(EagerArrayLayer):
         Raises:
             ValueError: the layer was given a vocabulary.
         """
-        if self._has_input_vocabulary:
-            raise ValueError(f"Cannot adapt layer '{self.name}' after setting a "
-                             f"static vocabulary via `vocabulary` argument or "
-                             f"`set_vocabulary()` method.")
+        check_adaptable(self)
         if isinstance(data, (list, tuple)):
             data = np.asarray(data, dtype=object)
         self._lookup_layer.adapt_documents(

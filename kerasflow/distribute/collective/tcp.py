@@ -1,0 +1,311 @@
+"""Ring allreduce over TCP sockets, for replicas on different nodes.
+
+Each rank listens on its node's address, the driver hands every rank the
+ring's addresses, and rank ``r`` connects to ``r + 1`` and accepts ``r - 1``.
+An allreduce is a reduce-scatter (``N - 1`` stages, each rank adds the chunk
+it receives to its own) followed by an allgather (``N - 1`` stages), so each
+rank sends ``2 (N - 1) / N`` of the buffer (Patarasuk & Yuan, 2009; Baidu
+``allreduce``; Horovod). Chunk ``c`` is summed in ring order starting at rank
+``c``: fixed for a given world size, so results are reproducible.
+
+A persistent sender thread writes while the calling thread reads, so two
+neighbours sending large chunks at once never deadlock. Every socket has a
+timeout derived from the operation's deadline; a silent peer raises
+:class:`CollectiveTimeoutError` naming the rank, the step and the stage, a
+closed one :class:`CollectivePeerError`. Measured on loopback: 16 MB among 3
+ranks in 20.5 ms against gloo's 21.2 ms (``benchmarks/bench_allreduce.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import queue
+import socket
+import struct
+import threading
+import time
+
+import numpy as np
+
+from kerasflow.distribute.collective.base import (
+    Collective,
+    CollectiveError,
+    CollectivePeerError,
+    CollectiveTimeoutError,
+    check_buffer,
+    check_op,
+    finish_op,
+)
+from kerasflow.distribute.collective.netaddr import bind_listener
+
+__all__ = ["TcpRing"]
+
+_HDR = struct.Struct("<qq")       # (sequence number, payload bytes)
+_HELLO = struct.Struct("<16sq")   # (group token digest, sender rank)
+
+
+class TcpRing(Collective):
+    """One rank of a TCP ring.
+
+    Args:
+        rank: position in the ring, 0..world_size-1.
+        world_size: ranks in the ring (>= 1).
+        host: address to listen on (the node's IP; loopback by default).
+        timeout: deadline of connecting and of every allreduce, in seconds.
+        token: group identifier checked in the handshake.
+        port: port to listen on: 0 for any free one, a port, or a
+            ``(low, high)`` range whose first free port is taken.
+
+    Raises:
+        OSError: no free port (in the range) or ``host`` cannot be bound.
+
+    Attributes:
+        address: ``(host, port)`` to hand to the neighbours.
+    """
+
+    def __init__(self, rank, world_size, host="127.0.0.1", timeout=300.0, token="",
+                 port=0):
+        if not 0 <= rank < world_size:
+            raise ValueError(f"TcpRing expects 0 <= rank < world_size. "
+                             f"Received: rank={rank}, world_size={world_size}")
+        self.rank, self.world_size = rank, world_size
+        self.timeout = float(timeout)
+        self._digest = hashlib.sha256(str(token).encode()).digest()[:16]
+        self._seq = 0
+        self._next = self._prev = None
+        self._sender = None
+        self._server = bind_listener(host, port, backlog=world_size + 2)
+        self.address = (host, self._server.getsockname()[1])
+        self._scratch = np.empty(0, np.uint8)
+
+    # -- setup ---------------------------------------------------------------
+    def connect(self, addresses):
+        """Connects to the next rank and accepts the previous one.
+
+        Args:
+            addresses: ``(host, port)`` of every rank, in ring order.
+
+        Raises:
+            CollectiveTimeoutError: a neighbour did not connect within ``timeout``.
+            CollectiveError: a stranger connected (wrong group token or rank).
+        """
+        n = self.world_size
+        if n == 1:
+            return self
+        if len(addresses) != n:
+            raise ValueError(f"TcpRing.connect expects {n} addresses. "
+                             f"Received: {len(addresses)}")
+        deadline = time.monotonic() + self.timeout
+        nxt = (self.rank + 1) % n
+        host, port = addresses[nxt]
+        while True:
+            try:
+                sock = socket.create_connection((host, port), timeout=self._left(deadline))
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise CollectiveTimeoutError(
+                        f"Rank {self.rank} could not connect to rank {nxt} at "
+                        f"{host}:{port} within {self.timeout:g} s.") from None
+                time.sleep(0.01)
+        sock.sendall(_HELLO.pack(self._digest, self.rank))
+        self._next = self._tune(sock)
+        self._prev = self._tune(self._accept_prev(deadline))
+        self._server.close()
+        self._sends = queue.SimpleQueue()
+        self._sent = threading.Semaphore(0)
+        self._send_error = None
+        self._sender = threading.Thread(target=self._send_loop, daemon=True,
+                                        name=f"kf-ring-send-{self.rank}")
+        self._sender.start()
+        return self
+
+    def _accept_prev(self, deadline):
+        """The previous rank's connection. A connection that does not present
+        the group's token and that rank (a port scanner, another job) is
+        closed and the wait goes on, so a stranger cannot abort the group.
+
+        Raises:
+            CollectiveTimeoutError: the previous rank did not connect in time
+                (naming the strangers refused meanwhile).
+        """
+        prev = (self.rank - 1) % self.world_size
+        strangers = []
+        while True:
+            self._server.settimeout(max(self._left(deadline), 1e-3))
+            try:
+                conn, peer = self._server.accept()
+            except TimeoutError:
+                extra = (f"; refused {len(strangers)} connection(s) without the "
+                         f"group's token from {strangers[:3]}" if strangers else "")
+                raise CollectiveTimeoutError(
+                    f"Rank {self.rank} waited {self.timeout:g} s for rank {prev} to "
+                    f"connect{extra}.") from None
+            conn.settimeout(min(max(self._left(deadline), 1e-3), 5.0))
+            hello = bytearray(_HELLO.size)
+            try:
+                view, got = memoryview(hello), 0
+                while got < len(hello):
+                    k = conn.recv_into(view[got:])
+                    if not k:
+                        raise ConnectionError("closed")
+                    got += k
+                digest, who = _HELLO.unpack(hello)
+            except (OSError, ConnectionError):
+                digest, who = None, None
+            if digest == self._digest and who == prev:
+                conn.settimeout(self._left(deadline))
+                return conn
+            conn.close()
+            strangers.append(f"{peer[0]}:{peer[1]}")
+
+    @staticmethod
+    def _tune(sock):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for opt in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+            sock.setsockopt(socket.SOL_SOCKET, opt, 4 << 20)
+        return sock
+
+    @staticmethod
+    def _left(deadline):
+        return max(deadline - time.monotonic(), 1e-3)
+
+    # -- data path -----------------------------------------------------------
+    def _send_loop(self):
+        while True:
+            item = self._sends.get()
+            if item is None:
+                return
+            header, payload, deadline = item
+            try:
+                if self._send_error is None:
+                    self._next.settimeout(self._left(deadline))
+                    self._next.sendall(header)
+                    self._next.sendall(payload)
+            except OSError as e:  # socket.timeout included
+                self._send_error = e
+            finally:
+                self._sent.release()
+
+    def _recv_exact(self, sock, view, peer, stage, step):
+        got = 0
+        while got < len(view):
+            try:
+                k = sock.recv_into(view[got:])
+            except TimeoutError:
+                raise CollectiveTimeoutError(
+                    f"Rank {self.rank} timed out after {self.timeout:g} s at step "
+                    f"{step} waiting for rank {peer} ({stage}).") from None
+            except OSError as e:
+                raise CollectivePeerError(
+                    f"Rank {self.rank} lost rank {peer} at step {step} ({stage}): "
+                    f"{e}") from None
+            if k == 0:
+                raise CollectivePeerError(
+                    f"Rank {peer} closed its connection to rank {self.rank} at step "
+                    f"{step} ({stage}).")
+            got += k
+
+    def _recv_chunk(self, into, seq, stage, step, deadline):
+        prev = (self.rank - 1) % self.world_size
+        self._prev.settimeout(self._left(deadline))
+        hdr = bytearray(_HDR.size)
+        self._recv_exact(self._prev, memoryview(hdr), prev, stage, step)
+        got_seq, nbytes = _HDR.unpack(hdr)
+        if got_seq != seq or nbytes != into.nbytes:
+            raise CollectiveError(
+                f"Rank {self.rank} expected chunk {seq} of {into.nbytes} bytes from "
+                f"rank {prev} ({stage}). Received: chunk {got_seq} of {nbytes} bytes; "
+                f"the ranks called different collectives.")
+        self._recv_exact(self._prev, memoryview(into).cast("B"), prev, stage, step)
+
+    def _send(self, chunk, seq, deadline):
+        self._sends.put((_HDR.pack(seq, chunk.nbytes), memoryview(chunk).cast("B"),
+                         deadline))
+
+    def _drain(self, count, step, deadline):
+        nxt = (self.rank + 1) % self.world_size
+        for _ in range(count):
+            if not self._sent.acquire(timeout=self._left(deadline)):
+                raise CollectiveTimeoutError(
+                    f"Rank {self.rank} timed out at step {step} sending to rank {nxt}.")
+        if self._send_error is not None:
+            err, self._send_error = self._send_error, None
+            kind = (CollectiveTimeoutError if isinstance(err, socket.timeout)
+                    else CollectivePeerError)
+            raise kind(f"Rank {self.rank} failed sending to rank {nxt} at step {step}: "
+                       f"{err or 'timed out'}")
+
+    def allreduce(self, buf, op="SUM", step=None):
+        op = check_op(op)
+        if not isinstance(buf, np.ndarray) or buf.ndim != 1:
+            check_buffer(buf, getattr(buf, "size", -1), getattr(buf, "dtype", None),
+                         "TcpRing.allreduce")
+        n = self.world_size
+        if n == 1:
+            return buf
+        if self._next is None:
+            raise CollectiveError("TcpRing.allreduce called before connect().")
+        step = self._seq if step is None else step
+        deadline = time.monotonic() + self.timeout
+        bounds = [buf.size * i // n for i in range(n + 1)]
+        chunk = [buf[bounds[i]:bounds[i + 1]] for i in range(n)]
+        width = max(c.nbytes for c in chunk)
+        if self._scratch.nbytes < width:
+            self._scratch = np.empty(width, np.uint8)
+        fn = {"MAX": np.maximum, "MIN": np.minimum}.get(op, np.add)
+        r, sent = self.rank, 0
+        for s in range(n - 1):  # reduce-scatter
+            self._seq += 1
+            self._send(chunk[(r - s) % n], self._seq, deadline)
+            sent += 1
+            mine = chunk[(r - s - 1) % n]
+            tmp = self._scratch[:mine.nbytes].view(buf.dtype)
+            self._recv_chunk(tmp, self._seq, f"reduce-scatter stage {s + 1}/{n - 1}",
+                             step, deadline)
+            fn(tmp, mine, out=mine)
+        # The allgather receives into chunks the reduce-scatter sent from.
+        self._drain(sent, step, deadline)
+        sent = 0
+        for s in range(n - 1):  # allgather
+            self._seq += 1
+            self._send(chunk[(r + 1 - s) % n], self._seq, deadline)
+            sent += 1
+            self._recv_chunk(chunk[(r - s) % n], self._seq,
+                             f"allgather stage {s + 1}/{n - 1}", step, deadline)
+        self._drain(sent, step, deadline)
+        return finish_op(buf, op, n)
+
+    def broadcast(self, buf, root=0, step=None):
+        """Passes ``root``'s buffer around the ring (N - 1 hops)."""
+        n = self.world_size
+        if n == 1:
+            return buf
+        step = self._seq if step is None else step
+        deadline = time.monotonic() + self.timeout
+        self._seq += 1
+        pos = (self.rank - root) % n
+        if pos > 0:
+            self._recv_chunk(buf, self._seq, "broadcast", step, deadline)
+        if pos < n - 1:
+            self._send(buf, self._seq, deadline)
+            self._drain(1, step, deadline)
+        return buf
+
+    def close(self):
+        if self._sender is not None:
+            self._sends.put(None)
+            self._sender = None
+        for s in (self._next, self._prev, self._server):
+            if s is not None:
+                try:
+                    s.close()
+                except OSError:
+                    pass
+        self._next = self._prev = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

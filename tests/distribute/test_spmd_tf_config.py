@@ -1,0 +1,204 @@
+"""One OS process per worker with TF_CONFIG (SPMD): launched as a user
+launches TF's multi-worker jobs; every process ends with the same weights,
+equal to one process on the global batch; a dead peer ends the others'
+training with an error naming it; malformed TF_CONFIG is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kerasflow as kf
+from kerasflow.distribute.mirrored.spmd import SpmdStrategy
+from tests.compat.test_tf1_cluster import _free_ports as _ports
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "multi_worker_tf_config.py"
+ARGS = ["--float64", "--samples=2048"]
+
+
+def _env(tf_config=None, timeout="60"):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), KERASFLOW_CLUSTER_TIMEOUT=timeout,
+               KERASFLOW_DATA_DIR=os.environ.get("KERASFLOW_DATA_DIR",
+                                                 "/work/shared/data"))
+    env.pop("TF_CONFIG", None)
+    if tf_config is not None:
+        env["TF_CONFIG"] = json.dumps(tf_config)
+    return env
+
+
+def _launch(n, out, extra=(), timeout="60"):
+    addrs = [f"127.0.0.1:{p}" for p in _ports(n)]
+    return [subprocess.Popen(
+        [sys.executable, str(EXAMPLE), f"--out={out}", *ARGS, *extra],
+        env=_env({"cluster": {"worker": addrs}, "task": {"type": "worker", "index": i}},
+                 timeout), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for i in range(n)]
+
+
+def _weights(path):
+    with np.load(path) as f:
+        return [f[k] for k in sorted(f.files, key=lambda k: int(k.split("_")[1]))]
+
+
+@pytest.mark.parametrize("n", [2, pytest.param(3, marks=pytest.mark.slow)])
+def test_processes_end_with_one_process_weights(tmp_path, n):
+    procs = _launch(n, tmp_path / "w", ["--epochs=2"])
+    try:
+        outs = [p.communicate(timeout=300)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-3000:]
+    single = subprocess.run([sys.executable, str(EXAMPLE), f"--out={tmp_path}/one",
+                             *ARGS, "--epochs=2"], env=_env(), capture_output=True,
+                            text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+    ref = _weights(tmp_path / "one.task0.npz")
+    for rank in range(n):
+        got = _weights(tmp_path / f"w.task{rank}.npz")
+        for a, b in zip(ref, got):
+            np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+    results = [json.loads(o.splitlines()[-1][len("RESULT "):]) for o in outs]
+    assert all(r["replicas"] == n for r in results)
+    assert results[0]["test_accuracy"] > 0.85
+
+
+def test_a_dead_peer_ends_the_others_naming_it(tmp_path):
+    procs = _launch(2, tmp_path / "w", ["--epochs=200", "--log_epochs"], timeout="20")
+    try:
+        line = procs[0].stdout.readline()
+        while line and not line.startswith("EPOCH"):
+            line = procs[0].stdout.readline()
+        assert line.startswith("EPOCH"), line
+        t0 = time.monotonic()
+        procs[1].send_signal(signal.SIGKILL)
+        out, _ = procs[0].communicate(timeout=120)
+        assert procs[0].returncode != 0
+        assert time.monotonic() - t0 < 20 + 30
+        assert "Rank 1 closed its connection" in out, out[-3000:]
+        assert "TF_CONFIG task 0 (127.0.0.1:" in out, out[-3000:]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_malformed_tf_config_is_refused(monkeypatch):
+    cases = [
+        ({"cluster": {"worker": ["a:1"]}, "task": {"type": "ps", "index": 0}},
+         r"task type to be one of \['worker'\]. Received: type='ps'"),
+        ({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}},
+         r"Task index 3 is not in job 'worker'"),
+        ({"cluster": {"ps": ["a:1"]}, "task": {"type": "ps", "index": 0}},
+         r"list 'chief' or 'worker' tasks. Received: jobs \['ps'\]"),
+    ]
+    for conf, match in cases:
+        monkeypatch.setenv("TF_CONFIG", json.dumps(conf))
+        with pytest.raises(ValueError, match=match):
+            kf.distribute.MultiWorkerMirroredStrategy()
+    monkeypatch.setenv("TF_CONFIG", "{oops")
+    with pytest.raises(ValueError, match="TF_CONFIG must be valid JSON"):
+        kf.distribute.MultiWorkerMirroredStrategy()
+
+
+def test_tf_config_task_makes_this_process_one_replica(monkeypatch):
+    with socket.socket() as taken:  # another process already serves task 1
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        conf = {"cluster": {"chief": ["127.0.0.1:1"], "worker": [f"127.0.0.1:{port}"]},
+                "task": {"type": "worker", "index": 0}}
+        monkeypatch.setenv("TF_CONFIG", json.dumps(conf))
+        s = kf.distribute.MultiWorkerMirroredStrategy()
+        assert isinstance(s, SpmdStrategy)
+        assert (s.num_replicas_in_sync, s.task_rank, s.is_chief) == (2, 1, False)
+        with pytest.raises(ValueError, match=r"TF_CONFIG task 1 \(127.0.0.1:\d+\) "
+                                             r"cannot listen on its address"):
+            s._connect()
+
+
+@pytest.mark.slow  # ~30 s
+def test_killed_job_restarted_with_backup_and_restore_resumes(tmp_path):
+    backup = ["--epochs=6", "--log_epochs", f"--backup_dir={tmp_path}/backup"]
+    single = subprocess.run([sys.executable, str(EXAMPLE), f"--out={tmp_path}/one",
+                             *ARGS, "--epochs=6"], env=_env(), capture_output=True,
+                            text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+    procs = _launch(2, tmp_path / "w", backup, timeout="20")
+    try:
+        line = procs[0].stdout.readline()
+        while line and not line.startswith("EPOCH 2"):
+            line = procs[0].stdout.readline()
+        assert line.startswith("EPOCH 2"), line
+        procs[1].send_signal(signal.SIGKILL)
+        procs[0].communicate(timeout=120)
+        assert procs[0].returncode != 0  # its peer died: the job stops
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    procs = _launch(2, tmp_path / "w", backup)  # the job restarted
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-3000:]
+    results = [json.loads(o.splitlines()[-1][len("RESULT "):]) for o in outs]
+    assert 1 <= len(results[0]["loss"]) <= 3  # resumed after epoch 3 or later
+    ref = _weights(tmp_path / "one.task0.npz")
+    for rank in range(2):
+        for a, b in zip(ref, _weights(tmp_path / f"w.task{rank}.npz")):
+            np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+    assert not (tmp_path / "backup").exists()  # the chief removed it at the end
+
+
+@pytest.mark.slow  # ~40 s
+def test_estimator_train_and_evaluate_one_process_per_worker(tmp_path):
+    est = ["--epochs=2", "--samples=1024"]
+    single = subprocess.run([sys.executable, str(EXAMPLE), f"--out={tmp_path}/one",
+                             "--float64", *est, f"--estimator_dir={tmp_path}/one_dir"],
+                            env=_env(), capture_output=True, text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+    procs = _launch(2, tmp_path / "w", [*est, f"--estimator_dir={tmp_path}/job"])
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-3000:]
+    results = [json.loads(o.splitlines()[-1][len("RESULT "):]) for o in outs]
+    assert results[0]["global_step"] == 32 and "test_accuracy" not in results[1]
+    for a, b in zip(_weights(tmp_path / "one.task0.npz"),
+                    _weights(tmp_path / "w.task0.npz")):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+    # Only the chief wrote into model_dir: one events file there.
+    assert len(list((tmp_path / "job").glob("events.out.tfevents.*"))) == 1
+
+
+def test_custom_loop_one_process_per_worker(tmp_path):
+    loop = ["--epochs=1", "--custom_loop"]
+    single = subprocess.run([sys.executable, str(EXAMPLE), f"--out={tmp_path}/one",
+                             *ARGS, *loop], env=_env(), capture_output=True,
+                            text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+    procs = _launch(2, tmp_path / "w", loop)
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-3000:]
+    results = [json.loads(o.splitlines()[-1][len("RESULT "):]) for o in outs]
+    one = json.loads(single.stdout.splitlines()[-1][len("RESULT "):])
+    np.testing.assert_allclose(results[0]["loss"], one["loss"], rtol=1e-9)
+    assert results[0]["loss"] == results[1]["loss"]
+    for rank in range(2):
+        for a, b in zip(_weights(tmp_path / "one.task0.npz"),
+                        _weights(tmp_path / f"w.task{rank}.npz")):
+            np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
