@@ -61,7 +61,7 @@ def _rate(out):
 
 
 def run(mode, samples):
-    env = dict(os.environ, RAY_AUTH_MODE="disabled")
+    env = dict(os.environ)
     env.pop("TF_CONFIG", None)
     if mode != "spmd":
         out = subprocess.run([sys.executable, "-c", CHILD, mode, str(samples)], env=env,

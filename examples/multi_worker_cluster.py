@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import secrets
 import tempfile
 import time
 
@@ -36,9 +37,14 @@ import kerasflow as kf
 
 def start_simulated_cluster(nodes):
     """A head plus ``nodes - 1`` raylets on this machine; returns the Cluster."""
+    # Ray with token authentication on loopback, as kerasflow's own local Ray
+    # runs: only processes holding the token (the simulated nodes inherit it)
+    # can join. Ray reads these when it is first imported.
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     import ray
     from ray.cluster_utils import Cluster
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     root = os.path.dirname(os.path.dirname(os.path.abspath(kf.__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])

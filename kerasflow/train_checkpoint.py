@@ -22,6 +22,7 @@ the saved values (TF restores slots when they are created).
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 
@@ -115,7 +116,12 @@ class Checkpoint:
         Raises:
             FileNotFoundError / CheckpointError: a missing or corrupt file.
             ValueError: a saved value whose shape differs from its variable's
-                (naming both); nothing is assigned then.
+                (naming both), or a value that overflows the variable's dtype
+                (float64 1e39 into float32); nothing is assigned then.
+
+        Warns:
+            UserWarning: no saved value matched a variable here (TF warns of
+                unresolved checkpoint values).
         """
         if save_path is None:
             return _Status(set())
@@ -139,8 +145,19 @@ class Checkpoint:
                                      f"for variable '{v.name}'. Nothing was restored.")
                 plan.append((v, value))
                 used.add(name)
-        for v, value in plan:
-            v.assign(value.astype(np.dtype(v.dtype), copy=False))
+        # Cast and overflow-checked (float64 1e39 into float32) before any
+        # assignment: a refused value leaves every variable as it was.
+        K.assign_all([v for v, _ in plan], [value for _, value in plan],
+                     f"Checkpoint '{save_path}'")
+        if plan == [] and (set(values) - {"save_counter"} or any(
+                _variables(o) for o in self._objects.values())):
+            # TF warns of values left unmatched when the status is dropped.
+            warnings.warn(
+                f"Checkpoint.restore('{save_path}') matched nothing: expected "
+                f"values named '<attribute>/<index>' for the attributes "
+                f"{sorted(self._objects)}. Received: values "
+                f"{sorted(set(values) - {'save_counter'})[:10]}. No variable "
+                f"was restored.", stacklevel=2)
         if "save_counter" in values:
             self.save_counter.assign(int(values["save_counter"]))
             used.add("save_counter")

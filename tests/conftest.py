@@ -4,6 +4,7 @@ the repository root on sys.path."""
 from __future__ import annotations
 
 import os
+import secrets
 import sys
 from pathlib import Path
 
@@ -15,6 +16,13 @@ import pytest
 _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
+
+# Every Ray the tests start runs as kerasflow's own: token authentication and
+# loopback only (kerasflow/distribute/runtime/ray.py). Ray reads these when it
+# is first imported, so they are set before any test module imports it.
+os.environ.setdefault("RAY_AUTH_MODE", "token")
+os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 from kerasflow import backend as K  # noqa: E402
 

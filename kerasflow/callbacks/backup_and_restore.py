@@ -18,6 +18,34 @@ __all__ = ["BackupAndRestore"]
 _FILE = "latest.backup.npz"
 
 
+_META_KEYS = ("epoch", "model_weights", "optimizer_weights")
+
+
+def _check_backup(arrays, meta, path) -> None:
+    """Refuses a file that is no backup of this callback (e.g. another
+    checkpoint copied into the folder), naming it."""
+    problem = None
+    if not all(isinstance(meta.get(k), int) and not isinstance(meta.get(k), bool)
+               and meta[k] >= 0 for k in _META_KEYS):
+        problem = f"metadata {sorted(meta)}"
+    else:
+        names = [f"model/{i}" for i in range(meta["model_weights"])] + [
+            f"optimizer/{i}" for i in range(meta["optimizer_weights"])]
+        rng = meta.get("numpy_rng")
+        if rng is not None:
+            names.append("numpy_rng/keys")
+            if not (isinstance(rng, list) and len(rng) == 4):
+                problem = f"numpy_rng metadata {rng!r:.80}"
+        missing = [n for n in names if n not in arrays]
+        if missing:
+            problem = f"no arrays {missing[:5]}"
+    if problem is not None:
+        raise ckpt.CheckpointError(
+            f"BackupAndRestore expects '{path}' to be its backup (metadata "
+            f"{list(_META_KEYS)} and the arrays they count). Received: a file "
+            f"with {problem}. Move the file away or give another backup_dir.")
+
+
 class BackupAndRestore(Callback):
     """Backs up the training state and restores it when ``fit`` starts again
     (Keras 3's ``BackupAndRestore``).
@@ -97,6 +125,7 @@ class BackupAndRestore(Callback):
                 continue
             try:
                 arrays, meta = ckpt.load_checkpoint(path, with_metadata=True)
+                _check_backup(arrays, meta, path)
             except ckpt.CheckpointError:
                 if path == self._prev_path or not os.path.exists(self._prev_path):
                     raise

@@ -111,13 +111,21 @@ class Combinators:
         """This dataset's elements, then ``dataset``'s.
 
         Raises:
-            TypeError: ``dataset`` is not a Dataset.
+            TypeError: ``dataset`` is not a Dataset; (while iterating, or when
+                ``element_spec`` is read) its elements have another structure
+                or dtypes than this dataset's (shapes may differ, as tf.data).
         """
         if not isinstance(dataset, Combinators):
             raise TypeError(f"concatenate takes a Dataset. Received: "
                             f"{type(dataset).__name__}.")
-        return self._derive(lambda: itertools.chain(self, dataset),
-                            cd.concatenated(self._cardinality, dataset.cardinality()))
+        # Checked lazily: reading element_spec may run a pipeline (map), and
+        # a generator source may be iterable once only.
+        return self._derive(
+            lambda: st.one_structure(itertools.chain(self, dataset),
+                                         "concatenate"),
+            cd.concatenated(self._cardinality, dataset.cardinality()),
+            lambda: st.merged_spec(self.element_spec, dataset.element_spec,
+                                   "concatenate"))
 
     def apply(self, transformation_func):
         """``transformation_func(self)``: a reusable chain of transformations."""

@@ -202,13 +202,18 @@ class Dataset(Combinators, OptionsMixin):
 
         Raises:
             ValueError: num_parallel_calls not None, AUTOTUNE or positive.
+            TypeError: (while iterating) ``map_func`` returned another
+                structure or dtype than for the first element (tf.data traces
+                it once, so its output structure is fixed).
         """
         workers = cd.parallelism(num_parallel_calls, "num_parallel_calls")
         order = True if deterministic is None else bool(deterministic)
         def stream():
             if workers is None:
-                return tr.map_serial(self, map_func)
-            return tr.map_parallel(self, map_func, workers, order)
+                out = tr.map_serial(self, map_func)
+            else:
+                out = tr.map_parallel(self, map_func, workers, order)
+            return st.one_structure(out, "map (the function's output)")
 
         mapped = self._derive(stream, spec=lambda: Dataset._first_spec(mapped))
         return mapped

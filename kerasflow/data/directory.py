@@ -54,8 +54,7 @@ def index_directory(directory, labels, formats, class_names=None, shuffle=True,
     filenames, file_labels = [], []
     for index, subdir in enumerate(subdirs):
         root_dir = os.path.join(directory, subdir)
-        walk = sorted(os.walk(root_dir, followlinks=follow_links), key=lambda w: w[0])
-        for root, _, files in walk:
+        for root, files in _walk(root_dir, follow_links):
             for fname in sorted(files):
                 if fname.lower().endswith(formats):
                     rel = os.path.relpath(os.path.join(root, fname), root_dir)
@@ -84,6 +83,21 @@ def index_directory(directory, labels, formats, class_names=None, shuffle=True,
         if labels is not None:
             np.random.RandomState(seed).shuffle(labels)
     return paths, labels, names
+
+
+def _walk(root_dir, follow_links) -> list:
+    """``(folder, file names)`` under ``root_dir`` sorted by folder, each real
+    folder once: with ``follow_links`` a symlink loop (``a/b -> a``) ends."""
+    seen, out = set(), []
+    for root, dirs, files in os.walk(root_dir, followlinks=follow_links):
+        dirs.sort()  # the first path to reach a real folder is the same everywhere
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        out.append((root, files))
+    return sorted(out, key=lambda w: w[0])
 
 
 def _check_args(labels, label_mode, class_names, validation_split, subset, shuffle,
@@ -189,7 +203,8 @@ def text_dataset_from_directory(directory, labels="inferred", label_mode="int",
         shuffle, seed: shuffle the files (and each epoch's order).
         validation_split, subset: a fraction held out, and "training",
             "validation" or "both" (a pair of datasets).
-        follow_links: follow symbolic links to subdirectories.
+        follow_links: follow symbolic links to subdirectories (each real
+            folder is read once, so a link back to a parent ends).
         format: accepted for Keras compatibility ("tf" or "grain"); kerasflow
             returns its own ``Dataset`` either way.
         verbose: print how many files were found.

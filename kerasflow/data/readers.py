@@ -7,6 +7,7 @@ per element; strings come out as ``bytes`` (tf.string), without the line end.
 from __future__ import annotations
 
 import gzip
+import zlib
 
 import numpy as np
 
@@ -43,8 +44,14 @@ def _open(path: str, compression_type):
 def _lines(path: str, compression_type):
     """(line number from 1, line bytes without '\\n' or '\\r\\n') of one file."""
     with _open(path, compression_type) as f:
-        for number, line in enumerate(f, 1):
-            yield number, line.rstrip(b"\n").rstrip(b"\r")
+        try:
+            for number, line in enumerate(f, 1):
+                yield number, line.rstrip(b"\n").rstrip(b"\r")
+        except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+            # gzip's own message names neither the file nor the setting.
+            raise gzip.BadGzipFile(
+                f"compression_type='GZIP' expects gzip files. Received: '{path}', "
+                f"which is not gzip or is truncated ({e}).") from None
 
 
 class TextLineDataset(Dataset):

@@ -24,6 +24,7 @@ def slices(tensors):
     structure = st.as_structure(tensors)
     if any(isinstance(v, SymbolicTensor) for v in tree.flatten(structure)):
         return _fed_slices(structure)
+    st.check_leaves(structure, "from_tensor_slices")
     leaves = [st.to_numpy(v) for v in tree.flatten(structure)]
     if any(a.ndim == 0 for a in leaves):
         raise ValueError("from_tensor_slices needs components with a first axis "
@@ -70,8 +71,9 @@ def _fed_slices(structure):
 
 def single(tensors):
     """One element, ``tensors`` (``from_tensors``)."""
-    element = tree.map_structure(lambda v: st.to_numpy(v)[()],
-                                 st.as_structure(tensors))
+    structure = st.as_structure(tensors)
+    st.check_leaves(structure, "from_tensors")
+    element = tree.map_structure(lambda v: st.to_numpy(v)[()], structure)
     return (lambda: iter([element])), 1, st.spec_of(element)
 
 

@@ -14,8 +14,8 @@ from kerasflow import tree
 from kerasflow.backend import TensorSpec
 
 __all__ = ["as_structure", "batched_spec", "call_unpacked", "check_against_spec",
-           "leaves_like", "signature", "spec_of", "stack", "to_element_leaf",
-           "to_numpy"]
+           "check_leaves", "leaves_like", "merged_spec", "one_structure",
+           "signature", "spec_of", "stack", "to_element_leaf", "to_numpy"]
 
 
 def to_numpy(value) -> np.ndarray:
@@ -84,6 +84,87 @@ def spec_of(element):
         a = to_numpy(v)
         return TensorSpec(a.shape, _dtype(a))
     return tree.map_structure(one, element)
+
+
+def _same_kind(a, b) -> bool:
+    """True when specs ``a`` and ``b`` nest alike with equal dtypes."""
+    try:
+        tree.assert_same_structure(a, b)
+    except ValueError:
+        return False
+    return all(x.dtype == y.dtype for x, y in zip(tree.flatten(a), tree.flatten(b)))
+
+
+def _leaf_dtypes(element) -> list:
+    out = []
+    for v in tree.flatten(element):
+        d = v.dtype if isinstance(v, (np.ndarray, np.generic)) else to_numpy(v).dtype
+        out.append(np.dtype(object) if d.kind in "SUO" else d)
+    return out
+
+
+def one_structure(elements, what: str):
+    """``elements`` passed through, each checked to have the first one's
+    structure and dtypes (tf.data fixes both when a dataset is built; shapes
+    may differ).
+
+    Raises:
+        TypeError: an element of another structure or dtype, naming both.
+    """
+    first = dtypes = None
+    try:
+        for i, element in enumerate(elements):
+            if dtypes is None:
+                first, dtypes = element, _leaf_dtypes(element)
+            else:
+                try:
+                    tree.assert_same_structure(first, element)
+                    same = _leaf_dtypes(element) == dtypes
+                except ValueError:
+                    same = False
+                if not same:
+                    raise TypeError(
+                        f"{what}: element {i} differs in structure or dtype from "
+                        f"element 0 (tf.data fixes both when the dataset is "
+                        f"built). Expected: {spec_of(first)}. Received: "
+                        f"{spec_of(element)}.")
+            yield element
+    finally:
+        close = getattr(elements, "close", None)
+        if close is not None:
+            close()
+
+
+def merged_spec(a, b, what: str):
+    """One spec for the elements of specs ``a`` and ``b``: dims that differ
+    become None (``concatenate``).
+
+    Raises:
+        TypeError: another structure or dtype, naming both.
+    """
+    if a is None or b is None:
+        return b if a is None else a
+    if not _same_kind(a, b):
+        raise TypeError(f"{what} expects datasets with one element structure and "
+                        f"dtypes. Received: {a} and {b}.")
+
+    def relaxed(x, y):
+        if x.shape is None or y.shape is None or len(x.shape) != len(y.shape):
+            return TensorSpec(None, x.dtype)
+        return TensorSpec(tuple(d if d == e else None
+                                for d, e in zip(x.shape, y.shape)), x.dtype)
+    return tree.map_structure(relaxed, a, b)
+
+
+def check_leaves(structure, what: str) -> None:
+    """Refuses leaves that are no tensor: a set, a dict view, any object."""
+    for v in tree.flatten(structure):
+        if isinstance(v, (set, frozenset)) or (
+                not isinstance(v, (str, bytes, np.ndarray, np.generic))
+                and to_numpy(v).dtype == object):
+            raise TypeError(f"{what} expects arrays, numbers or strings, in "
+                            f"tuples or dicts. Received: a {type(v).__name__} "
+                            f"({v!r:.80}).")
 
 
 def leaves_like(structure, values, what: str) -> list:

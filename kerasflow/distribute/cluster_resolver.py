@@ -22,19 +22,64 @@ def load_tf_config(tf_config) -> dict:
     """A ``TF_CONFIG`` given as a JSON string or a dict, as a dict.
 
     Raises:
-        ValueError: not valid JSON (naming the position).
-        TypeError: neither a str nor a dict.
+        ValueError: not valid JSON (naming the position), JSON nested deeper
+            than Python's parser goes, or a task index < 0.
+        TypeError: neither a str nor a dict, or a ``task`` that is not an
+            object ``{"type": str, "index": int}``.
     """
     if isinstance(tf_config, str):
         try:
             tf_config = json.loads(tf_config)
         except json.JSONDecodeError as e:
-            raise ValueError(f"TF_CONFIG must be valid JSON. Received: {tf_config!r} "
-                             f"({e.msg} at position {e.pos})") from None
+            raise ValueError(f"TF_CONFIG must be valid JSON. Received: "
+                             f"{tf_config!r:.200} ({e.msg} at position "
+                             f"{e.pos})") from None
+        except RecursionError:
+            raise ValueError(f"TF_CONFIG must be JSON of a cluster and a task. "
+                             f"Received: {len(tf_config)} characters nested "
+                             f"deeper than Python's JSON parser goes.") from None
     if not isinstance(tf_config, dict):
         raise TypeError(f"TF_CONFIG must be a JSON object or dict. "
                         f"Received: {type(tf_config).__name__}")
+    _check_task(tf_config.get("task"))
     return tf_config
+
+
+def _check_task(task) -> None:
+    """TF_CONFIG's ``task``: absent, or ``{"type": str, "index": int >= 0}``
+    (an index of digits, ``"1"``, passes too)."""
+    if task is None:
+        return
+    if not isinstance(task, dict):
+        raise TypeError(f"TF_CONFIG's 'task' must be an object like "
+                        f'{{"type": "worker", "index": 0}}. Received: {task!r:.200}')
+    kind, index = task.get("type"), task.get("index", 0)
+    if kind is not None and not isinstance(kind, str):
+        raise TypeError(f"TF_CONFIG's task 'type' must be a job name (str). "
+                        f"Received: type={kind!r:.200}")
+    if isinstance(index, str) and index.isdigit():
+        index = int(index)  # what int(task["index"]) has always accepted
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise TypeError(f"TF_CONFIG's task 'index' must be an int. Received: "
+                        f"index={index!r:.200}")
+    if index < 0:
+        raise ValueError(f"TF_CONFIG's task 'index' must be >= 0. Received: "
+                         f"index={index}")
+
+
+def _check_unique(jobs: dict, what: str) -> None:
+    """Refuses one address given to two tasks (both would bind it), naming them."""
+    seen = {}
+    for job, tasks in jobs.items():
+        items = tasks.items() if isinstance(tasks, dict) else enumerate(tasks)
+        for i, addr in items:
+            if not isinstance(addr, str):
+                continue  # the caller reports what is not an address
+            if addr in seen:
+                raise ValueError(f"{what} expects one address per task. Received: "
+                                 f"{addr!r} for both job '{seen[addr][0]}' task "
+                                 f"{seen[addr][1]} and job '{job}' task {i}")
+            seen[addr] = (job, i)
 
 
 def _job_counts(tf_config, roles):
@@ -54,6 +99,8 @@ def _job_counts(tf_config, roles):
             raise TypeError(f"TF_CONFIG's cluster['{role}'] must be a list of "
                             f"addresses. Received: {tasks!r}")
         counts[role] = len(tasks)
+    _check_unique({j: t for j, t in cluster.items() if isinstance(t, (list, dict))},
+                  "TF_CONFIG's cluster")
     return counts, cluster
 
 
@@ -119,7 +166,8 @@ class ClusterSpec:
 
     Raises:
         TypeError: not a dict/ClusterSpec, or a job that is not a list/dict.
-        ValueError: an address that is not a ``"host:port"`` string.
+        ValueError: an address that is not a ``"host:port"`` string, or one
+            address given to two tasks (naming both).
 
     Example:
         >>> spec = ClusterSpec({"ps": ["h0:2222"], "worker": ["h1:2222", "h2:2222"]})
@@ -149,6 +197,7 @@ class ClusterSpec:
                     raise ValueError(f"ClusterSpec expects 'host:port' addresses. "
                                      f"Received: job '{job}' task {i}: {addr!r}")
             self._jobs[str(job)] = {int(i): a for i, a in sorted(tasks.items())}
+        _check_unique(self._jobs, "ClusterSpec")
 
     @classmethod
     def from_tf_config(cls, tf_config=None):

@@ -138,8 +138,9 @@ def run(strategy, fn, args=(), kwargs=None):
         ``PerReplica`` (one float per replica) at each leaf.
 
     Raises:
-        TypeError: ``fn`` is not callable; an argument that is an array but
-            not per-replica on a replica strategy.
+        TypeError: ``fn`` is not callable; ``args`` not a tuple/list or
+            ``kwargs`` not a dict; an argument that is an array but not
+            per-replica on a replica strategy.
         ValueError: ``PerReplica`` values of another replica count, or split
             otherwise than a distributed dataset splits a global batch.
         NotImplementedError: a strategy that cannot run ``fn`` on its replicas.
@@ -149,6 +150,10 @@ def run(strategy, fn, args=(), kwargs=None):
     if not isinstance(args, (list, tuple)):
         raise TypeError(f"strategy.run expects args as a tuple or list. Received: "
                         f"{type(args).__name__}")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise TypeError(f"strategy.run expects kwargs as a dict of keyword "
+                        f"arguments. Received: {type(kwargs).__name__} "
+                        f"{kwargs!r:.100}")
     kwargs = dict(kwargs or {})
     n = int(strategy.num_replicas_in_sync)
     if any(K.is_symbolic(v) for v in _leaves(args, kwargs)):  # TF 1.15 graph mode
@@ -245,7 +250,10 @@ def reduce(strategy, reduce_op, value, axis=None):
         A numpy array (a float for scalars).
 
     Raises:
-        ValueError: another ``reduce_op``.
+        ValueError: another ``reduce_op``; replicas' values of different
+            shapes (apart from ``axis``), naming the replicas.
+        TypeError: a replica's value that is not a number or an array (e.g. a
+            dict: reduce each of its values).
     """
     op = str(getattr(reduce_op, "value", reduce_op)).upper()
     if op not in (ReduceOp.SUM, ReduceOp.MEAN):
@@ -259,7 +267,7 @@ def reduce(strategy, reduce_op, value, axis=None):
         values = list(value)
     else:
         values = [value]
-    arrays = [np.asarray(K.to_numpy(v)) for v in values]
+    arrays = _replica_arrays(values, axis)
     if axis is not None:
         total = sum(np.sum(a, axis=axis) for a in arrays)
         count = sum(a.shape[axis] for a in arrays)
@@ -269,6 +277,36 @@ def reduce(strategy, reduce_op, value, axis=None):
         total = total + a
     out = total / len(arrays) if op == ReduceOp.MEAN else total
     return float(out) if np.ndim(out) == 0 else out
+
+
+def _replica_arrays(values, axis) -> list:
+    """The replicas' values as arrays, checked to have one shape (but along
+    ``axis``): numpy would broadcast (1,) against (3,) silently."""
+    arrays = []
+    for r, v in enumerate(values):
+        try:
+            a = np.asarray(K.to_numpy(v))
+        except ValueError:  # ragged nesting
+            a = None
+        if a is None or a.dtype.kind not in "biufc":
+            raise TypeError(f"strategy.reduce expects each replica's value to be a "
+                            f"number or a numeric array. Received for replica {r}: "
+                            f"{type(v).__name__} {v!r:.100}")
+        arrays.append(a)
+    first = arrays[0].shape
+
+    def key(shape):
+        if axis is None or not shape:
+            return shape
+        i = axis % len(shape)
+        return shape[:i] + shape[i + 1:]
+    for r, a in enumerate(arrays[1:], 1):
+        if key(a.shape) != key(first):
+            along = "" if axis is None else f" apart from axis {axis}"
+            raise ValueError(f"strategy.reduce expects every replica's value to "
+                             f"have one shape{along}. Received: replica 0 shape "
+                             f"{first}, replica {r} shape {a.shape}")
+    return arrays
 
 
 def local_results(value):

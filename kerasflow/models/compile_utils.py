@@ -13,11 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from kerasflow import backend as K
-from kerasflow import losses
+from kerasflow import losses, tree
 from kerasflow import metrics as metrics_mod
 
-__all__ = ["CompiledLosses", "resolve_metrics", "prepare_targets",
-           "check_sparse_labels", "is_sparse_target", "weighted_loss"]
+__all__ = ["CompileLoss", "CompileMetrics", "CompiledLosses", "resolve_metrics",
+           "prepare_targets", "check_sparse_labels", "is_sparse_target",
+           "weighted_loss"]
 
 _ACC_NAMES = ("accuracy", "acc")
 
@@ -191,3 +192,76 @@ def resolve_metrics(spec, names, outputs, target_shapes, existing=None):
     if existing is not None and len(existing) == len(triples):
         return existing
     return triples
+
+
+class CompileLoss:
+    """The loss given to ``compile`` as one callable (``model.compiled_loss``).
+
+    ``compiled_loss(y_true, y_pred, sample_weight=None)`` returns the weighted
+    sum of the per-output losses (a scalar tensor), or None without a loss.
+    """
+
+    def __init__(self, model):
+        self._model = model
+
+    def __call__(self, y_true, y_pred, sample_weight=None,
+                 regularization_losses=None):
+        model = self._model
+        losses = model._compiled_losses
+        if losses is None or losses.empty:
+            return None
+        outs, ys = tree.flatten(y_pred), tree.flatten(y_true)
+        fns, weights = losses.resolve(model._output_names(len(outs)), model.name)
+        total = None
+        for y, out, fn, w in zip(ys, outs, fns, weights):
+            if fn is None:
+                continue
+            term = weighted_loss(fn, y, out, 1.0 if sample_weight is None
+                                    else sample_weight)
+            term = term if w == 1.0 else term * w
+            total = term if total is None else total + term
+        for penalty in regularization_losses or ():
+            total = penalty if total is None else total + penalty
+        return total
+
+    @property
+    def metrics(self) -> list:
+        """Per-output loss trackers (none: Keras 3 logs them in evaluate)."""
+        return []
+
+
+class CompileMetrics:
+    """The metrics given to ``compile`` as one metric (Keras 3's
+    ``model.compiled_metrics``, named "compile_metrics" in ``model.metrics``).
+
+    ``update_state(y_true, y_pred, sample_weight=None)`` updates each compiled
+    metric of each output; ``result()`` is a dict of their results by log name.
+    """
+
+    name = "compile_metrics"
+
+    def __init__(self, model):
+        self._model = model
+
+    @property
+    def metrics(self) -> list:
+        return [m for _, _, m in self._model._metric_objs or []]
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        model = self._model
+        ys, outs = tree.flatten(y_true), tree.flatten(y_pred)
+        model._metric_objs = resolve_metrics(
+            model._metrics_spec, model._output_names(len(outs)), outs,
+            [y.shape for y in ys], model._metric_objs)
+        ops = []
+        for i, _, metric in model._metric_objs:
+            ops += list(metric.update_state(ys[i], outs[i],
+                                            sample_weight=sample_weight) or [])
+        return ops
+
+    def result(self) -> dict:
+        return {name: m.result() for _, name, m in self._model._metric_objs or []}
+
+    def reset_state(self) -> None:
+        for m in self.metrics:
+            m.reset_state()

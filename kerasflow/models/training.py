@@ -1,15 +1,26 @@
-"""The training loop: ``compile``, ``fit``, ``evaluate``, ``predict`` and friends.
+"""The training API of ``Model`` (Keras 3's ``Trainer``): ``compile``, ``fit``,
+``evaluate``, ``predict``, the ``*_on_batch`` methods, and the overridable
+``train_step`` / ``test_step`` / ``predict_step`` / ``compute_loss`` /
+``compute_metrics``.
 
 One loop for every strategy (ARCHITECTURE.md): per input signature a step is
-built once as graph data (``train_step.py``: placeholders -> model -> losses ->
-gradients -> optimizer, metric and state updates), and batches go through
-``get_strategy().run_steps(step, batches)``, ``steps_per_execution`` at a time.
-Keras' ``Model.fit`` semantics and names.
+built once as graph data (placeholders -> traced model -> losses -> gradients
+-> optimizer, metric and state updates; ``kerasflow.steps``), cached per
+signature, and batches go through ``get_strategy().run_steps(step, batches)``,
+``steps_per_execution`` at a time. A model that overrides a step method gets a
+step traced from its own methods (``kerasflow.steps.custom``): those methods
+run while the step is traced, so ``data`` holds placeholders and the
+optimizer's and the metrics' assignments join the traced step; the defaults
+do what the built-in step does, so a subclass may override one method and call
+``super()`` for the rest, as in keras.io's "Customizing what happens in
+``fit()``". Keras' ``Model.fit`` semantics and names (Keras 3
+``keras.src.trainers.trainer.Trainer`` and its TensorFlow trainer).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 
@@ -22,21 +33,23 @@ from kerasflow.distribute.distribute_lib import (
     training_call,
 )
 from kerasflow.distribute.input_lib import ReplicaInput
-from kerasflow.layers.base import get_history
-from kerasflow.metrics import Mean
+from kerasflow.layers.base import collect_updates, get_history
+from kerasflow.layers.tracing import trace_losses
+from kerasflow.metrics import Mean, Metric
 from kerasflow.models import batches as batches_mod
 from kerasflow.models import compile_utils as cu
 from kerasflow.models import data as data_mod
 from kerasflow.models import input_checks
-from kerasflow.models.keras_steps import KerasStepsMixin
-from kerasflow.models.on_batch import OnBatchMixin
-from kerasflow.models.step_builder import StepBuilder, uses_custom_step
+from kerasflow.steps.batch import BatchRef
+from kerasflow.steps.custom import build_custom_step
+from kerasflow.steps.step import EvalStep, PredictStep, TrainStep
+from kerasflow.utils.data_utils import unpack_x_y_sample_weight
 
-__all__ = ["Trainer"]
+__all__ = ["Trainer", "uses_custom_step"]
 
 
-class Trainer(StepBuilder, KerasStepsMixin, OnBatchMixin):
-    """Mixin of ``Model`` holding the training API."""
+class Trainer:
+    """Mixin of ``Model`` holding the training API (see the module docstring)."""
 
     def __init__(self):
         self.optimizer = None
@@ -51,7 +64,7 @@ class Trainer(StepBuilder, KerasStepsMixin, OnBatchMixin):
         self._loss_spec = self._metrics_spec = self._loss_weights = None
         self._compiled_strategy = None
         self._added_metrics: dict = {}  # add_metric name -> Mean
-        self._init_keras_steps()
+        self._loss_tracker = None  # a Mean once compiled (Keras 3)
 
     def _reset_steps(self):
         self._steps = {}
@@ -451,3 +464,285 @@ class Trainer(StepBuilder, KerasStepsMixin, OnBatchMixin):
         if isinstance(self._inputs_struct, dict):  # in tree.flatten's order
             return tree.flatten({k: k for k in self._inputs_struct})
         return [get_history(t)[0].name for t in self.inputs]
+
+    # -- steps per input signature ---------------------------------------------------
+    # One step per input signature: losses weighted as compiled, add_loss terms,
+    # metric updates (sample-weighted only when the caller gave weights, as
+    # Keras) and the layer-state updates collected while tracing (BatchNorm).
+    def _input_placeholders(self, xs):
+        specs = self._default_input_specs()
+        phs = []
+        for i, a in enumerate(xs):
+            if specs is not None and i < len(specs):
+                shape, dtype = specs[i]
+                expected = tuple(shape[1:]) if shape is not None else None
+                if expected is not None and (len(expected) != a.ndim - 1 or any(
+                        d is not None and d != s for d, s in zip(expected, a.shape[1:]))):
+                    raise ValueError(
+                        f"Input {i} of model '{self.name}' expects data of shape "
+                        f"(None, {', '.join(str(d) for d in expected)}). Received: "
+                        f"data of shape {a.shape}."
+                    )
+            else:
+                shape = (None,) + a.shape[1:]
+                dtype = a.dtype if a.dtype.kind in "iu" and a.dtype != np.uint8 \
+                    else K.floatx()
+            phs.append(K.placeholder(dtype, shape, name=f"input_{i + 1}"))
+        return phs
+
+    def _structure_inputs(self, phs):
+        if isinstance(self._inputs_struct, dict):
+            return tree.pack_sequence_as(self._inputs_struct, phs)
+        return phs[0] if len(phs) == 1 else phs
+
+    def _get_step(self, kind, xs, ys=(), weighted=False):
+        """The step for this signature; ``weighted``: the sample weights came
+        from the user, so metrics are weighted too (Keras)."""
+        key = (kind, tuple((a.shape[1:], a.dtype.kind) for a in xs),
+               tuple((a.shape[1:], a.dtype.kind) for a in ys), weighted)
+        step = self._steps.get(key)
+        if step is None:
+            step = self._steps[key] = self._build_step(kind, xs, ys, weighted)
+        return step
+
+    def _static_losses(self):
+        return [loss for layer in self._flatten_layers()
+                for loss in layer.__dict__.get("_added_losses", ())]
+
+    def _trace(self, xs, training):
+        if self._is_functional and any(K.is_symbolic(loss)
+                                       for loss in self._static_losses()):
+            # add_loss(f(inputs)) on the functional graph: feed its own Inputs.
+            self._input_placeholders(xs)  # shape checks only
+            x_phs = list(self.inputs)
+        else:
+            x_phs = self._input_placeholders(xs)
+        with collect_updates() as state_updates:
+            outputs = self(self._structure_inputs(x_phs), training=training)
+        outs = tree.flatten(outputs)
+        return x_phs, outs, state_updates
+
+    def _build_step(self, kind, xs, ys, weighted=False):
+        if uses_custom_step(self, kind):  # the model's own train_step & co.
+            x_phs = self._input_placeholders(xs)
+            y_phs = [K.placeholder(np.int64 if a.dtype.kind in "iu" else K.floatx(),
+                                   (None,) + a.shape[1:], name=f"target_{i + 1}")
+                     for i, a in enumerate(ys)]
+            sw = K.placeholder(K.floatx(), (None,), name="sample_weight")
+            return build_custom_step(self, kind, x_phs, y_phs, sw, weighted)
+        x_phs, outs, state_updates = self._trace(xs, kind == "train")
+        if kind == "predict":
+            return PredictStep(x_phs, outs, state_updates)
+        names = self._output_names(len(outs))
+        added = state_updates.losses + self.losses
+        if self._compiled_losses.empty and not ys:
+            loss_fns, weights = [None] * len(outs), [1.0] * len(outs)
+            if not added:
+                self._compiled_losses.resolve(names, self.name)  # raises
+        else:
+            if len(ys) != len(outs):
+                raise ValueError(
+                    f"Model '{self.name}' has {len(outs)} output(s) {names} and "
+                    f"expects one target array per output. Received: {len(ys)} "
+                    f"target array(s).")
+            loss_fns, weights = self._compiled_losses.resolve(names, self.name,
+                                                              bool(added))
+        self._metric_objs = cu.resolve_metrics(
+            self._metrics_spec if ys else None, names, outs,
+            [a.shape for a in ys], self._metric_objs)
+        y_phs = [K.placeholder(np.int64 if a.dtype.kind in "iu" else K.floatx(),
+                               (None,) + a.shape[1:], name=f"{names[i]}_target")
+                 for i, a in enumerate(ys)]
+        sw = K.placeholder(K.floatx(), (None,), name="sample_weight")
+        per_output, total = [], None
+        for y, out, loss_fn, w in zip(y_phs, outs, loss_fns, weights):
+            if loss_fn is None:
+                continue
+            value = cu.weighted_loss(loss_fn, y, out, sw)
+            per_output.append(value)
+            term = value if w == 1.0 else value * w
+            total = term if total is None else total + term
+        for penalty in added:
+            total = penalty if total is None else total + penalty
+        metric_updates = []
+        added_metrics = self._added_metrics
+        for name, value in state_updates.metrics:
+            metric = added_metrics.setdefault(name, Mean(name=name))
+            metric_updates += list(metric.update_state(value) or [])
+        for i, _, metric in self._metric_objs:
+            metric_updates += list(
+                # Keras passes no sample weights to metrics unless given some.
+                metric.update_state(y_phs[i], outs[i],
+                                    sample_weight=sw if weighted else None) or [])
+        inputs = x_phs + y_phs + [sw]
+        out_losses = per_output if len(per_output) > 1 else []
+        metrics = list(added_metrics.values()) + [m for *_, m in self._metric_objs]
+        if kind == "train":
+            return TrainStep(inputs, total, self.optimizer, self.weights_to_train(),
+                             out_losses, metric_updates, state_updates,
+                             metrics=metrics)
+        return EvalStep(inputs, total, out_losses, metric_updates, state_updates,
+                        metrics=metrics)
+
+    # -- Keras 3's overridable step methods ------------------------------------------
+    @property
+    def compiled_loss(self) -> cu.CompileLoss:
+        """The compiled loss as a callable (Keras 2's ``compiled_loss``)."""
+        return cu.CompileLoss(self)
+
+    @property
+    def compiled_metrics(self) -> cu.CompileMetrics:
+        """The compiled metrics as one metric (``update_state``/``result``)."""
+        return cu.CompileMetrics(self)
+
+    @property
+    def metrics(self) -> list:
+        """Keras 3's order: the loss tracker, the compiled metrics, then Metric
+        attributes of the model (a subclass may override this property)."""
+        out = []
+        if getattr(self, "compiled", False):
+            if self._loss_tracker is not None:
+                out.append(self._loss_tracker)
+            if self._metrics_spec:
+                out.append(self.compiled_metrics)
+        out += [v for k, v in vars(self).items()
+                if isinstance(v, Metric) and k != "_loss_tracker"]
+        return out
+
+    @property
+    def metrics_names(self) -> list:
+        """Names of ``metrics``."""
+        return [m.name for m in self.metrics]
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None,
+                     training=True):
+        """The compiled loss plus the model's added losses (Keras 3).
+
+        Args:
+            x: the inputs (unused by default).
+            y, y_pred: targets and predictions, like the model's outputs.
+            sample_weight: (batch,) weights or None.
+            training: whether a training step is being traced.
+
+        Returns:
+            A scalar tensor.
+
+        Raises:
+            ValueError: no compiled loss and no added loss.
+        """
+        del x, training
+        total = self.compiled_loss(y, y_pred, sample_weight)
+        for penalty in trace_losses() + self.losses:
+            total = penalty if total is None else total + penalty
+        if total is None:
+            raise ValueError("No loss to compute. Provide a `loss` argument in "
+                             "`compile()`.")
+        return total
+
+    def _compute_loss(self, x, y, y_pred, sample_weight, training):
+        if "training" in inspect.signature(self.compute_loss).parameters:
+            return self.compute_loss(x, y, y_pred, sample_weight, training=training)
+        return self.compute_loss(x, y, y_pred, sample_weight)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None) -> dict:
+        """Updates the compiled metrics; returns ``get_metrics_result()``."""
+        del x
+        if self._metrics_spec and y is not None:
+            self.compiled_metrics.update_state(y, y_pred, sample_weight)
+        return self.get_metrics_result()
+
+    def get_metrics_result(self) -> dict:
+        """``{name: result}`` of ``metrics``, dict results merged (Keras 3)."""
+        logs = {}
+        for metric in self.metrics:
+            result = metric.result()
+            if isinstance(result, dict):
+                logs.update(result)
+            else:
+                logs[metric.name] = result
+        return logs
+
+    def train_step(self, data) -> dict:
+        """One traced training step (Keras 3's default).
+
+        Args:
+            data: ``x``, ``(x, y)`` or ``(x, y, sample_weight)`` of placeholders.
+
+        Returns:
+            The logs: ``{metric name: result tensor}``.
+        """
+        x, y, sample_weight = unpack_x_y_sample_weight(data)
+        with K.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self._compute_loss(x, y, y_pred, sample_weight, True)
+        self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
+        variables = self.trainable_weights
+        grads = tape.gradient(loss, variables)
+        self.optimizer.apply_gradients(zip(grads, variables))
+        return self.compute_metrics(x, y, y_pred, sample_weight)
+
+    def test_step(self, data) -> dict:
+        """One traced evaluation step (Keras 3's default)."""
+        x, y, sample_weight = unpack_x_y_sample_weight(data)
+        y_pred = self(x, training=False)
+        loss = self._compute_loss(x, y, y_pred, sample_weight, False)
+        self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
+        return self.compute_metrics(x, y, y_pred, sample_weight)
+
+    def predict_step(self, data):
+        """The model's outputs for one batch (Keras 3's default)."""
+        x, _, _ = unpack_x_y_sample_weight(data)
+        return self(x, training=False)
+
+    # -- one batch -------------------------------------------------------------------
+    def _on_batch(self, kind, x, y, sample_weight, class_weight=None):
+        data = self._standardize(x, y, sample_weight, class_weight)
+        self.reset_metrics()
+        step = self._get_step(kind, data.xs, data.ys, data.weighted)
+        r = self._strategy().run_step(step, BatchRef(data.arrays, None))
+        return self._step_logs(step, r, r.loss)
+
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
+                       return_dict=False):
+        """One optimizer step on one batch; returns loss (and metrics)."""
+        self._require_compiled("train_on_batch")
+        logs = self._on_batch("train", x, y, sample_weight, class_weight)
+        return self._batch_result(logs, return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        """Loss (and metrics) on one batch, without updating weights."""
+        self._require_compiled("test_on_batch")
+        logs = self._on_batch("eval", x, y, sample_weight)
+        return self._batch_result(logs, return_dict)
+
+    def predict_on_batch(self, x):
+        """Model outputs for one batch, as numpy."""
+        return self.predict(x, batch_size=len(data_mod.to_list(x)[0]) or 1)
+
+    @staticmethod
+    def _batch_result(logs, return_dict):
+        if return_dict:
+            return logs
+        values = list(logs.values())
+        return values[0] if len(values) == 1 else values
+
+
+_TRAIN_HOOKS = ("train_step", "compute_loss", "compute_metrics")
+_EVAL_HOOKS = ("test_step", "compute_loss", "compute_metrics")
+
+
+def _overridden(model, name) -> bool:
+    return getattr(type(model), name) is not getattr(Trainer, name)
+
+
+def uses_custom_step(model, kind) -> bool:
+    """Whether ``kind``'s step must be traced from the model's own methods."""
+    hooks = {"train": _TRAIN_HOOKS, "eval": _EVAL_HOOKS,
+             "predict": ("predict_step",)}[kind]
+    return any(_overridden(model, h) for h in hooks)
+
+
+def _batch_size(x):
+    """The batch size of ``x`` as a float tensor (the loss tracker's weight)."""
+    first = tree.flatten(x)[0]
+    return K.cast(K.shape_of(first)[0], K.floatx())

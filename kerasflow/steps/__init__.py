@@ -5,7 +5,7 @@ Modules, by job: ``batch`` (``BatchRef``, ``StepResult``, ``take_rows``),
 ``step`` (``TrainStep`` / ``EvalStep`` / ``PredictStep``, ``FlatLayout``),
 ``custom`` (steps traced from a model's own ``train_step`` / ``test_step``),
 ``replica_fn`` (the step ``strategy.run(fn)`` runs on replicas). Strategies
-receive these objects; ``models/step_builder.py`` builds them from a
+receive these objects; ``models/training.py`` builds them from a
 ``Model``. Internal: import the modules themselves.
 """
 

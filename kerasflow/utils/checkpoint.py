@@ -67,6 +67,8 @@ import io
 import json
 import os
 import re
+import stat
+import warnings
 import zipfile
 from typing import NamedTuple
 
@@ -166,6 +168,7 @@ def decode_arrays(data: bytes, source) -> tuple[dict, dict]:
                     raise ValueError(file_io.too_big(source, info.filename,
                                                      info.file_size,
                                                      file_io.weights_cap()))
+                _check_member(z, info, source, len(data))
                 # zipfile stops at the declared size and checks the CRC-32
                 # when the member's end is read.
                 with z.open(info) as f:
@@ -174,6 +177,8 @@ def decode_arrays(data: bytes, source) -> tuple[dict, dict]:
                     if f.read(1):
                         raise ValueError(f"member '{info.filename}' has trailing "
                                          f"bytes")
+    except CheckpointError:
+        raise
     except ValueError as e:
         if "allow_pickle" in str(e) or "Object arrays" in str(e):
             raise CheckpointError(
@@ -206,6 +211,41 @@ def decode_arrays(data: bytes, source) -> tuple[dict, dict]:
     return out, meta.get("metadata") or {}
 
 
+# DEFLATE inflates at most ~1032:1, so a member's declared size is checked
+# against the bytes the archive holds before any array is allocated.
+_MAX_INFLATE = 1032
+
+
+def _check_member(z, info, source, archive_bytes) -> None:
+    """Refuses a member whose ``.npy`` header declares more data than it holds."""
+    if info.compress_size > archive_bytes or (
+            info.compress_type == zipfile.ZIP_STORED
+            and info.file_size != info.compress_size) or (
+            info.compress_type == zipfile.ZIP_DEFLATED
+            and info.file_size > _MAX_INFLATE * info.compress_size + 64):
+        raise CheckpointError(
+            f"'{source}': member '{info.filename}' declares {info.file_size} "
+            f"bytes. Received: {info.compress_size} stored bytes in a file of "
+            f"{archive_bytes} bytes (corrupt or truncated).")
+    with z.open(info) as f:
+        version = np.lib.format.read_magic(f)
+        read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                       else np.lib.format.read_array_header_2_0)
+        shape, _, dtype = read_header(f)
+        header = f.tell()
+    if dtype.hasobject:
+        raise ValueError("Object arrays cannot be loaded when allow_pickle=False")
+    declared = dtype.itemsize
+    for n in shape:
+        declared *= int(n)
+    if declared > info.file_size - header:
+        raise CheckpointError(
+            f"'{source}': member '{info.filename}' declares shape {tuple(shape)} "
+            f"dtype {dtype}, expected to hold {declared} bytes. Received: "
+            f"{info.file_size - header} bytes of data (a file of {archive_bytes} "
+            f"bytes).")
+
+
 def _check_path(path) -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"A checkpoint path is a str or path. Received: "
@@ -230,6 +270,26 @@ def remove_checkpoint(path) -> None:
         pass
 
 
+_KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket",
+          stat.S_IFDIR: "a folder"}
+
+
+def _read_regular(path) -> bytes:
+    """The bytes of the regular file ``path``; a FIFO or device is refused."""
+    # O_NONBLOCK: opening a FIFO with no writer returns at once instead of
+    # waiting; fstat on the open fd leaves no window to swap the file.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                 | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+            raise CheckpointError(f"A checkpoint is a regular file. Received: "
+                                  f"'{path}' is {kind}.")
+        return f.read()
+
+
 def load_checkpoint(path, with_metadata: bool = False):
     """Reads the checkpoint ``path``: ``{name: array}`` (and its metadata).
 
@@ -247,8 +307,7 @@ def load_checkpoint(path, with_metadata: bool = False):
     """
     path = _check_path(path)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = _read_regular(path)
     except FileNotFoundError:
         latest = latest_checkpoint(os.path.dirname(path) or ".")
         hint = f" The folder's latest checkpoint is '{latest}'." if latest else ""
@@ -258,34 +317,70 @@ def load_checkpoint(path, with_metadata: bool = False):
 
 
 # -- the index ---------------------------------------------------------------------
+def _inside(folder_real, path) -> bool:
+    """True when ``path``, ``..`` and symlinks resolved, lies under ``folder_real``."""
+    real = os.path.realpath(path)
+    return real != folder_real and os.path.commonpath([folder_real, real]) == folder_real
+
+
+def _read_state(checkpoint_dir, latest_filename=None):
+    """``(CheckpointState or None, readable)``: the index, entries confined."""
+    checkpoint_dir = os.fspath(checkpoint_dir)
+    path = os.path.join(checkpoint_dir, latest_filename or STATE_FILE)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None, True
+    try:
+        lines = raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        # TF's get_checkpoint_state: an unparsable index is ignored, with a warning.
+        warnings.warn(f"The checkpoint index '{path}' is ignored: expected UTF-8 "
+                      f"text. Received: {e.reason} at byte {e.start}.", stacklevel=3)
+        return None, False
+    folder_real = os.path.realpath(checkpoint_dir or ".")
+    latest, listed, outside = None, [], []
+    for line in lines:
+        m = _STATE_LINE.match(line)
+        if not m:
+            continue
+        entry = m.group(2).replace('\\"', '"').replace("\\\\", "\\")
+        value = os.path.join(checkpoint_dir, entry)  # an absolute entry stays
+        # An index names files of its own folder: an entry that leaves it
+        # (absolute, "..", or a symlink out) is never loaded nor deleted.
+        if not _inside(folder_real, value):
+            if entry not in outside:
+                outside.append(entry)
+            continue
+        if m.group(1) == "model_checkpoint_path":
+            latest = value
+        elif m.group(1) == "all_model_checkpoint_paths" and value not in listed:
+            listed.append(value)
+    if outside:
+        warnings.warn(f"The checkpoint index '{path}' lists paths outside its "
+                      f"folder; they are ignored (never loaded or deleted through "
+                      f"the index). Expected paths inside '{folder_real}'. "
+                      f"Received: {outside}.", stacklevel=3)
+    if latest is None:
+        latest = listed[-1] if listed else None
+    if latest is None:
+        return None, True
+    return CheckpointState(latest, [p for p in listed if p != latest] + [latest]), True
+
+
 def get_checkpoint_state(checkpoint_dir,
                          latest_filename=None) -> CheckpointState | None:
     """Parses ``checkpoint_dir/checkpoint`` (TF's function), or None if absent.
 
     Relative entries are resolved against ``checkpoint_dir``; the newest path
-    is last in ``all_model_checkpoint_paths``.
+    is last in ``all_model_checkpoint_paths``. Only files inside the folder
+    count: an entry that is absolute outside it, climbs out with ``..`` or is
+    a symlink leading out is ignored with a warning, so the index can neither
+    load nor delete another file. An index that is not UTF-8 text is ignored
+    with a warning (None), as TF ignores an index it cannot parse.
     """
-    checkpoint_dir = os.fspath(checkpoint_dir)
-    path = os.path.join(checkpoint_dir, latest_filename or STATE_FILE)
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.readlines()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    latest, listed = None, []
-    for line in lines:
-        m = _STATE_LINE.match(line)
-        if not m:
-            continue
-        value = m.group(2).replace('\\"', '"').replace("\\\\", "\\")
-        value = os.path.join(checkpoint_dir, value)
-        if m.group(1) == "model_checkpoint_path":
-            latest = value
-        elif m.group(1) == "all_model_checkpoint_paths" and value not in listed:
-            listed.append(value)
-    if latest is None:
-        return None
-    return CheckpointState(latest, [p for p in listed if p != latest] + [latest])
+    return _read_state(checkpoint_dir, latest_filename)[0]
 
 
 def update_checkpoint_state(checkpoint_dir, model_checkpoint_path,
@@ -305,7 +400,7 @@ def update_checkpoint_state(checkpoint_dir, model_checkpoint_path,
 
     def entry(p):
         rel = os.path.relpath(p, folder)
-        rel = p if rel.startswith("..") else rel
+        rel = p if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
         return '"' + rel.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
     lines = [f"model_checkpoint_path: {entry(latest)}"]
@@ -330,6 +425,24 @@ def latest_checkpoint(checkpoint_dir, latest_filename=None) -> str | None:
 
 def _same(a, b) -> bool:
     return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _own(path) -> re.Pattern:
+    """The names of the checkpoints ``path`` rotates with: ``<base>`` or
+    ``<base>-<N>``, ``<base>`` being its name without a ``-<N>`` step."""
+    name = os.path.basename(path)
+    m = _NUMBERED.match(name)
+    return re.compile(re.escape(m.group(1) if m else name) + r"(-\d+)?$")
+
+
+def _removable(old, folder_real, own) -> bool:
+    """True for a regular file (no symlink) of the folder named like ``own``."""
+    try:
+        is_file = stat.S_ISREG(os.lstat(old).st_mode)
+    except OSError:
+        return False
+    return (is_file and own.match(os.path.basename(old)) is not None
+            and os.path.realpath(os.path.dirname(old) or ".") == folder_real)
 
 
 def _leftovers(path, listed) -> list:
@@ -382,9 +495,10 @@ def save_checkpoint(path, arrays: dict, metadata: dict | None = None,
         return path
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, exist_ok=True)
-    state = get_checkpoint_state(folder)  # TF's recover_last_checkpoints
+    state, readable = _read_state(folder)  # TF's recover_last_checkpoints
     listed = state.all_model_checkpoint_paths if state else []
-    leftovers = _leftovers(path, listed) if max_to_keep else []
+    # An unreadable index lists nothing: its files are not leftovers.
+    leftovers = _leftovers(path, listed) if max_to_keep and readable else []
     kept = [p for p in listed if os.path.isfile(p)
             and not any(_same(p, o) for o in [path, *leftovers])]
     if max_to_keep:
@@ -394,13 +508,18 @@ def save_checkpoint(path, arrays: dict, metadata: dict | None = None,
             update_checkpoint_state(folder, keep[-1], keep)
             leftovers += kept[:len(kept) - len(keep)]
         kept = keep
+    # Only files provably this rotation's are deleted: regular files of the
+    # folder named like ``path`` (an index may list anything).
+    folder_real, own = os.path.realpath(folder), _own(path)
     for old in leftovers:
-        remove_checkpoint(old)
+        if _removable(old, folder_real, own):
+            remove_checkpoint(old)
     file_io.atomic_write(path, data)
     final = kept + [path]
     if max_to_keep:
         final = final[-max_to_keep:]
     update_checkpoint_state(folder, path, final)
     for old in kept[:len(kept) + 1 - len(final)]:
-        remove_checkpoint(old)
+        if _removable(old, folder_real, own):
+            remove_checkpoint(old)
     return path

@@ -165,7 +165,7 @@ STEPS = 100  # per worker: 200 async updates in all
 
 
 def _env():
-    env = dict(os.environ, PYTHONPATH=str(ROOT), RAY_AUTH_MODE="disabled",
+    env = dict(os.environ, PYTHONPATH=str(ROOT),
                KERASFLOW_DATA_DIR=os.environ.get("KERASFLOW_DATA_DIR",
                                                  "/work/shared/data"),
                KERASFLOW_CLUSTER_TIMEOUT="120")

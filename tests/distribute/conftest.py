@@ -32,7 +32,6 @@ def ray_cluster():
     """The session's Ray cluster (``cluster.address``); ray is initialised."""
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     paths = [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     if ray.is_initialized():

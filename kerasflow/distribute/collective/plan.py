@@ -41,6 +41,7 @@ from kerasflow.distribute.collective.nccl import NcclAllreduce, nccl_unique_id
 from kerasflow.distribute.collective.netaddr import interface_address
 from kerasflow.distribute.collective.shm import ShmAllreduce
 from kerasflow.distribute.collective.tcp import TcpRing
+from kerasflow.distribute.job_secret import new_secret
 
 __all__ = ["TRANSPORTS", "CollectiveEndpoint", "CollectiveMember", "Hierarchical",
            "make_plan"]
@@ -98,7 +99,9 @@ def make_plan(nodes, size, dtype="float32", transport="auto", hosts=None,
             resolved on each rank's node (default: ``hosts``).
 
     Returns:
-        A list of plan dicts, one per rank, for :class:`CollectiveEndpoint`.
+        A list of plan dicts, one per rank, for :class:`CollectiveEndpoint`;
+        they carry the group's fresh secret (``job_secret.new_secret``), so
+        hand them to the ranks only through an authenticated channel.
 
     Raises:
         ValueError: unknown transport, ``shm`` across nodes, bad size.
@@ -125,6 +128,9 @@ def make_plan(nodes, size, dtype="float32", transport="auto", hosts=None,
                          f"Received: ranks on {len(order)} nodes")
     hosts = list(hosts) if hosts is not None else ["127.0.0.1"] * world
     gid = group_id or uuid.uuid4().hex[:12]
+    # One fresh secret per group, reaching the ranks through the driver's
+    # (token-authenticated) Ray: no stranger can join their ring.
+    secret = new_secret()
     plans = []
     for r in range(world):
         local = by_node[nodes[r]]
@@ -144,7 +150,7 @@ def make_plan(nodes, size, dtype="float32", transport="auto", hosts=None,
             shm_name=f"kf-{gid}-{node_index}", local_rank=local.index(r),
             local_world=len(local), host=hosts[r], ring_index=ring_index,
             ring_size=ring_size, token=gid, port_range=port_range,
-            interface=interface))
+            interface=interface, secret=secret))
     return plans
 
 
@@ -178,7 +184,8 @@ class CollectiveEndpoint:
                     host = interface_address(p["interface"])
                 self._ring = TcpRing(self.ring_index, p["ring_size"], host=host,
                                      timeout=p["timeout"], token=p["token"],
-                                     port=p.get("port_range") or 0)
+                                     port=p.get("port_range") or 0,
+                                     secret=p.get("secret"))
         except BaseException:
             self.close()  # half a group holds no shared memory or socket
             raise

@@ -77,7 +77,9 @@ class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
         if cls is MultiWorkerMirroredStrategy and kwargs.get("cluster_resolver") is None \
                 and spmd_task() is not None:
             opts = kwargs.get("communication_options")
-            return SpmdStrategy(timeout=getattr(opts, "timeout_seconds", None))
+            return SpmdStrategy(timeout=getattr(opts, "timeout_seconds", None),
+                                bind_address=getattr(opts, "bind_address", None),
+                                allow_insecure=getattr(opts, "allow_insecure", False))
         return super().__new__(cls)
 
     def __init__(self, num_workers=None, replicas_per_worker=1,

@@ -50,6 +50,7 @@ from kerasflow.distribute.cluster_resolver import ClusterSpec, load_tf_config
 from kerasflow.distribute.collective.base import CollectiveError
 from kerasflow.distribute.collective.tcp import TcpRing
 from kerasflow.distribute.distribute_lib import DefaultStrategy, Strategy
+from kerasflow.distribute.job_secret import cluster_secret
 from kerasflow.distribute.mirrored.replica import Replica
 from kerasflow.steps.batch import StepResult
 
@@ -97,6 +98,15 @@ class SpmdStrategy(Strategy):
     Args:
         tf_config: the TF_CONFIG JSON (default: the environment's).
         timeout: deadline of every wait, in seconds.
+        bind_address: the address the ring's listener binds (default this
+            task's TF_CONFIG address).
+        allow_insecure: a cluster spanning hosts may run without the job's
+            secret (closed networks only).
+
+    Raises:
+        ValueError: no task in TF_CONFIG.
+        JobSecretError: a cluster spanning hosts without the job's secret
+            (``$KERASFLOW_CLUSTER_SECRET``; ``kerasflow/distribute/job_secret.py``).
 
     Attributes:
         num_replicas_in_sync: the cluster's chief + worker tasks.
@@ -107,7 +117,8 @@ class SpmdStrategy(Strategy):
     # strategy.run(fn): traced once, this process runs its share (kerasflow.distribute.custom_loop)
     runs_replica_fns = True
 
-    def __init__(self, tf_config=None, timeout=None):
+    def __init__(self, tf_config=None, timeout=None, bind_address=None,
+                 allow_insecure=False):
         task = spmd_task(tf_config)
         if task is None:
             raise ValueError("SpmdStrategy expects TF_CONFIG with a 'task'. Received: "
@@ -119,6 +130,9 @@ class SpmdStrategy(Strategy):
                              os.environ.get("KERASFLOW_CLUSTER_TIMEOUT", "60"))
         self.token = hashlib.sha256(json.dumps(self.cluster, sort_keys=True)
                                     .encode()).hexdigest()
+        self._bind = bind_address
+        self._secret = cluster_secret([a.rsplit(":", 1)[0] for a in self.addresses],
+                                      "TF_CONFIG cluster", allow_insecure)
         self._replica = Replica(self.task_rank, self.num_replicas_in_sync)
         self._keys: dict = {}
         self._ring = None
@@ -131,10 +145,10 @@ class SpmdStrategy(Strategy):
         if self._ring is not None:
             return
         host, port = self.addresses[self.task_rank].rsplit(":", 1)
-        listen = "0.0.0.0" if host not in ("127.0.0.1", "localhost") else host
         try:
-            ring = TcpRing(self.task_rank, self.num_replicas_in_sync, host=listen,
-                           timeout=self.timeout, token=self.token, port=int(port))
+            ring = TcpRing(self.task_rank, self.num_replicas_in_sync,
+                           host=self._bind or host, timeout=self.timeout,
+                           token=self.token, port=int(port), secret=self._secret)
         except OSError as e:
             raise ValueError(
                 f"{self._task(self.task_rank)} cannot listen on its address: expected "

@@ -298,6 +298,14 @@ class CommunicationOptions:
         interface: kerasflow's addition: the network interface name (resolved
             on each replica's node, as ``NCCL_SOCKET_IFNAME``) or IP address
             the tcp listeners bind on; default the node's Ray address.
+        bind_address: kerasflow's addition, for TF_CONFIG workers (one
+            process per task): the address the ring's listener binds; default
+            the task's own TF_CONFIG address, never the wildcard unless asked
+            (``"0.0.0.0"``).
+        allow_insecure: kerasflow's addition, for TF_CONFIG workers: run a
+            cluster spanning hosts without the job's secret (a closed network
+            only; ``kerasflow/distribute/job_secret.py``). Actors a driver
+            starts always get a fresh secret.
 
     Raises:
         ValueError: a non-positive timeout, an unknown implementation or a
@@ -305,7 +313,8 @@ class CommunicationOptions:
     """
 
     def __init__(self, bytes_per_pack=0, timeout_seconds=300.0, implementation="auto",
-                 port_range=None, interface=None):
+                 port_range=None, interface=None, bind_address=None,
+                 allow_insecure=False):
         timeout_seconds = 300.0 if timeout_seconds is None else timeout_seconds
         if not isinstance(timeout_seconds, (int, float)) or timeout_seconds <= 0:
             raise ValueError(f"CommunicationOptions expects timeout_seconds > 0. "
@@ -321,6 +330,8 @@ class CommunicationOptions:
         self.bytes_per_pack = bytes_per_pack
         self.port_range = parse_port_range(port_range)
         self.interface = None if interface is None else str(interface)
+        self.bind_address = None if bind_address is None else str(bind_address)
+        self.allow_insecure = bool(allow_insecure)
 
     def network(self):
         """``port_range`` and ``interface`` as keyword arguments for the plan."""

@@ -1,7 +1,8 @@
 """Ray, in one place: the only kerasflow module that imports ray (lazily).
 
 It connects to or starts Ray (:func:`init_ray`: with no cluster to join, a
-quiet local Ray -- no dashboard, logs under a temp folder, token auth off --
+quiet local Ray -- no dashboard, logs under a temp folder, listening on
+loopback only, Ray's token authentication on (:func:`secure_ray_env`) --
 stopped at exit), hosts replica objects in actors (``_Host``, used by
 ``worker_group.WorkerGroup``), starts and finds the named actors through
 which TF1 cluster tasks meet (``tf1/server.py``), and waits on remote results
@@ -15,20 +16,78 @@ import atexit
 import functools
 import logging
 import os
+import sys
 import tempfile
 import time
 import weakref
 
+from kerasflow.distribute.job_secret import insecure_allowed, new_secret, ray_token
 from kerasflow.distribute.runtime.placement import bundle_for, check_fits
 
 __all__ = ["LIVE_GROUPS", "actor_class", "actor_runtime_env", "check_placement", "cluster_summary",
            "create_named_actor", "disconnect_ray", "find_named_actor", "get_all",
            "in_bundle", "init_ray", "kill_actor", "placement_group", "ray_module",
-           "remote_call", "remove_placement_group", "shutdown_ray",
+           "remote_call", "remove_placement_group", "secure_ray_env", "shutdown_ray",
            "wait_any"]
 
 _STARTED = {"by_us": False, "job_env": False}
 _LIVE = LIVE_GROUPS = weakref.WeakSet()  # groups to shut down at exit
+
+
+_TOKEN_SOURCES = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+def _configured_token() -> bool:
+    return any(os.environ.get(k) for k in _TOKEN_SOURCES) or os.path.exists(
+        os.path.expanduser("~/.ray/auth_token"))
+
+
+def secure_ray_env(token=None, local=False):
+    """Ray's token authentication for this process and every Ray process it
+    starts (Ray >= 2.52: ``RAY_AUTH_MODE=token``; Ray reads it when imported,
+    so this runs before the first ``import ray``).
+
+    Args:
+        token: the cluster's token (e.g. ``job_secret.ray_token(secret)`` for
+            a TF1 cluster's tasks); None keeps a token already configured
+            (``$RAY_AUTH_TOKEN``, ``$RAY_AUTH_TOKEN_PATH``,
+            ``~/.ray/auth_token``), else makes a fresh one for a local cluster
+            this process starts.
+        local: the cluster will live on this host only: its servers then
+            listen on loopback (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, Ray's
+            single-host mode).
+
+    Raises:
+        RuntimeError: ``RAY_AUTH_MODE=disabled``, or ray imported before
+            token auth was set, without ``KERASFLOW_ALLOW_INSECURE=1``.
+    """
+    insecure = insecure_allowed()
+    mode = os.environ.get("RAY_AUTH_MODE")
+    if mode == "disabled":
+        if insecure:
+            return
+        raise RuntimeError(
+            "kerasflow runs Ray with token authentication: expected RAY_AUTH_MODE "
+            "unset or 'token'. Received: RAY_AUTH_MODE=disabled (set "
+            "KERASFLOW_ALLOW_INSECURE=1 to run Ray without authentication on a "
+            "closed network).")
+    if token is not None:
+        os.environ["RAY_AUTH_TOKEN"] = token
+    if "ray" in sys.modules:
+        if mode != "token" and not insecure:
+            raise RuntimeError(
+                "ray was imported before kerasflow could turn on its token "
+                "authentication: expected RAY_AUTH_MODE=token when ray is first "
+                "imported. Received: ray already imported with RAY_AUTH_MODE "
+                f"{mode!r}. Import ray after starting the strategy, or export "
+                "RAY_AUTH_MODE=token (and RAY_AUTH_TOKEN) before Python starts; "
+                "KERASFLOW_ALLOW_INSECURE=1 runs without authentication.")
+        return
+    os.environ["RAY_AUTH_MODE"] = "token"
+    if token is None and local and not _configured_token():
+        os.environ["RAY_AUTH_TOKEN"] = ray_token(new_secret())
+    if local:
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 
 def _ray():
@@ -76,8 +135,9 @@ def init_ray(address=None, ship_code="auto", **kwargs):
 
     Args:
         address: cluster address; default ``$RAY_ADDRESS``; ``"local"`` or
-            neither: a new local Ray (no dashboard, logging at ERROR, logs under a fresh temp
-            folder, ``RAY_AUTH_MODE=disabled``), shut down at interpreter exit.
+            neither: a new local Ray (no dashboard, logging at ERROR, logs
+            under a fresh temp folder, listening on loopback only, token
+            authentication with a fresh token), shut down at interpreter exit.
         ship_code: how the workers get this kerasflow: ``"py_modules"`` (the
             package is uploaded with the job's runtime environment, Ray's
             ``py_modules``, and every node imports that copy), ``"pythonpath"``
@@ -92,13 +152,17 @@ def init_ray(address=None, ship_code="auto", **kwargs):
 
     Raises:
         ValueError: an unknown ``ship_code``.
+        RuntimeError: Ray cannot run with token authentication here (see
+            :func:`secure_ray_env`).
     """
-    ray = _ray()
-    if ray.is_initialized():
-        return False
     address = address or os.environ.get("RAY_ADDRESS")
     if address == "local":  # Ray's name for "start a new local cluster"
         address = None
+    if "ray" not in sys.modules or not _ray().is_initialized():
+        secure_ray_env(local=not address)
+    ray = _ray()
+    if ray.is_initialized():
+        return False
     ship = os.environ.get("KERASFLOW_SHIP_CODE", "auto") if ship_code == "auto" \
         else ship_code
     if ship == "auto":
@@ -113,10 +177,9 @@ def init_ray(address=None, ship_code="auto", **kwargs):
     if address:
         ray.init(address=address, **opts)
         return False
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     opts.setdefault("include_dashboard", False)
     opts.setdefault("_temp_dir", tempfile.mkdtemp(prefix="kf-ray-"))
-    ray.init(**opts)
+    ray.init(address="local", **opts)  # never a stranger's cluster found on disk
     _STARTED["by_us"] = True
     atexit.register(shutdown_ray)
     return True

@@ -88,7 +88,8 @@ class RayProcess:
     def __init__(self, args, temp_dir):
         self.temp_dir = temp_dir
         env = dict(os.environ)
-        env.setdefault("RAY_AUTH_MODE", "disabled")
+        # The task set RAY_AUTH_MODE / RAY_AUTH_TOKEN (runtime/ray.py's
+        # secure_ray_env): the node it starts inherits them.
         env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         cmd = [sys.executable, "-m", "ray.scripts.scripts", "start", "--block",
                "--disable-usage-stats", *args]

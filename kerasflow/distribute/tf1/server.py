@@ -26,6 +26,11 @@ its own ClusterSpec port for its lifetime (no traffic: it only makes a
 second process claiming the same task fail, as TF's gRPC server did), so
 those ports must be free on their hosts but need not be open.
 
+Only the job's tasks can join: every task derives the cluster's Ray token
+from the job's secret (``$KERASFLOW_CLUSTER_SECRET``; on one host a per-user
+secret file; ``kerasflow/distribute/job_secret.py``) and the head starts Ray
+with token authentication, listening on loopback when every task is local.
+
 Every wait has a deadline (``timeout`` seconds, default
 ``$KERASFLOW_CLUSTER_TIMEOUT`` or 60) and an error naming the task that did
 not come. No ray import here: Ray is reached through ``worker_group``.
@@ -43,6 +48,7 @@ import threading
 import time
 
 from kerasflow.distribute.cluster_resolver import ClusterSpec
+from kerasflow.distribute.job_secret import cluster_secret, is_loopback, ray_token
 from kerasflow.distribute.runtime import ray as wg
 from kerasflow.distribute.tf1.ps_task import PSTask
 from kerasflow.distribute.tf1.ray_process import (
@@ -90,6 +96,8 @@ class Server:
         start: start at once (default True).
         timeout: seconds each rendezvous wait may take (default
             ``$KERASFLOW_CLUSTER_TIMEOUT`` or 60).
+        allow_insecure: a cluster spanning hosts may run without the job's
+            secret (and Ray without authentication): closed networks only.
 
     Attributes:
         target: ``"grpc://host:port"``, for ``tf.Session(server.target)``.
@@ -99,10 +107,13 @@ class Server:
         ValueError: a job name or task index not in the ClusterSpec (naming
             the expected ones), or the task already served by another process.
         TimeoutError: the head task did not come within ``timeout``.
+        JobSecretError: a cluster spanning hosts without the job's secret
+            (``$KERASFLOW_CLUSTER_SECRET``; ``kerasflow/distribute/job_secret.py``).
     """
 
     def __init__(self, server_or_cluster_def, job_name=None, task_index=None,
-                 protocol=None, config=None, start=True, timeout=None):
+                 protocol=None, config=None, start=True, timeout=None,
+                 allow_insecure=False):
         self.cluster = cluster = ClusterSpec(server_or_cluster_def)
         if job_name is None:
             if len(cluster.jobs) != 1:
@@ -124,6 +135,7 @@ class Server:
         self.ray_address = None
         self._ray, self._actor, self._stopped = None, None, True
         self._claim = None
+        self._allow_insecure = bool(allow_insecure)
         if start:
             self.start()
 
@@ -141,6 +153,8 @@ class Server:
         head = "/job:{}/task:{}".format(*self.head_task)
         is_head = not address and (self.job_name, self.task_index) == self.head_task
         self._claim = claim_port(self.address, self.task, keep=not is_head)
+        if not address:
+            self._secure_ray()
         try:
             address = self._rendezvous(address, deadline, head)
         except BaseException:
@@ -160,6 +174,18 @@ class Server:
         except BaseException:
             self.stop()
             raise
+
+    def _secure_ray(self):
+        """Ray's token for this cluster, derived from the job's secret that
+        every task holds, so only the job's tasks can join its Ray (a stranger
+        who knows the ClusterSpec cannot)."""
+        hosts = [split_address(self.cluster.task_address(j, i))[0]
+                 for j in self.cluster.jobs for i in self.cluster.task_indices(j)]
+        secret = cluster_secret(hosts, "TF1 cluster", self._allow_insecure)
+        if secret is None:  # allowed insecure: Ray without authentication
+            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        wg.secure_ray_env(token=None if secret is None else ray_token(secret),
+                          local=all(is_loopback(h) for h in hosts))
 
     def _rendezvous(self, address, deadline, head):
         """The Ray address to join; starts the head (or this host's node)."""
