@@ -15,11 +15,13 @@ file is a numpy ``.npz`` archive (a zip of ``.npy`` members) holding:
   ``"dense/kernel"``), its shape and dtype, and free-form JSON metadata of the
   writer (``model.save_weights`` puts its layer paths there).
 
-Reading never runs pickle (``allow_pickle=False``), checks zip's per-member
+Reading opens regular files only (a FIFO or a device is refused, without
+blocking), never runs pickle (``allow_pickle=False``), checks zip's per-member
 CRC-32 (a flipped bit or a truncated file fails), caps each member's declared
 size (``file_io.weights_cap()``; zipfile never inflates past it: no zip
-bombs) and
-checks every array against its ``__meta__`` entry.
+bombs), checks each member's ``.npy`` header against the bytes the member
+holds before allocating its array, and checks every array against its
+``__meta__`` entry.
 
 Names are how the writers' checkpoints line up: the Estimator saves each
 variable under its name (``"dense/kernel"``, ``"global_step"``, optimizer
@@ -36,7 +38,12 @@ TF writes (``tf.train.get_checkpoint_state`` reads it)::
     all_model_checkpoint_paths: "model.ckpt-50"
     all_model_checkpoint_paths: "model.ckpt-60"
 
-Paths inside the folder are stored relative to it. Every file is written with
+Paths inside the folder are stored relative to it. The index is read as
+confined to its folder: an entry that is absolute outside it, climbs out with
+``..`` or is a symlink leading out is ignored with a warning, so an index
+written by someone else can neither load nor delete another file (a path the
+user names explicitly, e.g. ``load_checkpoint("/elsewhere/ckpt-3")``, is
+read). Every file is written with
 ``file_io.atomic_write`` (temporary file, fsync, rename, folder fsync), the
 payload before the index, so an index only ever names complete files.
 
@@ -50,7 +57,10 @@ is durable). With ``max_to_keep`` set, the numbered files are the index's
 to manage: for a path ``<base>-<N>``, files ``<base>-<M>`` in the folder that
 the index does not list (left by a kill between payload and index) and listed
 ones with ``M > N`` (from a run abandoned when training resumed from an older
-checkpoint) are deleted too. Without it, no file is ever deleted.
+checkpoint) are deleted too. Only files provably the rotation's own are
+deleted: regular files (no symlinks) of the folder named ``<base>`` or
+``<base>-<N>``; another listed file drops out of the index and stays on disk.
+Without ``max_to_keep``, no file is ever deleted.
 
 Example:
     >>> save_checkpoint("/tmp/run/model.ckpt-1", {"w": np.ones(3)})
@@ -105,7 +115,8 @@ class CheckpointError(ValueError):
 class CheckpointState(NamedTuple):
     """TF's ``CheckpointState``: the newest path and every kept one, oldest first.
 
-    Paths are absolute, or as given when written outside the folder.
+    Paths are the index's entries joined to the folder; entries that lead
+    outside the folder are left out (see ``get_checkpoint_state``).
     """
 
     model_checkpoint_path: str

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import threading
 
 import pytest
 
@@ -41,10 +42,20 @@ def test_text_dataset_from_directory_ends_on_symlink_loops(tmp_path):
     os.symlink("..", tmp_path / "pos" / "up")       # back to the root
     os.symlink("../pos", tmp_path / "neg" / "side")  # across to a sibling
     os.symlink(".", tmp_path / "neg" / "self")       # onto itself
-    # os.walk(followlinks=True) alone never ends on this tree (2 links per level).
-    ds = kf.utils.text_dataset_from_directory(
-        tmp_path, follow_links=True, shuffle=False, batch_size=None, verbose=False)
-    pairs = sorted((str(t), int(y)) for t, y in ds)
+    # os.walk(followlinks=True) alone never ends on this tree (2 links per
+    # level): index on a thread, so that a regression fails instead of hanging.
+    result = {}
+
+    def index():
+        result["ds"] = kf.utils.text_dataset_from_directory(
+            tmp_path, follow_links=True, shuffle=False, batch_size=None,
+            verbose=False)
+
+    walker = threading.Thread(target=index, daemon=True)
+    walker.start()
+    walker.join(30)
+    assert not walker.is_alive(), "text_dataset_from_directory did not end"
+    pairs = sorted((str(t), int(y)) for t, y in result["ds"])
     # Each class reads each real folder once: neg itself and pos through side;
     # pos itself and neg through up.
     assert pairs == [("bad", 0), ("bad", 1), ("good", 0), ("good", 1)]

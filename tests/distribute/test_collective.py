@@ -152,26 +152,46 @@ def test_shm_rejects_wrong_buffer_in_process():
 
 
 def test_tcp_ring_refuses_strangers_and_still_forms():
-    """A connection without the group's token (another job, a port scanner)
-    is closed; the ring forms when the real neighbour comes."""
+    """A connection that does not prove the job's secret (a port scanner,
+    another job, a stranger who knows the group's name) is closed; the ring
+    forms when the real neighbour comes."""
+    import hmac
+    import os
     import socket
+    import struct
     import threading
 
-    from kerasflow.distribute.collective.tcp import _HELLO, TcpRing
+    from kerasflow.distribute.collective.tcp import _HELLO, _MAGIC, TcpRing
+    from kerasflow.distribute.job_secret import ring_key
 
-    rings = [TcpRing(r, 2, timeout=20, token="job-a") for r in range(2)]
+    secret = os.urandom(32)
+    rings = [TcpRing(r, 2, timeout=20, token="job-a", secret=secret) for r in range(2)]
     addrs = [r.address for r in rings]
     rogue = [socket.create_connection(a) for a in addrs]  # they arrive first
     rogue[0].sendall(b"garbage, not a hello" * 2)
-    # rank 1 of another job knocking on rank 0: the right rank, the wrong token
+    # rank 1 knocking on rank 0 with what anyone who knows the group's name can
+    # compute (the key without the secret): the right rank, a wrong proof
     rogue[1].close()
     rogue[1] = socket.create_connection(addrs[0])
-    rogue[1].sendall(_HELLO.pack(b"x" * 16, 1))
-    threads = [threading.Thread(target=r.connect, args=(addrs,)) for r in rings]
+    mine = os.urandom(16)
+    rogue[1].sendall(_HELLO.pack(_MAGIC, 1, mine))
+    answer = []
+
+    def forge():  # answers rank 0's challenge once rank 0 starts accepting
+        rogue[1].settimeout(30)
+        nonce = rogue[1].recv(16)
+        rogue[1].recv(32)
+        rogue[1].sendall(hmac.new(ring_key(None, "job-a"), b"C" + nonce + mine
+                                  + struct.pack("<qq", 1, 0), "sha256").digest())
+        answer.append(rogue[1].recv(1))
+
+    threads = [threading.Thread(target=forge)]
+    threads += [threading.Thread(target=r.connect, args=(addrs,)) for r in rings]
     for t in threads:
         t.start()
     for t in threads:
         t.join(30)
+    assert answer == [b""]  # refused: closed without the acceptance byte
     bufs = [np.full(5, r + 1.0, np.float32) for r in range(2)]
     ts = [threading.Thread(target=r.allreduce, args=(b,)) for r, b in zip(rings, bufs)]
     for t in ts:
