@@ -112,7 +112,10 @@ class BackupAndRestore(Callback):
     # -- restore ----------------------------------------------------------------------
     def _writes(self):
         # One process per worker: the chief alone writes; all read its file.
-        return bool(getattr(get_strategy(), "is_chief", True))
+        # The model's strategy decides, as fit's does: TF's guide calls fit
+        # outside strategy.scope(), where the current strategy is the default.
+        strategy = getattr(self.model, "distribute_strategy", None) or get_strategy()
+        return bool(getattr(strategy, "is_chief", True))
 
     def on_train_begin(self, logs=None):
         if not getattr(self.model, "built", True):

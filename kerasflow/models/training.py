@@ -120,6 +120,12 @@ class Trainer:
         return (self.trainable_weights if self._trained_weights is None
                 else self._trained_weights)
 
+    @property
+    def distribute_strategy(self):
+        """The strategy ``fit`` / ``evaluate`` / ``predict`` use now (Keras'
+        ``Model.distribute_strategy``): see :meth:`_strategy`."""
+        return self._strategy()
+
     def _strategy(self):
         """The innermost ``scope()``'s strategy, else the one the model was
         compiled under (tf.distribute: compile in scope, fit anywhere)."""

@@ -184,3 +184,26 @@ def test_swap_on_epoch_and_errors():
     with pytest.raises(ValueError, match="use_ema=True"):
         no_ema.fit(X, Y, epochs=1, verbose=0, validation_data=(X, Y),
                    callbacks=[SwapEMAWeights()])
+
+
+def test_backup_writes_on_the_chief_of_the_model_strategy_only(tmp_path):
+    """TF's multi-worker guide compiles in ``strategy.scope()`` and calls fit
+    outside it: the worker that is not the chief must still not write (or
+    delete) the backup, so the callback asks the model's strategy."""
+    import json
+
+    from kerasflow.distribute.mirrored.spmd import SpmdStrategy
+
+    conf = {"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}}
+    writes = []
+    for index in range(2):
+        strategy = SpmdStrategy(tf_config=json.dumps(
+            dict(conf, task={"type": "worker", "index": index})))
+        with strategy.scope():
+            model = kf.Sequential([kf.layers.Dense(1, input_shape=(2,))])
+            model.compile(optimizer="sgd", loss="mse")
+        cb = kf.callbacks.BackupAndRestore(str(tmp_path / f"b{index}"))
+        cb.set_model(model)
+        assert model.distribute_strategy is strategy
+        writes.append(cb._writes())
+    assert writes == [True, False]

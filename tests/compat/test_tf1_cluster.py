@@ -213,7 +213,31 @@ def _run_cluster(tmp_path, steps, extra=(), before_stop=None):
     return [_result(o) for o in outs]
 
 
+_STRANGER = """
+import sys, ray
+ray.init(address=sys.argv[1])
+print("JOINED", flush=True)
+"""
+
+
+def _strangers_cannot_join(env, ps_port):
+    """Processes that know the ClusterSpec (the head's address) but not the
+    job's secret cannot join the cluster's Ray, so they can neither set a ps
+    variable nor run a task (the workers' global step stays theirs)."""
+    base = {k: v for k, v in env.items() if not k.startswith("RAY_")}
+    base.update(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_NUM_REDIS_GET_RETRIES="3")
+    tries = [dict(base, RAY_AUTH_MODE="disabled"),
+             dict(base, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="0" * 64)]
+    procs = [subprocess.Popen([sys.executable, "-c", _STRANGER, f"127.0.0.1:{ps_port}"],
+                              env=e, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for e in tries]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert "JOINED" not in out and p.returncode != 0, err[-2000:]
+
+
 def _claim_ps0_again(args, env, ps_port):
+    _strangers_cannot_join(env, ps_port)
     # A second process claiming /job:ps/task:0 (joining the same Ray).
     dup = subprocess.run(args + ["--job_name=ps", "--task_index=0"],
                          env=dict(env, RAY_ADDRESS=f"127.0.0.1:{ps_port}"),

@@ -195,7 +195,9 @@ def test_the_local_ray_listens_on_loopback_and_refuses_a_stranger():
         assert mode == "token"
         host, port = gcs.rsplit(":", 1)
         assert host == "127.0.0.1" and _listeners().get(int(port)) == "127.0.0.1"
-        same_host = dict(env, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+        # a few connection tries, not Ray's default 20 (one per second)
+        same_host = dict(env, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
+                         RAY_NUM_REDIS_GET_RETRIES="3")
         tries = {"no auth": dict(same_host, RAY_AUTH_MODE="disabled"),
                  "wrong token": dict(same_host, RAY_AUTH_MODE="token",
                                      RAY_AUTH_TOKEN="0" * 64),
