@@ -32,7 +32,7 @@ from kerasflow.data.options import OptionsMixin
 __all__ = ["Dataset"]
 
 
-class Dataset(Combinators, OptionsMixin):
+class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
     """A re-iterable sequence of elements with tf.data's transformations.
 
     Build one with a source (``from_tensor_slices``, ``from_tensors``,
@@ -324,16 +324,6 @@ class Dataset(Combinators, OptionsMixin):
         ``sess.run(iterator.initializer, feed_dict=...)``, which also binds the
         placeholders a ``from_tensor_slices`` was built on."""
         return it_lib.Iterator(self, initializable=True)
-
-    @property
-    def output_types(self):
-        """TF 1.x: the elements' dtypes, in the element's structure."""
-        return tree.map_structure(lambda s: s.dtype, self.element_spec)
-
-    @property
-    def output_shapes(self):
-        """TF 1.x: the elements' shapes, in the element's structure."""
-        return tree.map_structure(lambda s: s.shape, self.element_spec)
 
     def take(self, count, name=None) -> Dataset:
         """The first ``count`` elements (all of them for -1)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from kerasflow import backend as K
 from kerasflow import tree
-from kerasflow.data.structure import signature
+from kerasflow.data.structure import ElementSpecViews, signature
 
 __all__ = ["Initializer", "Iterator", "bound_value", "elements_of",
            "iterators_feeding", "make_initializable_iterator",
@@ -59,7 +59,7 @@ class Initializer:
         self._iterator._restart(self._dataset)
 
 
-class Iterator:
+class Iterator(ElementSpecViews):
     """A one-shot iterator over a ``Dataset`` (TF 1.x
     ``tf.compat.v1.data.make_one_shot_iterator``).
 
@@ -114,14 +114,6 @@ class Iterator:
     @property
     def element_spec(self):
         return self._spec if self._dataset is None else self._dataset.element_spec
-
-    @property
-    def output_types(self):
-        return tree.map_structure(lambda s: s.dtype, self.element_spec)
-
-    @property
-    def output_shapes(self):
-        return tree.map_structure(lambda s: s.shape, self.element_spec)
 
     def get_next(self, name=None):
         """Placeholders with the element's structure, shapes and dtypes.

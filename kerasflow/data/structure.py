@@ -13,9 +13,24 @@ import numpy as np
 from kerasflow import tree
 from kerasflow.backend import TensorSpec
 
-__all__ = ["as_structure", "batched_spec", "call_unpacked", "check_against_spec",
+__all__ = ["ElementSpecViews", "as_structure", "batched_spec", "call_unpacked", "check_against_spec",
            "check_leaves", "leaves_like", "merged_spec", "one_structure",
            "signature", "spec_of", "stack", "to_element_leaf", "to_numpy"]
+
+
+class ElementSpecViews:
+    """TF 1.x's views of ``element_spec`` (``output_types``,
+    ``output_shapes``), for datasets and their iterators alike."""
+
+    @property
+    def output_types(self):
+        """TF 1.x: the elements' dtypes, in the element's structure."""
+        return tree.map_structure(lambda s: s.dtype, self.element_spec)
+
+    @property
+    def output_shapes(self):
+        """TF 1.x: the elements' shapes, in the element's structure."""
+        return tree.map_structure(lambda s: s.shape, self.element_spec)
 
 
 def to_numpy(value) -> np.ndarray:

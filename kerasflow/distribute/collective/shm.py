@@ -316,14 +316,7 @@ class ShmAllreduce(Collective):
         check_buffer(buf, self.size, self.dtype, "ShmAllreduce.allreduce")
         if self.world_size == 1:
             return buf
-        seq = self._seq + 1
-        target = seq & _SEQ_MASK
-        mine = self._slots[self.rank]
-        if not np.shares_memory(buf, mine):
-            np.copyto(mine, buf)
-        everyone = range(self.world_size)
-        self._post(_ARRIVE, target)
-        self._wait(_ARRIVE, target, everyone, "write its buffer", step)
+        seq, target, everyone = self._arrive(buf, step)
         sl = self._slices[self.rank]
         result = self._result[seq % 2]
         reduce_into(result[sl], [s[sl] for s in self._slots], op)
@@ -332,6 +325,19 @@ class ShmAllreduce(Collective):
         np.copyto(buf, result)
         self._seq = seq
         return finish_op(buf, op, self.world_size)
+
+    def _arrive(self, buf, step):
+        """Writes ``buf`` into this rank's slot (unless it is the slot) and
+        waits until every rank has: ``(seq, target word, ranks)``."""
+        seq = self._seq + 1
+        target = seq & _SEQ_MASK
+        mine = self._slots[self.rank]
+        if not np.shares_memory(buf, mine):
+            np.copyto(mine, buf)
+        everyone = range(self.world_size)
+        self._post(_ARRIVE, target)
+        self._wait(_ARRIVE, target, everyone, "write its buffer", step)
+        return seq, target, everyone
 
     def reduce_apply(self, buf, ranges, apply, step=None, gather=None):
         """ZeRO-1's step in one round (see ``zero.py``): sums the slots over
@@ -360,14 +366,7 @@ class ShmAllreduce(Collective):
             aborted first, so the peers raise ``CollectivePeerError``).
         """
         check_buffer(buf, self.size, self.dtype, "ShmAllreduce.reduce_apply")
-        seq = self._seq + 1
-        target = seq & _SEQ_MASK
-        mine = self._slots[self.rank]
-        if not np.shares_memory(buf, mine):
-            np.copyto(mine, buf)
-        everyone = range(self.world_size)
-        self._post(_ARRIVE, target)
-        self._wait(_ARRIVE, target, everyone, "write its buffer", step)
+        seq, target, everyone = self._arrive(buf, step)
         result, params = self._result[seq % 2], self._params[seq % 2]
         try:
             for lo, hi in ranges:
