@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import os
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -84,38 +83,40 @@ def cycles(edges) -> list:
         if a != b:
             graph[a].add(b)
     index, low, stack, on_stack, found = {}, {}, [], set(), []
-    counter = [0]
-
-    def connect(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on_stack.add(v)
-        for w in graph[v]:
-            if w not in index:
-                connect(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                found.append(sorted(comp))
-
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 10_000))
-    try:
-        for v in sorted(set(graph) | {w for ws in graph.values() for w in ws}):
-            if v not in index:
-                connect(v)
-    finally:
-        sys.setrecursionlimit(limit)
+    # Iterative, so no recursion limit is touched (CPython 3.11's ast.parse
+    # fails after the limit changes).
+    for root in sorted(set(graph) | {w for ws in graph.values() for w in ws}):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
     return found
 
 

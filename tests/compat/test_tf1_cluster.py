@@ -18,6 +18,7 @@ import pytest
 
 import kerasflow.compat.v1 as tf
 from kerasflow.distribute.tf1.server import descendants
+from tests.listeners import listening
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tf1_between_graph_mnist.py"
@@ -223,7 +224,9 @@ print("JOINED", flush=True)
 def _strangers_cannot_join(env, ps_port):
     """Processes that know the ClusterSpec (the head's address) but not the
     job's secret cannot join the cluster's Ray, so they can neither set a ps
-    variable nor run a task (the workers' global step stays theirs)."""
+    variable nor run a task (the workers' global step stays theirs); the
+    head's Ray listens on the task's loopback address, not every interface."""
+    assert listening().get(ps_port) == "127.0.0.1"
     base = {k: v for k, v in env.items() if not k.startswith("RAY_")}
     base.update(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_NUM_REDIS_GET_RETRIES="3")
     tries = [dict(base, RAY_AUTH_MODE="disabled"),

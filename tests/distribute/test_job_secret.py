@@ -18,32 +18,17 @@ import pytest
 from kerasflow.distribute.collective.base import CollectiveError
 from kerasflow.distribute.collective.tcp import TcpRing
 from kerasflow.distribute.job_secret import (
-    ENV_FILE, ENV_INSECURE, ENV_SECRET, JobSecretError, cluster_secret, ray_token,
+    ENV_FILE,
+    ENV_INSECURE,
+    ENV_SECRET,
+    JobSecretError,
+    cluster_secret,
+    ray_token,
 )
 from kerasflow.distribute.mirrored.spmd import SpmdStrategy
+from tests.listeners import listening
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _listeners():
-    """``{port: local address}`` of every listening TCP socket (IPv4 and
-    IPv6), from ``/proc/net``."""
-    found = {}
-    for fam, path in ((socket.AF_INET, "/proc/net/tcp"), (socket.AF_INET6,
-                                                          "/proc/net/tcp6")):
-        for line in Path(path).read_text().splitlines()[1:]:
-            parts = line.split()
-            if parts[3] != "0A":  # LISTEN
-                continue
-            hexip, hexport = parts[1].split(":")
-            raw = bytes.fromhex(hexip)
-            if fam == socket.AF_INET:
-                ip = socket.inet_ntop(fam, raw[::-1])
-            else:
-                ip = socket.inet_ntop(fam, b"".join(raw[i:i + 4][::-1]
-                                                    for i in range(0, 16, 4)))
-            found[int(hexport, 16)] = ip.removeprefix("::ffff:")
-    return found
 
 
 @pytest.fixture
@@ -136,9 +121,9 @@ def test_a_tf_config_worker_listens_on_its_own_address_only(no_secret_env):
     started.start()
     port = int(addrs[0].rsplit(":", 1)[1])
     deadline = time.monotonic() + 10
-    while port not in _listeners() and time.monotonic() < deadline:
+    while port not in listening() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _listeners().get(port) == "127.0.0.2"
+    assert listening().get(port) == "127.0.0.2"
     strategies[1]._connect()
     started.join(20)
     bufs = [np.full(4, i + 1.0, np.float32) for i in range(2)]
@@ -194,7 +179,7 @@ def test_the_local_ray_listens_on_loopback_and_refuses_a_stranger():
         gcs, mode, token = line[1], line[2], line[3]
         assert mode == "token"
         host, port = gcs.rsplit(":", 1)
-        assert host == "127.0.0.1" and _listeners().get(int(port)) == "127.0.0.1"
+        assert host == "127.0.0.1" and listening().get(int(port)) == "127.0.0.1"
         # a few connection tries, not Ray's default 20 (one per second)
         same_host = dict(env, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
                          RAY_NUM_REDIS_GET_RETRIES="3")

@@ -48,7 +48,9 @@ def test_global_policy_sets_layer_dtypes():
         kf.mixed_precision.set_global_policy(kf.mixed_precision.Policy("float32"))
         assert kf.mixed_precision.global_policy().name == "float32"
     finally:
-        kf.config.set_dtype_policy("float32")
+        # Back to "unset" (the policy follows floatx), not a pinned float32:
+        # later tests switch floatx to float64 and expect layers to follow.
+        kf.dtype_policies._GLOBAL[0] = None
     assert kf.layers.Dense(2, dtype=kf.DTypePolicy("float16")).dtype == "float16"
     # A Keras 3 layer config's dtype entry (a serialized policy) is understood.
     keras_dtype = {"module": "keras", "class_name": "DTypePolicy",
