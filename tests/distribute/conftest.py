@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -27,6 +30,29 @@ def _gpus():
     return int(cupy.cuda.runtime.getDeviceCount())
 
 
+# Watches the test process; when it is gone (even SIGKILLed) it ends every
+# process whose command line names this session's Ray folder: the Ray processes
+# the fixture started, and only those.
+_WATCHDOG = """
+import os, signal, sys, time
+parent, marker = int(sys.argv[1]), sys.argv[2]
+while os.path.exists(f"/proc/{parent}"):
+    time.sleep(1.0)
+for pid in os.listdir("/proc"):
+    if pid.isdigit() and int(pid) != os.getpid():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass
+"""
+
+
+def _sigterm_unwinds(signum, frame):
+    raise KeyboardInterrupt("SIGTERM")  # pytest unwinds: the fixture stops Ray
+
+
 @pytest.fixture(scope="session")
 def ray_cluster():
     """The session's Ray cluster (``cluster.address``); ray is initialised."""
@@ -37,6 +63,9 @@ def ray_cluster():
     if ray.is_initialized():
         ray.shutdown()
     tmp = tempfile.mkdtemp(prefix="kf-ray-test-")
+    watchdog = subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(os.getpid()), tmp],
+                                start_new_session=True)
+    previous = signal.signal(signal.SIGTERM, _sigterm_unwinds)
     # Cluster writes the head's address under /tmp/ray whatever temp_dir says.
     os.makedirs(os.path.join(tempfile.gettempdir(), "ray"), exist_ok=True)
     cluster = Cluster(initialize_head=True, head_node_args=dict(
@@ -47,6 +76,11 @@ def ray_cluster():
                          resources={f"node{i}": 1})
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, logging_level=logging.ERROR, log_to_driver=False)
-    yield cluster
-    ray.shutdown()
-    cluster.shutdown()
+    try:
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        signal.signal(signal.SIGTERM, previous)
+        watchdog.kill()
+        watchdog.wait()
