@@ -24,7 +24,7 @@ from kerasflow.backend.ops import *  # noqa: F403
 from kerasflow.backend.keras_ops import *  # noqa: F403
 from kerasflow.backend.keras_backend import (
     backend, clear_session, get_uid, is_float_dtype, is_int_dtype, is_keras_tensor,
-    result_type, standardize_dtype, uid_scope,
+    is_tensor, result_type, standardize_dtype, uid_scope,
 )
 from kerasflow.backend.keras_ops import __all__ as _keras_all
 from kerasflow.backend.ops import __all__ as _ops_all
@@ -55,7 +55,7 @@ __all__ = [
     "call_taped",
     "tape_recording",
     "fusion_enabled", "backend", "clear_session", "get_uid", "is_float_dtype",
-    "is_int_dtype", "is_keras_tensor", "result_type", "standardize_dtype",
+    "is_int_dtype", "is_keras_tensor", "is_tensor", "result_type", "standardize_dtype",
     "uid_scope",
     *_ops_all, *_keras_all,
 ]

@@ -23,7 +23,7 @@ from kerasflow.backend.graph import is_symbolic
 from kerasflow.backend.variables import Variable
 
 __all__ = ["backend", "clear_session", "get_uid", "is_float_dtype", "is_int_dtype",
-           "is_keras_tensor", "reset_uids", "result_type", "standardize_dtype",
+           "is_keras_tensor", "is_tensor", "reset_uids", "result_type", "standardize_dtype",
            "uid_scope"]
 
 _PYTHON = {bool: "bool", int: "int32", float: "float32", str: "string",
@@ -76,6 +76,13 @@ def is_keras_tensor(x) -> bool:
     """Whether ``x`` is a symbolic tensor (``kerasflow.KerasTensor``), not an
     array nor a Variable."""
     return is_symbolic(x) and not isinstance(x, Variable)
+
+
+def is_tensor(x) -> bool:
+    """Whether ``x`` is a tensor of this backend (Keras 3's ``ops.is_tensor``):
+    a numpy array or scalar, or a symbolic tensor; not a list nor a Python
+    number."""
+    return is_symbolic(x) or isinstance(x, (np.ndarray, np.generic))
 
 
 # -- type promotion (JAX's lattice, as Keras 3) ----------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
@@ -21,6 +22,18 @@ _NOT_METRICS = frozenset({"batch", "size", "outputs"})
 class _Bar(tqdm):
     # No tqdm monitor thread: ProgbarLogger already rate-limits refreshes.
     monitor_interval = 0
+
+
+def _bar_size() -> dict:
+    """tqdm's ``ncols``/``nrows`` as 80 x 24 where the terminal reports a size
+    of 0 (``script -qc``, a fresh pty, some CI consoles): with 0 tqdm draws
+    nothing at all. Otherwise none: tqdm measures the terminal itself."""
+    try:
+        size = os.get_terminal_size(sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # no fileno: tqdm decides
+        return {}
+    return {"ncols": size.columns or 80, "nrows": size.lines or 24} if (
+        size.columns == 0 or size.lines == 0) else {}
 
 
 def format_logs(logs: dict | None) -> str:
@@ -161,6 +174,7 @@ class ProgbarLogger(Callback):
             desc=desc,
             unit="sample" if self._by_samples else "batch",
             file=sys.stdout,
+            **_bar_size(),
             leave=True,
             mininterval=0,
             miniters=1,

@@ -94,7 +94,7 @@ class Combinators:
                                 f"return a Dataset. Received: {type(ds).__name__}.")
             return ds if parallel is None else ds.prefetch(block)
 
-        out = self._derive(lambda: tr.interleave(self, open_dataset, cycle, block),
+        out = self._derive(lambda: tr.interleave(self._numpy, open_dataset, cycle, block),
                            cd.UNKNOWN_CARDINALITY, lambda: out._first_spec())
         return out
 
@@ -121,7 +121,7 @@ class Combinators:
         # Checked lazily: reading element_spec may run a pipeline (map), and
         # a generator source may be iterable once only.
         return self._derive(
-            lambda: st.one_structure(itertools.chain(self, dataset),
+            lambda: st.one_structure(itertools.chain(self._numpy, dataset._numpy),
                                          "concatenate"),
             cd.concatenated(self._cardinality, dataset.cardinality()),
             lambda: st.merged_spec(self.element_spec, dataset.element_spec,
@@ -135,7 +135,7 @@ class Combinators:
         """``(index, element)`` pairs, index an int64 scalar counting from
         ``start``."""
         def pairs():
-            return ((np.int64(i), e) for i, e in zip(itertools.count(start), self))
+            return ((np.int64(i), e) for i, e in zip(itertools.count(start), self._numpy))
         return self._derive(pairs, spec=lambda: (st.spec_of(np.int64(0)),
                                                  self.element_spec))
 
@@ -173,7 +173,7 @@ class Combinators:
             return tree.pack_sequence_as(members[0], leaves)
 
         def windows():
-            for members in _window_starts(self, size, shift, stride):
+            for members in _window_starts(self._numpy, size, shift, stride):
                 if len(members) == size or not drop_remainder:
                     yield as_datasets(members)
 

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import glob
 import itertools
 from collections.abc import Callable, Iterator
 
@@ -28,8 +29,21 @@ from kerasflow.data import structure as st
 from kerasflow.data import transforms as tr
 from kerasflow.data.combinators import Combinators
 from kerasflow.data.options import OptionsMixin
+from kerasflow.errors import InvalidArgumentError
 
 __all__ = ["Dataset"]
+
+
+class _NumpyElements:
+    """A dataset's elements as plain numpy; each iteration starts a new pass."""
+
+    __slots__ = ("_make",)
+
+    def __init__(self, make):
+        self._make = make
+
+    def __iter__(self):
+        return iter(self._make())
 
 
 class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
@@ -59,11 +73,19 @@ class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
 
     # -- iteration and properties ---------------------------------------------------
     def __iter__(self) -> Iterator:
-        return iter(self._make_iterator())
+        """A new pass over the elements, as TF 2's eager tensors
+        (``backend.eager.EagerTensor``: numpy arrays with ``.numpy()``)."""
+        return st.eager_elements(self._make_iterator())
 
     def as_numpy_iterator(self) -> Iterator:
-        """A new pass over the elements (already numpy here)."""
-        return iter(self)
+        """A new pass over the elements as plain numpy values (what ``fit``
+        and the transformations read)."""
+        return iter(self._make_iterator())
+
+    @property
+    def _numpy(self) -> _NumpyElements:
+        """This dataset as a source of plain numpy elements (transformations)."""
+        return _NumpyElements(self._make_iterator)
 
     def __len__(self) -> int:
         """The number of elements, when finite and known.
@@ -100,7 +122,7 @@ class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
         return self._spec
 
     def _first_spec(self):
-        first = next(iter(self), None)
+        first = next(self.as_numpy_iterator(), None)
         return None if first is None else st.spec_of(first)
 
     def _derive(self, make_iterator, cardinality=None, spec=None):
@@ -170,6 +192,28 @@ class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
         return Dataset(*sources.int_range(args, dtype))
 
     @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None, name=None) -> Dataset:
+        """The file names matching ``file_pattern`` (a glob, or a list of
+        them) as ``bytes`` scalars (``tf.data.Dataset.list_files``): sorted,
+        then shuffled unless ``shuffle=False`` (a new order each pass; ``seed``
+        as ``shuffle``'s).
+
+        Raises:
+            InvalidArgumentError: no file matches.
+        """
+        patterns = [file_pattern] if isinstance(file_pattern, (str, bytes)) \
+            else list(file_pattern)
+        names = sorted({f for p in patterns for f in glob.glob(
+            p.decode() if isinstance(p, bytes) else str(p))})
+        if not names:
+            raise InvalidArgumentError(
+                f"Expected 'file_pattern' to match at least one file. Received: "
+                f"file_pattern={file_pattern!r}, which matches none.")
+        ds = Dataset.from_tensor_slices(np.array([f.encode() for f in names],
+                                                 dtype=object))
+        return ds if shuffle is False else ds.shuffle(len(names), seed=seed)
+
+    @staticmethod
     def zip(*datasets, name=None) -> Dataset:
         """Elements of several datasets taken together, as tuples (or the nested
         tuple/dict of datasets given); ends with the shortest.
@@ -192,7 +236,10 @@ class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
     def map(self, map_func, num_parallel_calls=None, deterministic=None,
             name=None) -> Dataset:
         """``map_func`` applied to each element (a tuple element is passed as
-        positional arguments, anything else as one argument).
+        positional arguments, anything else as one argument). A function of
+        ``compat.v1`` graph ops is traced once per element signature and its
+        compiled graph run per element, as tf.data does
+        (``structure.ElementFunction``).
 
         Args:
             num_parallel_calls: None runs ``map_func`` in the iterating thread;
@@ -208,11 +255,13 @@ class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
         """
         workers = cd.parallelism(num_parallel_calls, "num_parallel_calls")
         order = True if deterministic is None else bool(deterministic)
+        map_func = st.ElementFunction(map_func)  # its traces outlive one pass
+
         def stream():
             if workers is None:
-                out = tr.map_serial(self, map_func)
+                out = tr.map_serial(self._numpy, map_func)
             else:
-                out = tr.map_parallel(self, map_func, workers, order)
+                out = tr.map_parallel(self._numpy, map_func, workers, order)
             return st.one_structure(out, "map (the function's output)")
 
         mapped = self._derive(stream, spec=lambda: Dataset._first_spec(mapped))
@@ -221,7 +270,8 @@ class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
     def filter(self, predicate, name=None) -> Dataset:
         """The elements for which ``predicate`` (called like ``map``'s function)
         returns True; the cardinality becomes unknown."""
-        return self._derive(lambda: tr.filter_elements(self, predicate),
+        predicate = st.ElementFunction(predicate)
+        return self._derive(lambda: tr.filter_elements(self._numpy, predicate),
                             cd.UNKNOWN_CARDINALITY)
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=True,
@@ -245,7 +295,7 @@ class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
 
         def shuffled():
             k = next(passes) if reshuffle_each_iteration else 0
-            return tr.shuffle(self, buffer_size, np.random.default_rng((base, k)))
+            return tr.shuffle(self._numpy, buffer_size, np.random.default_rng((base, k)))
 
         return self._derive(shuffled)
 
@@ -266,7 +316,7 @@ class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
                                       drop_remainder)
         else:
             def batches():
-                return tr.batch(self, size, drop_remainder)
+                return tr.batch(self._numpy, size, drop_remainder)
         return self._derive(
             batches,
             cd.batched(self._cardinality, size, drop_remainder),
@@ -298,12 +348,12 @@ class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
                              f"component ({n}). Received: {padding_values!r}.")
         out_spec = st.batched_spec(spec, size if drop_remainder else None, shapes)
         return self._derive(
-            lambda: tr.padded_batch(self, size, drop_remainder, shapes, values),
+            lambda: tr.padded_batch(self._numpy, size, drop_remainder, shapes, values),
             cd.batched(self._cardinality, size, drop_remainder), out_spec)
 
     def unbatch(self, name=None) -> Dataset:
         """Each element split along axis 0 into elements (``batch``'s inverse)."""
-        return self._derive(lambda: tr.unbatch(self), cd.UNKNOWN_CARDINALITY,
+        return self._derive(lambda: tr.unbatch(self._numpy), cd.UNKNOWN_CARDINALITY,
                             lambda: tree.map_structure(
                                 lambda s: type(s)(s.shape[1:], s.dtype),
                                 self.element_spec))
@@ -311,7 +361,7 @@ class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
     def repeat(self, count=None, name=None) -> Dataset:
         """``count`` passes over the dataset; None or -1 repeats forever."""
         count = -1 if count is None else cd.check_count(count, "count", minimum=-1)
-        return self._derive(lambda: tr.repeat(self, count),
+        return self._derive(lambda: tr.repeat(self._numpy, count),
                             cd.repeated(self._cardinality, count))
 
     def make_one_shot_iterator(self) -> it_lib.Iterator:
@@ -329,7 +379,7 @@ class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
         """The first ``count`` elements (all of them for -1)."""
         count = cd.check_count(count, "count", minimum=-1)
         stop = None if count == -1 else count
-        return self._derive(lambda: itertools.islice(self, stop),
+        return self._derive(lambda: itertools.islice(self._numpy, stop),
                             cd.taken(self._cardinality, count))
 
     def skip(self, count, name=None) -> Dataset:
@@ -337,7 +387,7 @@ class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
         count = cd.check_count(count, "count", minimum=-1)
         if count == -1:
             return self._derive(lambda: iter(()), 0)
-        return self._derive(lambda: itertools.islice(self, count, None),
+        return self._derive(lambda: itertools.islice(self._numpy, count, None),
                             cd.skipped(self._cardinality, count))
 
     def shard(self, num_shards, index, name=None) -> Dataset:
@@ -352,7 +402,7 @@ class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
         if index >= num_shards:
             raise ValueError(f"shard index must be in [0, num_shards={num_shards}). "
                              f"Received: index={index}.")
-        return self._derive(lambda: itertools.islice(self, index, None, num_shards),
+        return self._derive(lambda: itertools.islice(self._numpy, index, None, num_shards),
                             cd.sharded(self._cardinality, num_shards, index))
 
     def cache(self, filename="", name=None) -> Dataset:
@@ -366,7 +416,7 @@ class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
             raise NotImplementedError(f"cache() keeps elements in memory only. "
                                       f"Received: filename={filename!r}.")
         store: dict = {}
-        return self._derive(lambda: tr.cache(self, store))
+        return self._derive(lambda: tr.cache(self._numpy, store))
 
     def prefetch(self, buffer_size, name=None) -> Dataset:
         """Elements read ahead by a background thread, ``buffer_size`` at a time
@@ -374,8 +424,8 @@ class Dataset(Combinators, OptionsMixin, st.ElementSpecViews):
         size = 4 if buffer_size == cd.AUTOTUNE else cd.check_count(buffer_size,
                                                              "buffer_size")
         if size == 0:
-            return self._derive(lambda: iter(self))
-        return self._derive(lambda: tr.prefetch(self, size))
+            return self._derive(lambda: iter(self._numpy))
+        return self._derive(lambda: tr.prefetch(self._numpy, size))
 
     def __repr__(self):
         return f"<{type(self).__name__} cardinality={self._cardinality}>"

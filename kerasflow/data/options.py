@@ -206,7 +206,7 @@ class OptionsMixin:
         if not isinstance(options, Options):
             raise TypeError(f"with_options takes a kerasflow.data.Options. "
                             f"Received: {type(options).__name__}.")
-        out = self._derive(lambda: iter(self))
+        out = self._derive(lambda: iter(self._numpy))
         out._options = copy.deepcopy(options)
         return out
 

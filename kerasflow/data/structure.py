@@ -8,13 +8,17 @@ structure of ``kerasflow.backend.TensorSpec``; strings have dtype ``object``
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
+from kerasflow import backend as K
 from kerasflow import tree
 from kerasflow.backend import TensorSpec
+from kerasflow.backend.eager import as_eager
 
-__all__ = ["ElementSpecViews", "as_structure", "batched_spec", "call_unpacked", "check_against_spec",
-           "check_leaves", "leaves_like", "merged_spec", "one_structure",
+__all__ = ["ElementFunction", "ElementSpecViews", "as_structure", "batched_spec", "call_unpacked", "check_against_spec",
+           "check_leaves", "eager_elements", "leaves_like", "merged_spec", "one_structure",
            "signature", "spec_of", "stack", "to_element_leaf", "to_numpy"]
 
 
@@ -239,6 +243,115 @@ def call_unpacked(func, element):
     if isinstance(element, tuple) and not hasattr(element, "_fields"):
         return as_structure(func(*element))
     return as_structure(func(element))
+
+
+class ElementFunction:
+    """A user function over elements (``map``'s, ``filter``'s), called as
+    tf.data calls it: unpacked (``call_unpacked``) on each element.
+
+    A function of numpy or Keras ops runs eagerly per element. One that
+    returns graph tensors (``compat.v1`` ops such as ``tf.cast``,
+    ``tf.equal``, ``tf.image.*`` build graph nodes) is traced as TF traces a
+    map function: once per element signature (each component's shape and
+    dtype) into a compiled ``backend.Function`` with one placeholder per
+    component, which then runs per element. A function that cannot be traced
+    (numpy code mixed in, e.g. ``decode_csv`` before ``tf.equal``) runs
+    eagerly per element and its graph outputs are evaluated there.
+    """
+
+    def __init__(self, func):
+        self.func = func
+        self._graph = None  # None: not called yet; False: eager; True: traced
+        self._traces: dict = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        # Shipped to a replica (a multi-worker pipeline): traces are rebuilt there.
+        return {"func": self.func}
+
+    def __setstate__(self, state):
+        self.__init__(state["func"])
+
+    def __call__(self, element):
+        if self._graph is False:
+            return call_unpacked(self.func, element)
+        if self._graph:
+            return self._run(element)
+        out = call_unpacked(self.func, element)
+        if not any(K.is_symbolic(v) for v in tree.flatten(out)):
+            self._graph = False
+            return out
+        self._graph = True
+        return self._run(element)
+
+    def _run(self, element):
+        arrays = [_component(v) for v in tree.flatten(element)]
+        key = tuple((a.shape, a.dtype.str) for a in arrays)
+        trace = self._traces.get(key, _UNTRACED)
+        if trace is _UNTRACED:
+            with self._lock:
+                trace = self._traces.get(key, _UNTRACED)
+                if trace is _UNTRACED:
+                    trace = self._traces[key] = self._trace(element, arrays)
+        if trace is None:  # not traceable: eager, graph outputs evaluated
+            out = call_unpacked(self.func, element)
+            flat = tree.flatten(out)
+            symbolic = [v for v in flat if K.is_symbolic(v)]
+            values = iter(K.Function([], symbolic, name="map_eager")()
+                          if symbolic else ())
+            return tree.pack_sequence_as(
+                out, [_leaf(next(values)) if K.is_symbolic(v) else v for v in flat])
+        plan, structure, consts = trace
+        values = iter(plan(*arrays))
+        return tree.pack_sequence_as(structure, [
+            _leaf(next(values)) if c is _FETCHED else c for c in consts])
+
+    def _trace(self, element, arrays):
+        """``(plan, output structure, constants)`` for ``arrays``' signature,
+        or None when the function fails on placeholders."""
+        feeds = [K.placeholder(a.dtype, a.shape, name=f"element_{i}")
+                 for i, a in enumerate(arrays)]
+        try:
+            out = call_unpacked(self.func, tree.pack_sequence_as(element, feeds))
+            flat = tree.flatten(out)
+            fetched = [v for v in flat if K.is_symbolic(v)]
+            plan = K.Function(feeds, fetched, name=f"map_{_name(self.func)}")
+        except Exception:  # numpy code on a placeholder: run it eagerly
+            return None
+        return plan, out, [_FETCHED if K.is_symbolic(v) else v for v in flat]
+
+
+_UNTRACED, _FETCHED = object(), object()
+
+
+def _name(func) -> str:
+    return getattr(func, "__name__", type(func).__name__)
+
+
+def _component(value) -> np.ndarray:
+    """An element's component as the array fed to a placeholder (strings as
+    object arrays of bytes, tf.string)."""
+    a = to_numpy(value)
+    return a.astype(object) if a.dtype.kind in "SU" else a
+
+
+def _leaf(value):
+    """A plan's output as an element holds it: 0-d arrays as numpy scalars."""
+    a = K.to_numpy(value)
+    return a[()] if a.ndim == 0 else a
+
+
+def eager_elements(elements):
+    """``elements`` with each leaf as TF 2's eager tensor (``as_eager``: a
+    view, no copy)."""
+    for element in elements:
+        if isinstance(element, tuple) and not hasattr(element, "_fields"):
+            yield tuple(as_eager(v) if not isinstance(v, (tuple, dict)) else
+                        tree.map_structure(as_eager, v) for v in element)
+        elif isinstance(element, (np.ndarray, np.generic, bytes)):
+            yield as_eager(element)
+        else:
+            yield tree.map_structure(as_eager, element)
 
 
 def stack(elements: list):

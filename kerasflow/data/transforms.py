@@ -16,7 +16,7 @@ from concurrent import futures
 import numpy as np
 
 from kerasflow import tree
-from kerasflow.data.structure import call_unpacked, stack, to_element_leaf, to_numpy
+from kerasflow.data.structure import ElementFunction, stack, to_element_leaf, to_numpy
 
 __all__ = ["batch", "cache", "filter_elements", "groups", "interleave",
            "map_parallel", "map_serial", "padded_batch", "prefetch", "repeat",
@@ -27,11 +27,16 @@ _END = object()
 
 
 def _mapped(func, element):
-    return tree.map_structure(to_element_leaf, call_unpacked(func, element))
+    return tree.map_structure(to_element_leaf, func(element))
+
+
+def _element_function(func) -> ElementFunction:
+    return func if isinstance(func, ElementFunction) else ElementFunction(func)
 
 
 def map_serial(source, func):
     """``func`` applied to each element, in this thread."""
+    func = _element_function(func)
     for element in source:
         yield _mapped(func, element)
 
@@ -39,6 +44,7 @@ def map_serial(source, func):
 def map_parallel(source, func, workers: int, deterministic: bool):
     """``func`` applied on ``workers`` threads, up to ``2 * workers`` elements in
     flight; outputs in input order when ``deterministic``, else as they finish."""
+    func = _element_function(func)
     it = iter(source)
     pool = futures.ThreadPoolExecutor(workers, thread_name_prefix="kf-data-map")
     pending: collections.deque | set = collections.deque() if deterministic else set()
@@ -71,8 +77,9 @@ def filter_elements(source, predicate):
     Raises:
         ValueError: a predicate returning something other than one boolean.
     """
+    predicate = _element_function(predicate)
     for element in source:
-        keep = to_numpy(call_unpacked(predicate, element))
+        keep = to_numpy(predicate(element))
         if keep.shape != () or keep.dtype != np.bool_:
             raise ValueError(f"filter's predicate must return a scalar bool. "
                              f"Received: a value of shape {keep.shape} and dtype "

@@ -77,6 +77,14 @@ class DistributedIterator:
     def get_next(self):
         return tree.pack_sequence_as(self._struct, list(self._phs))
 
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        """``get_next()``, as TF 1.15's graph-mode ``next(iterator)``: the
+        element's tensors, which ``sess.run`` advances."""
+        return self.get_next()
+
     def next_global(self):
         """The next global batch, flattened.
 

@@ -27,10 +27,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from kerasflow.distribute.values import split_batch
+from kerasflow import tree
+from kerasflow.distribute.values import PerReplica, split_batch
+from kerasflow.errors import OutOfRangeError
 
-__all__ = ["DistributedDataset", "DistributedDatasetsFromFunction", "FeedRef",
-           "FunctionSource", "InputContext", "InputOptions", "InputSource",
+__all__ = ["DistributedDataset", "DistributedDatasetsFromFunction",
+           "DistributedDatasetIterator", "FeedRef",
+           "FunctionSource", "InputContext", "InputOptions", "InputSource", "numpy_batches",
            "ReplicaFeed", "ReplicaInput", "check_dataset", "check_dataset_fn"]
 
 
@@ -63,6 +66,13 @@ class InputContext:
                              f"num_replicas_in_sync={self.num_replicas_in_sync}. "
                              f"Received: global_batch_size={global_batch_size}")
         return global_batch_size // self.num_replicas_in_sync
+
+
+def numpy_batches(dataset):
+    """A new pass over ``dataset`` as plain arrays (a ``kerasflow.data.Dataset``
+    yields eager-tensor views to users; training reads the arrays)."""
+    plain = getattr(dataset, "as_numpy_iterator", None)
+    return plain() if callable(plain) else iter(dataset)
 
 
 def check_dataset_fn(dataset_fn):
@@ -156,7 +166,7 @@ class FunctionSource(InputSource):
                     f"kerasflow.data.Dataset. Received: {type(ds).__name__} (input "
                     f"pipeline {self.context.input_pipeline_id}, pid {os.getpid()}).")
             self.dataset = ds
-        return iter(self.dataset)
+        return numpy_batches(self.dataset)
 
 
 class ReplicaFeed:
@@ -238,14 +248,55 @@ class DistributedDatasetsFromFunction(ReplicaInput):
         return source.dataset
 
     def __iter__(self):
-        raise TypeError(
-            "A dataset from distribute_datasets_from_function is read on the "
-            "replicas: pass it to Model.fit. For a custom loop (strategy.run), "
-            "iterate strategy.experimental_distribute_dataset(dataset).")
+        """Per-replica batches for a custom loop (TF's distributed-input guide:
+        ``for x in dist: strategy.run(step, args=(x,))``): the ``num_replicas``
+        pipelines ``dataset_fn(InputContext(n, r, n))`` are built here and read
+        in step; each element has a ``PerReplica`` at each leaf, value r from
+        pipeline r. Ends with the shortest pipeline. ``Model.fit`` still reads
+        the pipelines on the replicas (``sources``).
+        """
+        n = self.num_replicas
+        datasets = []
+        for r in range(n):
+            source = FunctionSource(self.dataset_fn, InputContext(n, r, n))
+            source.passes()  # calls and checks dataset_fn
+            datasets.append(source.dataset)
+
+        def per_replica():
+            for elements in zip(*datasets):
+                yield tree.map_structure(lambda *v: PerReplica(v), *elements)
+        return DistributedDatasetIterator(per_replica())
 
     def __repr__(self):
         return (f"<DistributedDatasetsFromFunction num_input_pipelines="
                 f"{self.num_replicas}>")
+
+
+class DistributedDatasetIterator:
+    """What ``iter()`` of a distributed dataset returns (tf.distribute's
+    ``DistributedIterator``): ``next(it)`` or ``it.get_next()`` gives the next
+    element, a ``PerReplica`` at each leaf.
+
+    Raises:
+        StopIteration / OutOfRangeError: (``next`` / ``get_next``) the end.
+    """
+
+    def __init__(self, elements):
+        self._elements = iter(elements)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._elements)
+
+    def get_next(self):
+        """The next element (TF 2's ``iterator.get_next()``)."""
+        try:
+            return next(self._elements)
+        except StopIteration:
+            raise OutOfRangeError("End of sequence: the distributed dataset has no "
+                                  "more elements.") from None
 
 
 class DistributedDataset(ReplicaInput):
@@ -274,8 +325,9 @@ class DistributedDataset(ReplicaInput):
         self.on_replicas = make_source is not None
 
     def __iter__(self):
-        for batch in self.dataset:
-            yield split_batch(batch, self.num_replicas_in_sync)
+        n = self.num_replicas_in_sync
+        return DistributedDatasetIterator(
+            split_batch(batch, n) for batch in numpy_batches(self.dataset))
 
     def make_initializable_iterator(self):
         """TF 1.15's graph-mode iterator (``strategy.make_dataset_iterator``)."""

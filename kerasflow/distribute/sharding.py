@@ -16,7 +16,7 @@ import numpy as np
 
 from kerasflow import tree
 from kerasflow.data.options import AutoShardPolicy, file_sources, pipeline_options
-from kerasflow.distribute.input_lib import InputSource
+from kerasflow.distribute.input_lib import InputSource, numpy_batches
 from kerasflow.distribute.values import batch_len
 
 __all__ = ["DatasetShardSource", "auto_shard", "rebatch"]
@@ -78,8 +78,8 @@ class DatasetShardSource(InputSource):
                                                    self.rank)
             self.global_rows = self.policy == "DATA"
         if self.policy == "FILE":
-            return rebatch(iter(self.dataset), self.world)
-        return iter(self.dataset)
+            return rebatch(numpy_batches(self.dataset), self.world)
+        return numpy_batches(self.dataset)
 
 
 def rebatch(batches, world):

@@ -40,21 +40,25 @@ class MultiHeadAttention(Layer):
         value_dim: size of each value head (default key_dim).
         dropout: rate on the attention weights in training.
         use_bias: biases on the four projections.
-        output_shape: last dimension of the output (default: the query's).
-        attention_axes: None only (attention over axis 1).
+        output_shape: int or tuple, the output's trailing dimensions
+            (default: the query's last).
+        attention_axes: int or tuple, the axes attention runs over (default:
+            every axis but the batch and feature axes); others are batch axes.
         kernel_/bias_ initializer, regularizer, constraint: as Dense's.
         seed: dropout seed.
 
     Input: query (batch, T, dim_q); value (batch, S, dim_v); key (batch, S,
-    dim_k), default value. ``attention_mask`` bool (batch, T, S); padding masks
-    of the inputs (``Embedding(mask_zero=True)``) and ``use_causal_mask`` are
-    combined with it. Output: (batch, T, output_shape), and with
+    dim_k), default value; with ``attention_axes``, inputs of any rank
+    (batch, ..., dim) whose attention axes play T and S. ``attention_mask``
+    bool (batch, T, S); padding masks of the inputs
+    (``Embedding(mask_zero=True)``) and ``use_causal_mask`` are combined with
+    it. Output: (batch, T, output_shape), and with
     ``return_attention_scores`` also the scores (batch, heads, T, S).
 
     Raises:
-        ValueError: non-positive sizes; inputs not of rank 3.
-        NotImplementedError: ``attention_axes`` other than None, a tuple
-            ``output_shape``, ``use_gate`` or flash attention.
+        ValueError: non-positive sizes; ``attention_axes`` naming the batch
+            or feature axis; value and key of different inner shapes.
+        NotImplementedError: ``use_gate`` or flash attention.
     """
 
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0,
@@ -69,11 +73,25 @@ class MultiHeadAttention(Layer):
         if not 0.0 <= float(dropout) < 1.0:
             raise ValueError(f"`dropout` must be in [0, 1). Received: "
                              f"dropout={dropout!r}")
-        if attention_axes is not None or flash_attention or use_gate or \
-                isinstance(output_shape, (list, tuple)):
+        if flash_attention or use_gate:
             raise NotImplementedError(
-                "MultiHeadAttention supports attention_axes=None, an int "
-                "output_shape, no gate and no flash attention here.")
+                "MultiHeadAttention supports no gate and no flash attention "
+                f"here. Received: use_gate={use_gate!r}, "
+                f"flash_attention={flash_attention!r}.")
+        if isinstance(output_shape, (list, tuple)):
+            output_shape = tuple(_positive_int("output_shape", d)
+                                 for d in output_shape)
+        elif output_shape is not None:
+            output_shape = _positive_int("output_shape", output_shape)
+        if isinstance(attention_axes, (int, np.integer)):
+            attention_axes = (int(attention_axes),)
+        elif attention_axes is not None:
+            if not isinstance(attention_axes, (list, tuple)):
+                raise ValueError("`attention_axes` must be an int, list, or "
+                                 f"tuple. Received: attention_axes="
+                                 f"{attention_axes!r}")
+            attention_axes = tuple(int(a) for a in attention_axes)
+        self.attention_axes = attention_axes
         self.dropout, self.use_bias = float(dropout), bool(use_bias)
         self.output_dim = output_shape
         self.seed = seed
@@ -86,6 +104,11 @@ class MultiHeadAttention(Layer):
         """Creates the four projections for inputs of these shapes."""
         value_shape = query_shape if value_shape is None else value_shape
         key_shape = value_shape if key_shape is None else key_shape
+        if tuple(value_shape[1:-1]) != tuple(key_shape[1:-1]):
+            raise ValueError(
+                "All dimensions of `value` and `key`, except the last one, "
+                f"must be equal. Received: value_shape={tuple(value_shape)} and "
+                f"key_shape={tuple(key_shape)}")
         h = self.num_heads
         dims = {"query": (query_shape[-1], self.key_dim),
                 "key": (key_shape[-1], self.key_dim),
@@ -99,16 +122,52 @@ class MultiHeadAttention(Layer):
                 if self.use_bias else None
             self._proj[name] = (kernel, bias)
         out = self.output_dim or query_shape[-1]
-        self._out_kernel = self._w.add(self, "kernel", (h, self.value_dim, out),
+        out = out if isinstance(out, tuple) else (out,)
+        self._out_kernel = self._w.add(self, "kernel", (h, self.value_dim, *out),
                                        weight_name="attention_output/kernel")
-        self._out_bias = self._w.add(self, "bias", (out,),
+        self._out_bias = self._w.add(self, "bias", out,
                                      weight_name="attention_output/bias") \
             if self.use_bias else None
+        self._build_equations(len(query_shape), len(out))
         self.built = True
+
+    def _build_equations(self, rank, out_rank):
+        """Keras 3's einsum equations for inputs of ``rank`` (batch included):
+        projections, scores over ``attention_axes`` and the output."""
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        free = letters[:rank - 1]
+        self._proj_eq = f"{free}{letters[rank - 1]},{letters[rank - 1:rank + 2]}" \
+                        f"->{free}{letters[rank:rank + 2]}"
+        out = letters[rank + 1:rank + 1 + out_rank]
+        self._out_eq = f"{free}{letters[rank - 1:rank + 1]}," \
+                       f"{letters[rank - 1:rank + 1]}{out}->{free}{out}"
+        # Projected tensors have rank + 1 axes: (batch, ..., heads, dim).
+        prank = rank + 1
+        axes = tuple(range(1, prank - 2)) if self.attention_axes is None else \
+            tuple(a if a >= 0 else prank - 1 + a for a in self.attention_axes)
+        if any(not 0 < a < prank - 2 for a in axes):
+            raise ValueError(
+                f"`attention_axes` must name axes of the inputs other than the "
+                f"batch and feature axes (1 to {rank - 2}). Received: "
+                f"attention_axes={self.attention_axes} for inputs of rank {rank}.")
+        self._axes = axes
+        target = letters[:prank]
+        batch = [i for i in range(prank) if i not in axes + (prank - 1,)]
+        source, k = "", prank
+        for i in range(prank):
+            if i in batch or i == prank - 1:
+                source += target[i]
+            else:
+                source, k = source + letters[k], k + 1
+        product = "".join([target[i] for i in batch] + [target[i] for i in axes]
+                          + [source[i] for i in axes])
+        self._dot_eq = f"{source},{target}->{product}"
+        self._combine_eq = f"{product},{source}->{target}"
+        self._score_rank = len(product)
 
     def _project(self, name, x):
         kernel, bias = self._proj[name]
-        y = K.einsum("abc,cde->abde", x, kernel)
+        y = K.einsum(self._proj_eq, x, kernel)
         return y if bias is None else y + bias
 
     def _mask(self, query, value, key, attention_mask, use_causal_mask):
@@ -150,17 +209,21 @@ class MultiHeadAttention(Layer):
         q = self._project("query", query) * (1.0 / np.sqrt(self.key_dim))
         k = self._project("key", key)
         v = self._project("value", value)
-        scores = K.einsum("aecd,abcd->acbe", k, q)           # (B, N, T, S)
+        scores = K.einsum(self._dot_eq, k, q)  # (B, ..., N, <T axes>, <S axes>)
         keep = self._mask(query, value, key, attention_mask, use_causal_mask)
         if keep is not None:
-            scores = scores + (1.0 - K.cast(K.expand_dims(keep, 1),
-                                            scores.dtype)) * -1e9
-        weights = K.softmax(scores, axis=-1)
+            # Keras 3: the mask gains axes from the heads' axis on.
+            expand = -2 * len(self._axes) - 1
+            for _ in range(self._score_rank - len(keep.shape)):
+                keep = K.expand_dims(keep, expand)
+            scores = scores + (1.0 - K.cast(keep, scores.dtype)) * -1e9
+        norm = tuple(range(self._score_rank - len(self._axes), self._score_rank))
+        weights = K.softmax(scores, axis=norm if len(norm) > 1 else -1)
         dropped = weights
         if training and self.dropout > 0:
             dropped = K.dropout(weights, self.dropout, seed=self.seed)
-        out = K.einsum("acbe,aecd->abcd", dropped, v)         # (B, T, N, dv)
-        out = K.einsum("abcd,cde->abe", out, self._out_kernel)
+        out = K.einsum(self._combine_eq, dropped, v)  # (B, ..., T, N, dv)
+        out = K.einsum(self._out_eq, out, self._out_kernel)
         if self._out_bias is not None:
             out = out + self._out_bias
         return (out, weights) if return_attention_scores else out
@@ -169,7 +232,8 @@ class MultiHeadAttention(Layer):
         return {**super().get_config(), "num_heads": self.num_heads,
                 "key_dim": self.key_dim, "value_dim": self.value_dim,
                 "dropout": self.dropout, "use_bias": self.use_bias,
-                "output_shape": self.output_dim, "attention_axes": None,
+                "output_shape": self.output_dim,
+                "attention_axes": self.attention_axes,
                 "seed": self.seed, **self._w.config()}
 
 

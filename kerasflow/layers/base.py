@@ -17,11 +17,13 @@ from kerasflow import backend as K
 from kerasflow import dtype_policies, initializers, regularizers, tree
 from kerasflow.layers.input_spec import InputSpec, assert_input_compatibility
 from kerasflow.layers.layer_helpers import (
+    MISSING,
     activity_penalty,
     call_params,
     check_weight_size,
     dedupe,
     is_shape,
+    pop_first_argument,
 )
 from kerasflow.layers.tracing import (  # noqa: F401  (re-exported)
     TracingMixin,
@@ -326,7 +328,9 @@ class Layer(TracingMixin):
         """The layer's math on symbolic tensors; identity by default."""
         return inputs
 
-    def __call__(self, inputs, *args, **kwargs):
+    def __call__(self, inputs=MISSING, *args, **kwargs):
+        if inputs is MISSING:  # given by its name in call(): mha(query=q, ...)
+            inputs = pop_first_argument(self, kwargs)
         flat = tree.flatten(inputs)
         if not any(K.is_symbolic(t) for t in flat):
             if not (getattr(_update_ctx, "calls", 0) or K.in_tracing()):

@@ -10,8 +10,8 @@ import numpy as np
 
 from kerasflow import backend as K
 
-__all__ = ["activity_penalty", "call_params", "check_weight_size", "dedupe",
-           "is_shape"]
+__all__ = ["MISSING", "activity_penalty", "call_params", "check_weight_size",
+           "dedupe", "first_call_param", "is_shape", "pop_first_argument"]
 
 
 def is_shape(s):
@@ -46,6 +46,45 @@ def call_params(cls):
     if p is None:
         p = _PARAMS[cls] = set(inspect.signature(cls.call).parameters)
     return p
+
+
+_FIRST: dict = {}
+
+
+def first_call_param(cls):
+    """Name of the first argument of ``cls.call`` after self (None for *args)."""
+    name = _FIRST.get(cls, False)
+    if name is False:
+        params = list(inspect.signature(cls.call).parameters.values())[1:]
+        name = _FIRST[cls] = params[0].name if params and params[0].kind in (
+            params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD) else None
+    return name
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<no inputs>"
+
+
+MISSING = _Missing()  # default of Layer.__call__'s first argument
+
+
+def pop_first_argument(layer, kwargs):
+    """The first argument of ``layer(...)`` when given by its name in ``call``
+    (``mha(query=q, value=v)``), as Keras 3's ``Layer.__call__`` takes it.
+
+    Raises:
+        TypeError: no argument names ``call``'s first parameter.
+    """
+    name = first_call_param(type(layer))
+    if name is not None and name in kwargs:
+        return kwargs.pop(name)
+    raise TypeError(
+        f"Layer '{layer.name}' ({type(layer).__name__}) expects its first input "
+        f"positionally or as `{name or 'inputs'}=`. Received: no positional "
+        f"argument and keyword arguments {sorted(kwargs)}.")
 
 
 def check_weight_size(layer, name, shape, dtype):

@@ -17,6 +17,7 @@ from kerasflow.losses.base import (
     REDUCTIONS,
     Loss,
     LossFunctionWrapper,
+    Reduction,
     as_tensor,
     deserialize,
     get,
@@ -95,7 +96,7 @@ from kerasflow.losses.regression import (
 
 __all__ = [
     "BinaryFocalCrossentropy", "CTC", "CategoricalFocalCrossentropy", "Dice",
-    "Tversky", "ctc",
+    "Tversky", "ctc", "Reduction",
     "binary_focal_crossentropy", "categorical_focal_crossentropy", "dice", "tversky",
     "BinaryCrossentropy", "CategoricalCrossentropy", "CategoricalHinge",
     "CosineSimilarity", "Hinge", "Huber", "KLDivergence", "LogCosh", "Loss",

@@ -32,14 +32,45 @@ from kerasflow.utils.serialization import (
 )
 
 __all__ = [
-    "EPSILON", "REDUCTIONS", "Loss", "LossFunctionWrapper", "as_tensor",
+    "EPSILON", "REDUCTIONS", "Loss", "LossFunctionWrapper", "Reduction", "as_tensor",
     "deserialize", "get", "loss_functions",
     "reduce_weighted_values", "serialize", "squeeze_or_expand_to_same_rank",
 ]
 
 EPSILON = 1e-7
 REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight",
-              "none", None)
+              "none", None, "auto")
+
+
+class Reduction:
+    """TF 2's ``tf.keras.losses.Reduction``: the names of a ``Loss``'s
+    reductions, accepted by every loss's ``reduction=``.
+
+    ``AUTO`` is ``SUM_OVER_BATCH_SIZE`` (what TF 2 picks outside a custom
+    training loop); under a strategy, TF's custom-loop tutorial passes
+    ``NONE`` and divides the sum by the global batch size itself.
+
+    Example:
+        >>> MeanSquaredError(reduction=Reduction.SUM)(np.zeros((2, 1)), np.ones((2, 1)))
+        2.0
+    """
+
+    AUTO = "auto"
+    NONE = "none"
+    SUM = "sum"
+    SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
+
+    @classmethod
+    def all(cls) -> tuple:
+        """The four names, as TF 2 lists them."""
+        return (cls.AUTO, cls.NONE, cls.SUM, cls.SUM_OVER_BATCH_SIZE)
+
+    @classmethod
+    def validate(cls, key) -> None:
+        """Raises ValueError for a name that is not a reduction."""
+        if key not in REDUCTIONS:
+            raise ValueError(f"Invalid Reduction Key: {key}. Expected keys are "
+                             f"{cls.all()}.")
 
 # name -> loss function or Loss class; filled by the modules defining them.
 _OBJECTS: dict[str, Any] = {}
@@ -199,7 +230,7 @@ class Loss:
                 f"Invalid value for argument `reduction`; expected one of "
                 f"{REDUCTIONS}. Received: reduction={reduction!r}."
             )
-        self.reduction = reduction
+        self.reduction = "sum_over_batch_size" if reduction == "auto" else reduction
         self.name = name or to_snake_case(type(self).__name__)
         if dtype is not None:
             dtype = np.dtype(getattr(dtype, "as_numpy_dtype", dtype))

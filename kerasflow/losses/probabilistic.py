@@ -45,11 +45,24 @@ def sparse_labels(y_true, y_pred):
 
     A trailing size-1 axis (batch..., 1) is dropped when ``y_pred`` has the
     same rank; float labels (Keras' float label arrays) become int64.
+
+    Raises:
+        ValueError: labels with a class axis (one-hot), saying to use the
+            categorical loss or integer labels.
     """
     y_true = as_tensor(y_true)
-    if y_true.ndim is not None and y_true.ndim == y_pred.ndim and \
-            y_true.shape[-1] == 1:
-        y_true = ops.squeeze(y_true, -1)
+    if y_true.ndim is not None and y_true.ndim == y_pred.ndim:
+        if y_true.shape[-1] not in (1, None):
+            raise ValueError(
+                f"Sparse losses and metrics (sparse_categorical_crossentropy, "
+                f"sparse_categorical_accuracy) expect integer class labels of "
+                f"shape (batch,) or (batch, 1). Received: labels of shape "
+                f"{tuple(y_true.shape)} for predictions of shape "
+                f"{tuple(y_pred.shape)}, one-hot labels: use "
+                f"categorical_crossentropy (and categorical_accuracy), or integer "
+                f"class labels (np.argmax(y, axis=-1)).")
+        if y_true.shape[-1] == 1:
+            y_true = ops.squeeze(y_true, -1)
     return y_true if y_true.dtype.kind in "iu" else ops.cast(y_true, "int64")
 
 

@@ -32,6 +32,7 @@ from kerasflow.losses.base import as_tensor as _tensor
 from kerasflow.metrics.state import MetricVariable, host_result, recording_update
 from kerasflow.utils.serialization import (
     deserialize_object,
+    did_you_mean,
     serialize_object,
     to_snake_case,
 )
@@ -401,10 +402,10 @@ def get(identifier) -> Metric | None:
             return _BY_NAME[identifier](name=identifier)
         if identifier in _FUNCTIONS:
             return MeanMetricWrapper(_FUNCTIONS[identifier], name=identifier)
-        valid = sorted({*_CLASS_NAMES, *_BY_NAME, *_FUNCTIONS})
-        raise ValueError(f"Unknown metric identifier: '{identifier}'. Valid names "
-                         f"are: {', '.join(valid)}. Received: "
-                         f"identifier={identifier!r}.")
+        hint = did_you_mean(identifier, {*_CLASS_NAMES, *_BY_NAME, *_FUNCTIONS},
+                            "kerasflow.metrics")
+        raise ValueError(f"Unknown metric identifier: '{identifier}'.{hint} "
+                         f"Received: identifier={identifier!r}.")
     if isinstance(identifier, dict):
         return deserialize(identifier)
     if isinstance(identifier, type) and issubclass(identifier, Metric):

@@ -7,6 +7,7 @@ batch of any other source goes through the same ``standardize``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -147,13 +148,16 @@ class GeneratorBatches:
         src = self.gen
         if hasattr(src, "__next__"):  # an iterator continues across epochs
             return src
+        # A Dataset's plain numpy batches: no eager-tensor views per batch.
+        start = src.as_numpy_iterator if isinstance(src, Dataset) else \
+            functools.partial(iter, src)
         if self._across_epochs:
             if self._iterator is None:
-                self._iterator = iter(src)
+                self._iterator = start()
             return self._iterator
         if _is_indexed_dataset(src):  # keras.utils.PyDataset: index per batch
             return (src[i] for i in range(len(src)))
-        return iter(src)  # an iterable or Dataset starts over every epoch
+        return start()  # an iterable or Dataset starts over every epoch
 
     def __iter__(self):
         count = 0

@@ -76,9 +76,15 @@ def as_array(x, what: str = "x") -> np.ndarray:
                     f"or truncate them to one length first."
                 )
     if a is None or a.dtype.kind not in "biuf":
+        hint = ""
+        if a is not None and a.dtype.kind in "USO" and what.startswith(
+                ("y", "validation_data[1]")):
+            hint = (" String labels: map them to integer class ids first, e.g. "
+                    "with kerasflow.layers.StringLookup(num_oov_indices=0) "
+                    "adapted on the labels (ids from 0).")
         raise TypeError(
             f"`{what}` expects numbers (an int, float or bool array). Received: "
-            f"{_describe(a if a is not None else x)}."
+            f"{_describe(a if a is not None else x)}.{hint}"
         )
     return a
 

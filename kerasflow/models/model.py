@@ -18,7 +18,7 @@ from kerasflow import tree
 from kerasflow.layers import base as layer_base
 from kerasflow.layers.base import Layer, training_context
 from kerasflow.layers.core import InputLayer
-from kerasflow.layers.layer_helpers import call_params
+from kerasflow.layers.layer_helpers import MISSING, call_params, pop_first_argument
 from kerasflow.models import functional_config, functional_graph
 from kerasflow.models.layer_table import summary_text
 from kerasflow.models.training import Trainer
@@ -220,7 +220,9 @@ class Model(Trainer, Layer):
             )
         return self._replay(inputs, training)
 
-    def __call__(self, inputs, *args, training=None, **kwargs):
+    def __call__(self, inputs=MISSING, *args, training=None, **kwargs):
+        if inputs is MISSING:
+            inputs = pop_first_argument(self, kwargs)
         if training is None:  # a nested model inherits its caller's mode
             training = getattr(layer_base._ctx, "training", None)
         if "training" in call_params(type(self)):
@@ -235,17 +237,21 @@ class Model(Trainer, Layer):
         (print_fn or print)(text)
 
     def save(self, filepath, overwrite=True):
-        """Writes one zip file: architecture JSON + weights .npz (atomic)."""
+        """Writes Keras 3's ``.keras`` file (config, weights, compile state and
+        optimizer variables; atomic), which Keras 3 loads too."""
         saving_lib.save_model(self, filepath, overwrite=overwrite)
 
     def save_weights(self, filepath, overwrite=True):
-        """Writes the weights as one checkpoint file (atomic) and records it in
-        its folder's ``checkpoint`` index (``utils.checkpoint``)."""
+        """Writes the weights (atomic): a ``.weights.h5`` name in Keras 3's
+        layout, any other name as one checkpoint file recorded in its folder's
+        ``checkpoint`` index (``utils.checkpoint``)."""
         saving_lib.save_weights(self, filepath, overwrite=overwrite)
 
-    def load_weights(self, filepath):
-        """Loads weights written by ``save_weights`` (or a model file)."""
-        saving_lib.load_weights(self, filepath)
+    def load_weights(self, filepath, skip_mismatch=False, by_name=False):
+        """Loads weights from ``save_weights`` files, Keras 3 ``.weights.h5`` /
+        ``.keras`` files or Keras 2 ``.h5`` files (``by_name`` for Keras 2)."""
+        saving_lib.load_weights(self, filepath, skip_mismatch=skip_mismatch,
+                                by_name=by_name)
 
     def to_json(self, **kwargs):
         """The architecture as a JSON string (``model_from_json`` rebuilds it)."""

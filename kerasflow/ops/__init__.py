@@ -29,6 +29,10 @@ from kerasflow.ops.signal import __all__ as _signal  # noqa: E402
 # ops.nn names that ops lacks (Keras exports them in both); existing ones stay.
 _nn_only = sorted(set(nn.__all__) - set(globals()))
 globals().update({_n: getattr(nn, _n) for _n in _nn_only})
+# Where Keras' signature differs from the backend op's, keras.ops.X is
+# keras.ops.nn.X: gelu's default is the tanh approximation, leaky_relu takes
+# ``negative_slope``, ctc_loss takes Keras' argument names.
+from kerasflow.ops.nn import ctc_loss, gelu, leaky_relu  # noqa: E402, F401
 
 __all__ = sorted(set(_ops_all) | set(_keras_all) | set(_numpy_all) | set(_nn_only)
                  | set(_linalg_all) | set(_control) | set(_signal)

@@ -19,7 +19,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.backend.ops.npcall import host, numpy_call, register_kernel, require_eager
-from kerasflow.ops.common import arg, dtype_of, is_sym, rank, tensor
+from kerasflow.ops.common import arg, dtype_of, rank, tensor
 
 __all__ = [
     "allclose", "argpartition", "bincount", "digitize", "dtype", "get_item",
@@ -341,7 +341,7 @@ def vectorize(pyfunc, *, excluded=None, signature=None):
 
 def is_tensor(x) -> bool:
     """Whether ``x`` is an array or a symbolic tensor."""
-    return is_sym(x) or isinstance(x, (np.ndarray, np.generic))
+    return K.is_tensor(x)
 
 
 def dtype(x) -> str:

@@ -27,7 +27,7 @@ from kerasflow.optimizers.ftrl import Ftrl
 from kerasflow.optimizers.proximal import ProximalAdagrad, ProximalGradientDescent
 from kerasflow.optimizers.rmsprop import RMSprop
 from kerasflow.optimizers.sgd import SGD, GradientDescentOptimizer
-from kerasflow.utils.serialization import deserialize_object
+from kerasflow.utils.serialization import deserialize_object, did_you_mean
 
 # -- Keras 3 optimizers of issue 25 (one block) ------------------------------------
 from kerasflow.optimizers.adafactor import Adafactor  # noqa: E402
@@ -128,8 +128,10 @@ def get(identifier) -> Optimizer:
         if cls is GradientDescentOptimizer:
             return cls(0.01)
         return cls()
-    raise ValueError(f"Could not interpret optimizer identifier: {identifier!r}. "
-                     f"Expected one of {sorted(_BY_NAME)}, a config dict or an "
+    hint = did_you_mean(identifier, _BY_NAME, "kerasflow.optimizers") if \
+        isinstance(identifier, str) else ""
+    raise ValueError(f"Could not interpret optimizer identifier: {identifier!r}."
+                     f"{hint} Expected an optimizer name, a config dict or an "
                      f"Optimizer.")
 
 

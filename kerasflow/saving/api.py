@@ -24,8 +24,8 @@ _PLAIN = (bool, int, float, str)
 
 
 def save_model(model, filepath, overwrite=True, zipped=None, **kwargs):
-    """Writes ``model`` (architecture, weights, compile settings) to one zip file
-    (Keras 3's ``keras.saving.save_model``; the format is kerasflow's).
+    """Writes ``model`` (architecture, weights, compile settings) as Keras 3's
+    ``.keras`` zip file (``keras.saving.save_model``).
 
     Args:
         model: a Sequential or functional ``Model``.
@@ -58,15 +58,16 @@ def load_model(filepath, custom_objects=None, compile=True,  # noqa: A002
         filepath: the model file.
         custom_objects: {name: class or function} for user objects.
         compile: re-compile with the saved optimizer, loss and metrics.
-        safe_mode: accepted for Keras compatibility; kerasflow never unpickles
-            nor runs code from a file, so loading is always safe.
+        safe_mode: True (Keras' default) refuses a ``Lambda`` layer holding
+            Python bytecode; nothing is ever unpickled.
 
     Raises:
         FileNotFoundError: no such file. ValueError: a corrupt or foreign file,
         or an unknown class (naming it and how to provide it).
     """
     return saving_lib.load_model(os.fspath(filepath),
-                                 custom_objects=custom_objects, compile=compile)
+                                 custom_objects=custom_objects, compile=compile,
+                                 safe_mode=safe_mode)
 
 
 def save_weights(model, filepath, overwrite=True, max_shard_size=None, **kwargs):
@@ -82,15 +83,15 @@ def save_weights(model, filepath, overwrite=True, max_shard_size=None, **kwargs)
 
 
 def load_weights(model, filepath, skip_mismatch=False, **kwargs):
-    """``model.load_weights(filepath)``; ``skip_mismatch=True`` is refused.
+    """``model.load_weights(filepath)``: Keras 3 ``.weights.h5``/``.keras``,
+    Keras 2 ``.h5`` (``by_name=``) or kerasflow checkpoint files.
 
     Raises:
-        NotImplementedError: ``skip_mismatch=True`` (kerasflow loads all or none).
+        NotImplementedError: ``skip_mismatch=True`` for a checkpoint file
+            (loaded all or none).
     """
-    if skip_mismatch:
-        raise NotImplementedError("kerasflow loads every weight or none. "
-                                  "Received: skip_mismatch=True")
-    saving_lib.load_weights(model, os.fspath(filepath))
+    saving_lib.load_weights(model, os.fspath(filepath), skip_mismatch=skip_mismatch,
+                            by_name=kwargs.pop("by_name", False))
 
 
 def serialize_keras_object(obj):

@@ -1,6 +1,10 @@
-"""Saving and loading: one zip file = architecture JSON + weights checkpoint.
+"""Saving and loading models and weights.
 
-Weights are stored in the one checkpoint format of ``kerasflow.utils.checkpoint``
+``model.save`` writes Keras 3's ``.keras`` file (``config.json`` in Keras'
+schema via ``keras_config``, ``model.weights.h5`` in Keras' HDF5 layout via
+``keras_weights``); ``load_model`` reads it, Keras 2's ``.h5`` model files,
+and the zip files of earlier kerasflow versions (read only). ``save_weights``
+to a ``.h5`` name writes Keras 3's ``.weights.h5``. Otherwise weights are stored in the one checkpoint format of ``kerasflow.utils.checkpoint``
 (named arrays, never unpickled, CRC-checked): ``save_weights`` writes a
 checkpoint file and records it in its folder's ``checkpoint`` index (as
 tf.keras' ``save_weights`` does for TF-format checkpoints), so
@@ -12,6 +16,7 @@ assigned, so a corrupt file never leaves a half-loaded model.
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
 import os
@@ -24,7 +29,12 @@ import yaml
 from kerasflow import backend as K
 from kerasflow import layers, optimizers
 from kerasflow._version import __version__
-from kerasflow.saving import config_checks, weight_names
+from kerasflow.saving import (
+    config_checks,
+    keras_config,
+    keras_weights,
+    weight_names,
+)
 from kerasflow.utils import checkpoint as ckpt
 from kerasflow.utils import file_io
 
@@ -34,6 +44,11 @@ __all__ = ["save_model", "load_model", "save_weights", "load_weights", "to_json"
 FORMAT = "kerasflow-model-v1"
 _CONFIG_NAME = "model.json"
 _WEIGHTS_NAME = "model.weights.npz"
+_KERAS_CONFIG = "config.json"
+_METADATA = "metadata.json"
+_H5_WEIGHTS = "model.weights.h5"
+#: The Keras version whose file format ``save_model`` writes.
+KERAS_VERSION = "3.15.1"
 
 
 def _weights(model) -> tuple[dict, dict]:
@@ -67,26 +82,86 @@ def _compile_config(model):
         return None
 
 
+def _keras_compile_config(model):
+    cc = _compile_config(model)
+    if cc is None:
+        return None
+    opt = dict(cc["optimizer"])
+    opt["module"] = "keras.optimizers"
+    opt.setdefault("registered_name", None)
+    return {"optimizer": opt, "loss": cc["loss"], "loss_weights": cc["loss_weights"],
+            "metrics": cc["metrics"], "weighted_metrics": None, "run_eagerly": False,
+            "steps_per_execution": 1, "jit_compile": False}
+
+
+def _build_shape(model):
+    inputs = getattr(model, "inputs", None) or []
+    if getattr(model, "_is_functional", False) or not inputs:
+        return None
+    return list(inputs[0].shape) if len(inputs) == 1 else None
+
+
+def _tensor_specs(model) -> dict:
+    """{functional model name: {(layer, call, index): (shape, dtype)}} for
+    ``model`` and the functional models inside it."""
+    out = {}
+    stack = [model]
+    while stack:
+        m = stack.pop()
+        stack.extend(s for s in getattr(m, "layers", []) if hasattr(s, "layers"))
+        if not getattr(m, "_is_functional", False):
+            continue
+        specs, calls = {}, {}
+        for t in m.inputs:
+            layer = layers.base.get_history(t)[0]
+            specs[(layer.name, 0, 0)] = (list(t.shape), str(t.dtype))
+        for step in m._graph_steps:
+            if step.layer is None:
+                continue
+            k = calls.get(step.layer.name, 0)
+            calls[step.layer.name] = k + 1
+            for i, t in enumerate(step.outputs):
+                specs[(step.layer.name, k, i)] = (
+                    None if t.shape is None else list(t.shape), str(t.dtype))
+        out[m.name] = specs
+    return out
+
+
 def save_model(model, filepath, overwrite=True):
-    """Writes ``model`` to one zip file holding ``model.json`` and the weights.
+    """Writes ``model`` as Keras 3 writes a ``.keras`` file: a zip of
+    ``metadata.json``, ``config.json`` (Keras' schema, with
+    ``compile_config``) and ``model.weights.h5`` (Keras' layout, the
+    optimizer's variables included); Keras 3 loads it.
 
     Raises:
-        NotImplementedError: subclassed models (no config); use save_weights.
+        NotImplementedError: subclassed models (no config), or ops between
+            layers of a functional model; use save_weights.
         FileExistsError: the file exists and ``overwrite`` is False.
     """
-    config = json.dumps(_model_config(model), indent=1)
+    spec = keras_config.to_keras(layers.serialize(model), _build_shape(model),
+                                 _tensor_specs(model))
+    cc = _keras_compile_config(model)
+    if cc is not None:
+        spec["compile_config"] = cc
+    metadata = {"keras_version": KERAS_VERSION,
+                "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S"),
+                "kerasflow_version": __version__}
+    optimizer = model.optimizer if getattr(model, "compiled", False) else None
+    weights = keras_weights.save_keras3_weights(model, optimizer)
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr(_CONFIG_NAME, config)
-        z.writestr(_WEIGHTS_NAME, ckpt.encode_arrays(*_weights(model)))
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        z.writestr(_METADATA, json.dumps(metadata))
+        z.writestr(_KERAS_CONFIG, json.dumps(spec))
+        z.writestr(_H5_WEIGHTS, weights)
     file_io.atomic_write(filepath, buf.getvalue(), overwrite)
 
 
 def save_weights(model, filepath, overwrite=True):
-    """Writes the weights as a checkpoint file and indexes it in its folder.
+    """Writes the weights: a ``.h5`` name (``.weights.h5``) in Keras 3's HDF5
+    layout, any other name as a checkpoint file indexed in its folder.
 
     Args:
-        filepath: the checkpoint file (any name, e.g. ``"w.npz"``).
+        filepath: ``"w.weights.h5"`` (Keras 3) or a checkpoint name (``"w.npz"``).
         overwrite: False raises when the file exists.
 
     Raises:
@@ -95,6 +170,10 @@ def save_weights(model, filepath, overwrite=True):
     path = os.fspath(filepath)
     if not overwrite and os.path.exists(path):
         raise FileExistsError(f"'{path}' exists and overwrite=False.")
+    if path.endswith(".h5"):
+        file_io.atomic_write(path, keras_weights.save_keras3_weights(model),
+                             overwrite)
+        return
     arrays, metadata = _weights(model)
     ckpt.save_checkpoint(path, arrays, metadata)
 
@@ -107,6 +186,41 @@ def _read_weights(data: bytes, source):
     return names, list(arrays.values())
 
 
+def _check_members(z, path):
+    for name in z.namelist():
+        parts = name.replace("\\", "/").split("/")
+        if name.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+            raise ValueError(f"'{path}' holds a zip member with an unsafe path "
+                             f"({name!r}: absolute or with '..'); refused. "
+                             f"kerasflow extracts nothing, but such a file was "
+                             f"not written by Keras nor kerasflow.")
+
+
+def _read_zip(filepath):
+    """('keras', config, h5 bytes) or ('kerasflow', config, npz bytes)."""
+    path = os.fspath(filepath)
+    try:
+        with zipfile.ZipFile(path) as z:
+            _check_members(z, path)
+            members = set(z.namelist())
+            if {_KERAS_CONFIG, _H5_WEIGHTS} <= members:
+                text = file_io.read_zip_member(z, _KERAS_CONFIG,
+                                               file_io.config_cap(), path)
+                weights = file_io.read_zip_member(z, _H5_WEIGHTS,
+                                                  file_io.weights_cap(), path)
+                return "keras", config_checks.parse_json(text, path), weights
+            if {_KERAS_CONFIG} <= members and not any(
+                    m.endswith(".h5") for m in members):
+                raise ValueError(f"'{path}' is a .keras file without "
+                                 f"'{_H5_WEIGHTS}'; kerasflow reads Keras 3 files "
+                                 f"whose weights are in one HDF5 member.")
+    except (zipfile.BadZipFile, EOFError, zlib.error) as e:
+        raise ValueError(f"'{path}' is not a readable kerasflow model file "
+                         f"(corrupt or truncated zip: {e}).") from None
+    config, weights = _open_model_file(path)
+    return "kerasflow", config, weights
+
+
 def _open_model_file(filepath):
     path = os.fspath(filepath)
     if not os.path.exists(path):
@@ -116,8 +230,10 @@ def _open_model_file(filepath):
             members = set(z.namelist())
             missing = {_CONFIG_NAME, _WEIGHTS_NAME} - members
             if missing:
-                raise ValueError(f"'{path}' is not a kerasflow model file: it lacks "
-                                 f"{sorted(missing)}.")
+                raise ValueError(
+                    f"'{path}' is neither a Keras 3 .keras file (config.json + "
+                    f"model.weights.h5) nor a kerasflow model file: it lacks "
+                    f"{sorted(missing)}.")
             config_text = file_io.read_zip_member(z, _CONFIG_NAME,
                                                   file_io.config_cap(), path)
             weights = file_io.read_zip_member(z, _WEIGHTS_NAME,
@@ -142,23 +258,44 @@ def _assign_all(model, names, arrays, source):
     K.assign_all(model.weights, arrays, f"model '{model.name}' (from '{source}')")
 
 
-def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
-    """Rebuilds a model saved with ``model.save``.
+def load_model(filepath, custom_objects=None, compile=True,  # noqa: A002
+               safe_mode=True):
+    """Rebuilds a model from a Keras 3 ``.keras`` file (written by Keras or by
+    ``model.save``), a Keras 2 ``.h5`` model file, or a kerasflow zip file of
+    earlier versions (read only; a warning asks to save it again).
 
     Args:
         custom_objects: {name: class or function} for user-defined layers,
             losses, metrics.
-        compile: re-compile with the saved optimizer/loss/metrics when possible.
+        compile: re-compile with the saved optimizer/loss/metrics when possible
+            (and restore the optimizer's variables from a ``.keras`` file).
+        safe_mode: True refuses a ``Lambda`` layer holding Python bytecode
+            (Keras' rule); nothing is ever unpickled.
 
     Raises:
         FileNotFoundError: no file. ValueError: a corrupt, truncated or foreign
-        file, a pickle payload, or an unknown layer class (naming it and how to
-        pass it in ``custom_objects``); a member inflating past the caps of
-        ``kerasflow.utils.file_io`` (64 MiB config, 16 GiB weights; zip
-        bombs); a config past the caps of ``kerasflow.saving.config_checks``
-        (layer count, nesting) or of broken structure.
+        file, a zip member with an unsafe path, a dataset over the weights cap,
+        a layer class of no known module or unknown (naming it and how to pass
+        it in ``custom_objects``), a Lambda under ``safe_mode``; a member
+        inflating past the caps of ``kerasflow.utils.file_io`` (64 MiB config,
+        16 GiB weights; zip bombs); a config past the caps of
+        ``kerasflow.saving.config_checks`` (layer count, nesting) or of broken
+        structure.
     """
-    config, weights = _open_model_file(filepath)
+    path = os.fspath(filepath)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"No model file at '{path}'.")
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if keras_weights.is_hdf5(head):
+        return _load_keras2_model(path, custom_objects, compile, safe_mode)
+    kind, config, weights = _read_zip(path)
+    if kind == "keras":
+        return _load_keras3_model(path, config, weights, custom_objects, compile,
+                                  safe_mode)
+    warnings.warn(f"'{path}' is a model file of an earlier kerasflow version; it "
+                  f"loads, but save it again (model.save('x.keras')) to write "
+                  f"Keras 3's format.", stacklevel=2)
     names, arrays = _read_weights(weights, filepath)
     model = _from_config(config.get("model"), custom_objects, filepath)
     _assign_all(model, names, arrays, filepath)
@@ -173,23 +310,131 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
     return model
 
 
-def load_weights(model, filepath):
-    """Assigns weights from a ``save_weights`` .npz file or a model zip file,
-    matched by weight name, else by layer structure (``weight_names.py``).
+def _keras_model(spec, custom_objects, safe_mode, source):
+    config_checks.check_model_config(spec, source)
+    ours = keras_config.from_keras(spec, custom_objects, safe_mode, source)
+    try:
+        return layers.deserialize(ours, custom_objects)
+    except TypeError as e:  # an argument of Keras' that kerasflow lacks
+        raise ValueError(f"'{source}' holds a layer kerasflow cannot rebuild as "
+                         f"saved: {e}") from None
+
+
+def _keras_optimizer(config, source):
+    if not isinstance(config, dict):
+        return config
+    inner = {k: v for k, v in (config.get("config") or {}).items() if v is not None}
+    cls = optimizers.deserialize({"class_name": config.get("class_name"),
+                                  "config": {}}).__class__
+    allowed = keras_config._params(cls)
+    if allowed is not None:
+        inner = {k: v for k, v in inner.items() if k in allowed}
+    return optimizers.deserialize({"class_name": config["class_name"],
+                                   "config": inner})
+
+
+def _compile_keras(model, cc, source):
+    if not cc or cc.get("loss") is None:
+        return False
+    try:
+        model.compile(optimizer=_keras_optimizer(cc.get("optimizer"), source),
+                      loss=cc["loss"], metrics=cc.get("metrics"),
+                      loss_weights=cc.get("loss_weights"))
+        return True
+    except (ValueError, TypeError, KeyError) as e:
+        warnings.warn(f"Loaded '{source}' uncompiled: {e}", stacklevel=3)
+        return False
+
+
+def _load_keras3_model(path, spec, weights, custom_objects, compile, safe_mode):
+    if not isinstance(spec, dict):
+        raise ValueError(f"'{path}': config.json expects a model config "
+                         f"{{'class_name': ..., 'config': {{...}}}}. Received: "
+                         f"{type(spec).__name__}.")
+    model = _keras_model(spec, custom_objects, safe_mode, path)
+    compiled = compile and _compile_keras(model, spec.get("compile_config"), path)
+    optimizer = None
+    if compiled:
+        model.optimizer.build(model.trainable_weights)
+        optimizer = model.optimizer
+    with keras_weights.open_h5(weights, path) as h5:
+        keras_weights.load_keras3_weights(model, h5, path, optimizer=optimizer)
+    return model
+
+
+def _load_keras2_model(path, custom_objects, compile, safe_mode):
+    with open(path, "rb") as f:
+        data = f.read()
+    with keras_weights.open_h5(data, path) as h5:
+        raw = h5.attrs.get("model_config")
+        if raw is None:
+            raise ValueError(f"'{path}' is an HDF5 file without a "
+                             f"'model_config' attribute: a weights file, not a "
+                             f"model. Build the model and call load_weights.")
+        text = raw.decode("utf8") if isinstance(raw, bytes) else str(raw)
+        if len(text) > file_io.config_cap():
+            raise ValueError(f"'{path}': model_config is {len(text)} bytes, "
+                             f"over the config cap.")
+        spec = config_checks.parse_json(text, path)
+        model = _keras_model(spec, custom_objects, safe_mode, path)
+        keras_weights.load_keras2_weights(model, h5, path)
+        raw = h5.attrs.get("training_config")
+    if compile and raw is not None:
+        text = raw.decode("utf8") if isinstance(raw, bytes) else str(raw)
+        tc = config_checks.parse_json(text, path)
+        if isinstance(tc, dict):
+            _compile_keras(model, {"optimizer": tc.get("optimizer_config"),
+                                   "loss": tc.get("loss"),
+                                   "metrics": tc.get("metrics")}, path)
+    return model
+
+
+def load_weights(model, filepath, skip_mismatch=False, by_name=False):
+    """Assigns weights from a Keras 3 ``.weights.h5`` or ``.keras`` file, a
+    Keras 2 ``.h5`` file (by layer order, or ``by_name``), a ``save_weights``
+    checkpoint or an earlier kerasflow model file (matched by weight name,
+    else by layer structure: ``weight_names.py``).
+
+    Args:
+        skip_mismatch: HDF5 files only: skip layers whose weights differ in
+            count or shape instead of raising.
+        by_name: Keras 2 files only: match layers by name.
 
     Raises:
         ValueError: unreadable file, pickle payload, weights that match neither
             by name nor by structure (listing the unmatched names of both
-            sides), or a shape mismatch; no weight changes then.
+            sides), or a shape mismatch naming the layer and both shapes; no
+            weight changes then.
     """
     path = os.fspath(filepath)
     if not os.path.exists(path):
         raise FileNotFoundError(f"No weights file at '{path}'.")
     with open(path, "rb") as f:
         data = f.read()
+    if keras_weights.is_hdf5(data):
+        with keras_weights.open_h5(data, path) as h5:
+            if "layer_names" in h5.attrs or "model_weights" in h5:
+                keras_weights.load_keras2_weights(model, h5, path, by_name,
+                                                  skip_mismatch)
+            else:
+                keras_weights.load_keras3_weights(model, h5, path, skip_mismatch)
+        return
+    if skip_mismatch or by_name:
+        raise NotImplementedError(
+            f"skip_mismatch and by_name apply to HDF5 weight files; "
+            f"'{path}' is a checkpoint, loaded all or none. Received: "
+            f"skip_mismatch={skip_mismatch}, by_name={by_name}")
     if zipfile.is_zipfile(io.BytesIO(data)):
         with zipfile.ZipFile(io.BytesIO(data)) as z:
-            if _WEIGHTS_NAME in z.namelist():
+            _check_members(z, path)
+            members = z.namelist()
+            if _H5_WEIGHTS in members:
+                h5data = file_io.read_zip_member(z, _H5_WEIGHTS,
+                                                 file_io.weights_cap(), path)
+                with keras_weights.open_h5(h5data, path) as h5:
+                    keras_weights.load_keras3_weights(model, h5, path)
+                return
+            if _WEIGHTS_NAME in members:
                 data = file_io.read_zip_member(z, _WEIGHTS_NAME,
                                                file_io.weights_cap(), path)
     names, arrays = _read_weights(data, path)

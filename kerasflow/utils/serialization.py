@@ -20,6 +20,7 @@ deserialization. Pure Python: it imports nothing from kerasflow.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import re
 import threading
@@ -27,7 +28,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = ["CustomObjectScope", "GLOBAL_CUSTOM_OBJECTS", "custom_object_scope",
-           "deserialize", "deserialize_object", "get", "get_custom_objects",
+           "deserialize", "deserialize_object", "did_you_mean", "get",
+           "get_custom_objects",
            "Configurable", "get_object", "get_registered_name",
            "get_registered_object", "lookup_functions", "register_keras_serializable",
            "register_serializable", "registry", "serialize", "serialize_object",
@@ -219,6 +221,22 @@ def serialize_object(obj: Any) -> str | dict | None:
 _active = threading.local()
 
 
+def did_you_mean(name: str, names, namespace: str) -> str:
+    """The hint "Did you mean 'x'?" for the names closest to a misspelled ``name``
+    (difflib, case-insensitive), else where the valid names are listed; a
+    short list of names is given whole."""
+    names = sorted(set(names))
+    if len(names) <= 12:
+        return f" Valid names are: {', '.join(names)}."
+    by_lower = {n.lower(): n for n in names}
+    close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=3,
+                                      cutoff=0.6)
+    if close:
+        return " Did you mean " + " or ".join(
+            f"'{by_lower[c]}'" for c in close) + "?"
+    return f" None of the {len(names)} known names is close: see {namespace}."
+
+
 def _unknown(kind: str, name: str, table: Mapping, custom_objects,
              is_class: bool) -> ValueError:
     valid = ", ".join(sorted(set(table) | set(custom_objects or {})))
@@ -228,9 +246,10 @@ def _unknown(kind: str, name: str, table: Mapping, custom_objects,
             f"when loading, e.g. load_model(path, custom_objects={{'{name}': "
             f"{name}}}), or decorate it with register_serializable('{kind}')."
         )
+    hint = did_you_mean(name, set(table) | set(custom_objects or {}),
+                        f"kerasflow.{kind}s")
     return ValueError(
-        f"Unknown {kind} identifier: '{name}'. Valid names are: {valid}. "
-        f"Received: identifier={name!r}."
+        f"Unknown {kind} identifier: '{name}'.{hint} Received: identifier={name!r}."
     )
 
 

@@ -470,6 +470,28 @@ def test_tensorboard_batch_scalars_every_update_freq(tmp_path):
         TensorBoard(update_freq=0)
 
 
+def test_tensorboard_takes_keras_arguments_and_writes_weight_histograms(tmp_path):
+    """keras.io's guides: ``TensorBoard(histogram_freq=1, update_freq=...,
+    profile_batch=..., embeddings_freq=...)``; histograms every N epochs."""
+    kf.utils.set_random_seed(0)
+    model = kf.Sequential([kf.Input((2,)), kf.layers.Dense(3, name="dense")])
+    model.compile("sgd", "mse")
+    tb = TensorBoard(tmp_path, histogram_freq=2, update_freq="epoch",
+                     profile_batch=(2, 4), embeddings_freq=1, write_graph=True)
+    model.fit(np.ones((4, 2)), np.ones((4, 3)), epochs=3, verbose=0, callbacks=[tb])
+    steps = {}
+    for event in summary.read_events(tmp_path / "train"):
+        for value in event.summary.value:
+            if value.tag.endswith("/histogram"):
+                steps.setdefault(value.tag, []).append(event.step)
+                assert value.histo.num == {"dense/kernel/histogram": 6,
+                                           "dense/bias/histogram": 3}[value.tag]
+    assert steps == {"dense/kernel/histogram": [0, 2],
+                     "dense/bias/histogram": [0, 2]}
+    with pytest.raises(ValueError, match="Received: histogram_freq=-1"):
+        TensorBoard(histogram_freq=-1)
+
+
 def test_import_does_not_load_tensorboardx():
     code = "import sys, kerasflow.callbacks; print('tensorboardX' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True,
@@ -483,6 +505,36 @@ def test_import_does_not_load_tensorboardx():
 def test_format_logs():
     logs = {"loss": 0.30114, "accuracy": 1, "lr": 1e-5, "size": 32, "w": [1.0]}
     assert format_logs(logs) == "loss: 0.3011 - accuracy: 1.0000 - lr: 1.0000e-05"
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_progbar_prints_on_a_terminal_of_0_columns():
+    """``script -qc`` and some CI consoles report 0 columns and 0 lines (as a
+    fresh pty does): fit(verbose=1) and evaluate still draw their bars."""
+    code = ("import numpy as np, kerasflow as kf\n"
+            "m = kf.Sequential([kf.Input((2,)), kf.layers.Dense(1)])\n"
+            "m.compile('sgd', 'mse')\n"
+            "m.fit(np.ones((8, 2)), np.ones((8, 1)), batch_size=4, verbose=1)\n"
+            "m.evaluate(np.ones((8, 2)), np.ones((8, 1)), batch_size=4, verbose=1)\n")
+    master, slave = os.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=slave, env=env,
+                            stderr=subprocess.PIPE)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    text = out.decode(errors="replace")
+    assert "Epoch 1/1" in text and "2/2" in text and "loss: " in text
+    assert "Evaluate" in text
 
 
 def test_progbar_verbose_2_prints_one_line_per_epoch(capsys):

@@ -222,3 +222,145 @@ def test_reinitializable_iterator_switches_between_datasets():
     with pytest.raises(TypeError, match="elements like"):
         it.make_initializer(tf.data.Dataset.from_tensor_slices((np.zeros(2),
                                                                 np.zeros(2))))
+
+
+# -- Dataset.map over compat.v1 graph ops: traced once, run per element -----------
+
+def test_map_casting_and_dividing_an_image_traces_once():
+    images = np.arange(24, dtype=np.uint8).reshape(3, 2, 4)
+    ds = tf.data.Dataset.from_tensor_slices((images, np.array([7, 8, 9])))
+    calls = []
+
+    def scale(image, label):  # TF 1.15's "Distributed training with Keras"
+        calls.append(1)
+        image = tf.cast(image, tf.float32)
+        image /= 255
+        return image, label
+
+    out = list(ds.map(scale))
+    assert len(out) == 3
+    x, y = out[1]
+    assert x.dtype == np.float32 and x.shape == (2, 4)
+    np.testing.assert_allclose(x, images[1] / np.float32(255), rtol=1e-6)
+    assert y == 8 and y.dtype == np.int64
+    assert len(calls) == 2  # the first eager call, then one trace for all
+    batch_x, batch_y = next(iter(ds.map(scale).batch(3)))
+    assert batch_x.shape == (3, 2, 4) and list(batch_y) == [7, 8, 9]
+
+
+def test_map_of_graph_ops_on_parallel_calls():
+    images = np.ones((4, 6, 6, 1), np.float32)
+    ds = tf.data.Dataset.from_tensor_slices(images).map(
+        lambda im: tf.reshape(tf.clip_by_value(im * 3.0, 0.0, 2.0), [36]),
+        num_parallel_calls=2)
+    out = list(ds)
+    assert len(out) == 4 and out[0].shape == (36,)
+    np.testing.assert_allclose(out[3], 2.0, rtol=1e-6)
+
+
+def test_map_parse_csv_equal_labels_come_out_bool():
+    lines = np.array([b"25,Private,<=50K", b"40,Self,>50K", b"33,Private,>50K"],
+                     dtype=object)
+
+    def parse_csv(value):  # TF1's census wide & deep input_fn
+        columns = tf.decode_csv(value, record_defaults=[[0], [""], [""]])
+        features = dict(zip(["age", "workclass", "income"], columns))
+        labels = features.pop("income")
+        return features, tf.equal(labels, ">50K")
+
+    ds = tf.data.Dataset.from_tensor_slices(lines).map(parse_csv).batch(3)
+    features, labels = next(iter(ds))
+    assert labels.dtype == np.bool_
+    assert list(labels) == [False, True, True]
+    assert list(features["age"]) == [25, 40, 33]
+
+
+def test_tf_equal_treats_str_and_bytes_as_one_string():
+    with tf.Session() as sess:
+        assert sess.run(tf.equal(b">50K", ">50K"))
+        np.testing.assert_array_equal(
+            sess.run(tf.equal(np.array([b"a", b"b"], object), "a")), [True, False])
+
+
+def test_fill_inside_map_with_a_computed_value():
+    ds = tf.data.Dataset.range(3).map(
+        lambda i: tf.fill([2], tf.cast(i, tf.float32) * 2.0))
+    out = list(ds)
+    assert [o.dtype for o in out] == [np.float32] * 3
+    np.testing.assert_array_equal(np.stack(out), [[0, 0], [2, 2], [4, 4]])
+
+
+def test_filter_with_a_graph_predicate():
+    ds = tf.data.Dataset.range(6).filter(lambda i: tf.equal(i % 2, 0))
+    assert [int(v) for v in ds] == [0, 2, 4]
+
+
+def test_map_of_numpy_code_stays_eager():
+    seen = []
+
+    def f(x):
+        seen.append(type(x))
+        return np.asarray(x) * 2
+    assert [int(v) for v in tf.data.Dataset.range(3).map(f)] == [0, 2, 4]
+    assert all(t is not tf.Tensor for t in seen) and len(seen) == 3
+
+
+def test_tf_function_results_have_numpy():
+    @tf.function
+    def calc(x):
+        return x * 2
+
+    got = calc(np.array([1.0]))
+    assert type(got.numpy()) is np.ndarray
+    np.testing.assert_array_equal(got.numpy(), [2.0])
+
+
+# -- names TF 2's guides use ---------------------------------------------------------
+
+def test_sparse_tensor_to_dense():
+    st = tf.SparseTensor(indices=[[0, 0], [1, 2]], values=[1, 2], dense_shape=[3, 4])
+    dense = tf.sparse.to_dense(st)
+    assert st.shape == (3, 4) and dense.numpy().shape == (3, 4)
+    np.testing.assert_array_equal(dense, [[1, 0, 0, 0], [0, 0, 2, 0], [0, 0, 0, 0]])
+    with pytest.raises(ValueError, match="one value per index row"):
+        tf.SparseTensor([[0, 0]], [1, 2], [2, 2])
+    with pytest.raises(TypeError, match="expects a SparseTensor"):
+        tf.sparse.to_dense(np.zeros(3))
+
+
+def test_random_uniform_integer_dtype():
+    t = tf.random.uniform([1000], minval=2, maxval=5, dtype=tf.int32, seed=1)
+    assert t.dtype == np.int32
+    with tf.Session() as sess:
+        got = sess.run(t)
+    assert got.dtype == np.int32 and set(got.tolist()) == {2, 3, 4}
+    with pytest.raises(ValueError, match="needs an int maxval"):
+        tf.random.uniform([2], dtype=tf.int64)
+
+
+def test_counter_and_list_files(tmp_path):
+    counter = tf.data.experimental.Counter(start=3, step=2)
+    assert [int(v) for v in counter.take(3)] == [3, 5, 7]
+    assert counter.cardinality() == tf.data.experimental.INFINITE_CARDINALITY
+    for n in ("b.txt", "a.txt", "c.csv"):
+        (tmp_path / n).write_text(n)
+    ordered = tf.data.Dataset.list_files(str(tmp_path / "*.txt"), shuffle=False)
+    assert [v.numpy() for v in ordered] == [str(tmp_path / "a.txt").encode(),
+                                            str(tmp_path / "b.txt").encode()]
+    mixed = tf.data.Dataset.list_files(str(tmp_path / "*"), seed=3)
+    assert sorted(v.numpy() for v in mixed) == sorted(
+        str(tmp_path / n).encode() for n in ("a.txt", "b.txt", "c.csv"))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="match at least one"):
+        tf.data.Dataset.list_files(str(tmp_path / "*.none"))
+
+
+def test_strings_regex_replace_and_substr():
+    got = tf.strings.regex_replace(np.array([b"a<br />b", b"<br />"], object),
+                                   "<br />", " ")
+    assert list(got) == [b"a b", b" "]
+    assert tf.strings.regex_replace("aaa", "a", "b", replace_global=False) == b"baa"
+    assert list(tf.strings.substr(np.array([b"hello", b"world"], object), 1, 3)) \
+        == [b"ell", b"orl"]
+    assert tf.strings.substr("hello", -2, 5) == b"lo"
+    with pytest.raises(ValueError, match="out of range"):
+        tf.strings.substr("hi", 5, 1)

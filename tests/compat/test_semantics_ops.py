@@ -249,3 +249,26 @@ def test_enable_eager_execution_is_refused_clearly():
         tf.enable_eager_execution()
     tf.disable_v2_behavior()                          # a no-op
     assert tf.executing_eagerly() is False
+
+
+def test_tensordot_with_an_unknown_batch_dimension_as_tf():
+    """A TF1 factorization machine: ``(None, 784)`` · ``(784, 5, 10)``."""
+    x = tf.placeholder(tf.float32, [None, 6])
+    w_value = np.arange(6 * 2 * 3, dtype=np.float32).reshape(6, 2, 3)
+    w = tf.constant(w_value)
+    y = tf.tensordot(x, w, axes=1)
+    assert tuple(y.shape) == (None, 2, 3)
+    z = tf.tensordot(x, w, axes=[[1], [0]])
+    feed = np.random.RandomState(0).rand(4, 6).astype(np.float32)
+    outs = run([y, z], {x: feed})
+    np.testing.assert_allclose(outs[0], np.tensordot(feed, w_value, axes=1),
+                               rtol=1e-5)
+    np.testing.assert_allclose(outs[1], outs[0])
+
+
+def test_nn_xw_plus_b():
+    x = np.array([[1.0, 2.0]], np.float32)
+    w = np.array([[1.0, 0.0, 2.0], [0.5, 1.0, -1.0]], np.float32)
+    with tf.Session() as sess:
+        got = sess.run(tf.nn.xw_plus_b(x, w, np.array([0.0, 1.0, 2.0], np.float32)))
+    np.testing.assert_allclose(got, [[2.0, 3.0, 2.0]])

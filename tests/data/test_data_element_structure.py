@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import kerasflow as kf
 from kerasflow.backend import TensorSpec
 from kerasflow.data import Dataset
 
@@ -82,3 +83,35 @@ def test_from_tensor_slices_of_a_set_is_refused():
     with pytest.raises(TypeError, match="from_tensor_slices expects arrays.*"
                                         "Received: a set"):
         Dataset.from_tensor_slices({1, 2})
+
+
+def test_elements_have_tf2_numpy_and_training_reads_plain_arrays():
+    # TF 2 code: for x, y in ds.take(1): print(x.numpy()); element.numpy().
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    ds = kf.data.Dataset.from_tensor_slices((x, np.array([0, 1, 1])))
+    for a, b in ds.take(1):
+        assert type(a.numpy()) is np.ndarray and a.shape == (2,)
+        np.testing.assert_array_equal(a.numpy(), [0.0, 1.0])
+        assert type(b.numpy()) is np.int64 and b.numpy() == 0
+        assert a.dtype == np.float32 and float(a.sum()) == 1.0
+    (text,) = list(kf.data.Dataset.from_tensor_slices(np.array([b"hi"], object)))
+    assert text.numpy() == b"hi" and type(text.numpy()) is bytes
+    batch = next(iter(ds.batch(3)))[0]
+    assert type(batch.numpy()) is np.ndarray and batch.numpy().shape == (3, 2)
+    assert all(type(v) is np.ndarray for v in next(ds.batch(3).as_numpy_iterator()))
+    model = kf.Sequential([kf.layers.Dense(1, input_shape=(2,))])
+    model.compile("sgd", "mse")
+    assert type(model.predict(ds.batch(2).map(lambda a, b: a), verbose=0)) \
+        is np.ndarray
+
+
+def test_mapped_dataset_pickles_with_its_function():
+    # Multi-worker strategies ship a pipeline to each replica (cloudpickle).
+    pickle = pytest.importorskip("ray.cloudpickle")
+    ds = Dataset.range(3).map(_double)
+    list(ds)  # after a pass, the function holds its state
+    assert [int(v) for v in pickle.loads(pickle.dumps(ds))] == [0, 2, 4]
+
+
+def _double(x):
+    return x * 2

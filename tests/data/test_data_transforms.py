@@ -244,9 +244,14 @@ def test_flat_map_concatenate_apply():
 
 
 def test_map_outputs_are_numpy():
-    out = list(Dataset.range(2).map(lambda x: (int(x), 2.5, "s")))
+    ds = Dataset.range(2).map(lambda x: (int(x), 2.5, "s"))
+    out = list(ds.as_numpy_iterator())
     assert out[0] == (0, 2.5, b"s")
     assert [type(v) for v in out[0]] == [np.int64, np.float64, bytes]
+    # Iterated, the elements are TF 2's eager tensors: .numpy() gives the above.
+    eager = next(iter(ds))
+    assert [type(v.numpy()) for v in eager] == [np.int64, np.float64, bytes]
+    assert eager[0] == 0 and eager[2] == b"s"
     assert Dataset.range(2).map(lambda x: (x, [x, x])).element_spec[1].shape == (2,)
 
 

@@ -189,3 +189,25 @@ def test_replica_id_is_fed_per_replica(ray_cluster, float64):
         got = strategy.run(step, args=(x,))
     assert got.values == (6.0, 22.0)  # replica 0: 0 + 6; replica 1: 10 + 12
     strategy.close()
+
+
+def test_iterators_of_distributed_datasets_are_iterators():
+    # TF's custom-loop tutorials: it = iter(dist); step(next(it)), and TF 1.15's
+    # graph mode next(strategy.make_dataset_iterator(ds)) as get_next().
+    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    x, y = _data()
+    ds = kf.data.Dataset.from_tensor_slices((x, y)).batch(GLOBAL_BATCH)
+    it = iter(strategy.experimental_distribute_dataset(ds))
+    assert iter(it) is it
+    features, labels = next(it)
+    assert isinstance(features, PerReplica) and len(features.values) == 2
+    np.testing.assert_array_equal(features.values[1], x[8:16])
+    features, _ = it.get_next()
+    np.testing.assert_array_equal(features.values[0], x[16:24])
+    assert len(list(it)) == 2
+    with pytest.raises(tf.errors.OutOfRangeError):
+        it.get_next()
+    graph_it = strategy.make_dataset_iterator(ds)
+    got = next(graph_it)
+    assert all(K.is_symbolic(t) for t in got) and iter(graph_it) is graph_it
+

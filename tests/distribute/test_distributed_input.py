@@ -228,8 +228,25 @@ def test_dataset_fn_bad_input_errors():
         with pytest.raises(ReplicaFailedError,
                            match=r"Replica \d.*must return a kerasflow.data.Dataset"):
             model.fit(dist, epochs=1, verbose=0)
-    with pytest.raises(TypeError, match="read on the replicas"):
-        iter(dist)
+    with pytest.raises(TypeError, match="must return a kerasflow.data.Dataset"):
+        iter(dist)  # a custom loop builds the pipelines here
+
+
+def test_dataset_fn_iterated_in_a_custom_loop_gives_per_replica_batches(tmp_path):
+    # TF's distributed-input guide: iterate it, pass each element to strategy.run.
+    strategy = kf.distribute.MirroredStrategy(num_replicas=2)
+    dist = strategy.distribute_datasets_from_function(_shard_fn(tmp_path))
+    first = next(iter(kf.data.Dataset.from_tensor_slices((X, Y, SW))
+                      .shuffle(200, seed=7).batch(BATCH)))[0]
+    per = BATCH // 2
+    it = iter(dist)
+    x, y, sw = next(it)
+    assert isinstance(x, kf.distribute.PerReplica) and len(x.values) == 2
+    np.testing.assert_array_equal(x.values[0], first[:per])
+    np.testing.assert_array_equal(x.values[1], first[per:])
+    assert sum(1 for _ in it) == 200 // BATCH - 1
+    assert _noted(tmp_path, "ctx") == {os.getpid(): ["2/0/10", "2/1/10"]}
+    strategy.close()
 
 
 # -- Ray Data ---------------------------------------------------------------------

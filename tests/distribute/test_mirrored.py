@@ -157,6 +157,18 @@ def test_max_failures_ends_the_run(float64):
     assert strategy.worker_group is None
 
 
+def test_gpu_devices_without_gpus_soft_place_on_cpu(caplog):
+    # TF's simple_estimator_example passes GPU devices; without GPUs TF's soft
+    # placement (the Estimator's default session config) runs on the CPU.
+    if K.gpu_available():
+        pytest.skip("this machine has GPUs")
+    with caplog.at_level("WARNING", "kerasflow.distribute.mirrored.mirrored"):
+        strategy = kf.distribute.MirroredStrategy(["/device:GPU:0", "/device:GPU:1"])
+    assert strategy.num_replicas_in_sync == 2
+    assert "soft placement" in caplog.text and "no GPU" in caplog.text
+    assert strategy.worker_group is None
+
+
 def test_bad_input_errors():
     from kerasflow.distribute.runtime.errors import PlacementError
     with pytest.raises(PlacementError, match=r"Cannot place 64 replicas.*CPU=4"):

@@ -78,8 +78,64 @@ def test_config_and_errors():
     assert kf.layers.MultiHeadAttention.from_config(config).get_config() == config
     with pytest.raises(ValueError, match="num_heads"):
         kf.layers.MultiHeadAttention(0, 4)
-    with pytest.raises(NotImplementedError, match="attention_axes"):
-        kf.layers.MultiHeadAttention(2, 4, attention_axes=(1, 2))
+    with pytest.raises(ValueError, match="attention_axes"):
+        kf.layers.MultiHeadAttention(2, 4, attention_axes=(0,))(Q, V)
+    with pytest.raises(NotImplementedError, match="use_gate"):
+        kf.layers.MultiHeadAttention(2, 4, use_gate=True)
+
+
+def test_called_with_keywords_only_as_keras():
+    """Keras' own MHA tests call ``layer(query=q, value=v, key=k)``."""
+    keras = keras_numpy()
+    ours, theirs = _pair(keras, num_heads=2, key_dim=3)
+    out = ours(query=Q, value=V, key=KEY)
+    theirs(query=Q, value=V, key=KEY)
+    theirs.set_weights(ours.get_weights())
+    np.testing.assert_allclose(out, np.asarray(theirs(query=Q, value=V, key=KEY)),
+                               rtol=1e-4, atol=1e-5)
+    # Symbolic keywords too: a functional model replays them.
+    q, v, k = kf.Input((4, 6)), kf.Input((5, 3)), kf.Input((5, 7))
+    model = kf.Model([q, v, k], ours(query=q, value=v, key=k))
+    np.testing.assert_allclose(model.predict([Q, V, KEY], verbose=0), out,
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs,q_shape,v_shape", [
+    ({"attention_axes": (1, 2)}, (2, 3, 4, 5), (2, 2, 3, 4)),
+    ({"attention_axes": 2}, (2, 3, 4, 5), (2, 3, 2, 6)),
+    ({"attention_axes": -2}, (2, 3, 4, 5), (2, 3, 2, 6)),
+    ({"output_shape": (2, 3)}, (2, 4, 5), (2, 3, 5)),
+    ({"attention_axes": (1, 2), "output_shape": (2, 3)}, (2, 3, 4, 5), (2, 2, 3, 4)),
+])
+def test_attention_axes_and_tuple_output_shape_equal_keras(kwargs, q_shape, v_shape):
+    keras = keras_numpy()
+    rng = np.random.RandomState(1)
+    q = rng.randn(*q_shape).astype("float32")
+    v = rng.randn(*v_shape).astype("float32")
+    ours, theirs = _pair(keras, num_heads=2, key_dim=3, **kwargs)
+    out, scores = ours(q, v, return_attention_scores=True)
+    theirs(q, v)
+    theirs.set_weights(ours.get_weights())
+    k_out, k_scores = theirs(q, v, return_attention_scores=True)
+    assert out.shape == tuple(k_out.shape) and scores.shape == tuple(k_scores.shape)
+    np.testing.assert_allclose(out, np.asarray(k_out), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(scores, np.asarray(k_scores), rtol=1e-4, atol=1e-6)
+    config = ours.get_config()
+    assert kf.layers.MultiHeadAttention.from_config(config).get_config() == config
+
+
+def test_attention_axes_mask_equals_keras():
+    keras = keras_numpy()
+    rng = np.random.RandomState(2)
+    q = rng.randn(2, 3, 4, 5).astype("float32")
+    v = rng.randn(2, 2, 3, 4).astype("float32")
+    mask = rng.rand(2, 3, 4, 2, 3) > 0.3
+    ours, theirs = _pair(keras, num_heads=2, key_dim=3, attention_axes=(1, 2))
+    out = ours(q, v, attention_mask=mask)
+    theirs(q, v)
+    theirs.set_weights(ours.get_weights())
+    np.testing.assert_allclose(out, np.asarray(theirs(q, v, attention_mask=mask)),
+                               rtol=1e-4, atol=1e-5)
 
 
 def test_a_transformer_block_learns_to_find_the_marked_token():

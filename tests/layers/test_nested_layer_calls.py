@@ -5,6 +5,7 @@ nested layers' weights are listed depth first, as Keras 3 lists them."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import kerasflow as kf
 from tests.keras_oracle import keras_numpy
@@ -58,3 +59,29 @@ def test_nested_weights_are_ordered_as_keras():
     x = np.random.RandomState(1).standard_normal((4, 3, 2)).astype("float32")
     np.testing.assert_allclose(kf_model.predict(x, verbose=0),
                                np.asarray(k_model.predict(x, verbose=0)), atol=1e-5)
+
+
+def test_first_argument_by_its_name_in_call_as_keras():
+    """Keras 3's ``Layer.__call__`` takes the first argument by any name: the
+    name ``call`` gives it, for kerasflow's layers and users' alike."""
+    keras = keras_numpy()
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+
+    def scale_class(lib):
+        class Scale(lib.layers.Layer):
+            def call(self, features, factor=2.0):
+                return features * factor
+        return Scale
+
+    ours, theirs = scale_class(kf)(), scale_class(keras)()
+    np.testing.assert_allclose(ours(features=x, factor=3.0),
+                               np.asarray(theirs(features=x, factor=3.0)))
+    np.testing.assert_allclose(kf.layers.Dense(2, kernel_initializer="ones")(
+        inputs=x), np.asarray(keras.layers.Dense(2, kernel_initializer="ones")(
+            inputs=x)))
+    inputs = kf.Input((3,))
+    model = kf.Model(inputs, ours(features=inputs, factor=0.5))
+    np.testing.assert_allclose(model(inputs=x), x * 0.5)
+    with pytest.raises(TypeError, match=r"first input positionally or as "
+                                        r"`features=`.*\['feature'\]"):
+        ours(feature=x)

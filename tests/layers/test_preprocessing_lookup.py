@@ -130,6 +130,28 @@ def test_lookup_errors():
         L.StringLookup(invert=True, output_mode="count")
 
 
+def test_vocabularies_from_a_file_path_as_keras(tmp_path):
+    """Keras 3's string_lookup_test / text_vectorization_test: one token per
+    line; the config carries the tokens, so the file may go away."""
+    path = tmp_path / "vocab.txt"
+    path.write_text("a\nb\nc\n", encoding="utf-8")
+    layer = L.StringLookup(vocabulary=str(path), oov_token="[OOV]",
+                           mask_token="[MASK]")
+    assert layer.get_vocabulary() == ["[MASK]", "[OOV]", "a", "b", "c"]
+    text = L.TextVectorization(vocabulary=str(path), output_mode="int")
+    np.testing.assert_array_equal(text(["a b c unknown"]), [[2, 3, 4, 1]])
+    ints = tmp_path / "ints.txt"
+    ints.write_text("5\n7\n\n", encoding="utf-8")
+    np.testing.assert_array_equal(L.IntegerLookup(vocabulary=str(ints))(
+        np.array([5, 7, 9])), [1, 2, 0])
+    config = layer.get_config()
+    path.unlink()
+    assert L.StringLookup.from_config(config).get_vocabulary() == [
+        "[MASK]", "[OOV]", "a", "b", "c"]
+    with pytest.raises(FileNotFoundError):
+        L.StringLookup(vocabulary=str(tmp_path / "missing.txt"))
+
+
 def test_lookup_config_round_trip_keeps_adapted_vocabulary():
     layer = L.StringLookup(output_mode="tf_idf", mask_token="[M]")
     layer.adapt(np.array([["x", "y"], ["y", "z"]]))

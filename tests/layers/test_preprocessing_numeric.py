@@ -72,6 +72,62 @@ def test_normalization_adapt_from_dataset_and_batches():
     np.testing.assert_allclose(rows.get_weights()[0], x.mean(0), rtol=1e-5)
 
 
+def test_normalization_adapt_reads_pydatasets_lists_and_generators():
+    """Keras 3's adapt: every batch of a PyDataset ((x,), (x, y) or (x, y, w)),
+    a list of arrays is a list of batches, a generator; the statistics are the
+    whole data's."""
+    x = _data((40, 4, 3))
+
+    class Batches(kf.utils.PyDataset):
+        def __init__(self, form):
+            super().__init__()
+            self.form = form
+
+        def __len__(self):
+            return 5
+
+        def __getitem__(self, i):
+            b = x[8 * i:8 * i + 8]
+            return {"x": b, "xy": (b, np.zeros(8)),
+                    "xyw": (b, np.zeros(8), np.ones(8))}[self.form]
+
+    sources = [Batches("x"), Batches("xy"), Batches("xyw"),
+               [x[i:i + 8] for i in range(0, 40, 8)],
+               (x[i:i + 10] for i in range(0, 40, 10)),
+               [(x[i:i + 20], np.zeros(20)) for i in (0, 20)]]
+    for data in sources:
+        layer = L.Normalization()
+        layer.adapt(data)
+        np.testing.assert_allclose(layer.get_weights()[0], x.mean((0, 1)),
+                                   rtol=1e-5)
+        np.testing.assert_allclose(layer.get_weights()[1], x.var((0, 1)),
+                                   rtol=1e-4)
+    with pytest.raises(ValueError, match="empty iterable"):
+        L.Normalization().adapt([])
+    with pytest.raises(ValueError, match="empty iterable"):
+        L.Normalization().adapt(b for b in ())
+    with pytest.raises(TypeError, match="`.shape`"):
+        L.Normalization().adapt(v for v in (42,))
+
+
+def test_normalization_mean_and_variance_attributes_as_keras():
+    keras = keras_numpy()
+    x = _data((6, 3))
+    for kw in ({}, {"axis": None}, {"mean": [1.0, 2.0, 3.0], "variance": [2.0] * 3}):
+        ours, theirs = L.Normalization(**kw), keras.layers.Normalization(**kw)
+        assert ours.mean is None and ours.variance is None
+        if "mean" in kw:
+            ours.build(x.shape)
+            theirs.build(x.shape)
+        else:
+            ours.adapt(x)
+            theirs.adapt(x)
+        for name in ("mean", "variance"):
+            ours_v, theirs_v = getattr(ours, name), np.asarray(getattr(theirs, name))
+            assert ours_v.shape == theirs_v.shape, (kw, name)
+            np.testing.assert_allclose(ours_v, theirs_v, rtol=1e-5, atol=1e-7)
+
+
 def test_normalization_errors():
     with pytest.raises(ValueError, match="both `mean` and `variance`"):
         L.Normalization(mean=1.0)

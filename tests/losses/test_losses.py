@@ -401,3 +401,51 @@ def test_categorical_losses_warn_on_one_class():
         kf.losses.categorical_crossentropy(np.ones((3, 1)), np.ones((3, 1)))
     with pytest.warns(SyntaxWarning, match="categorical_focal_crossentropy"):
         kf.losses.categorical_focal_crossentropy(np.ones((3, 1)), np.ones((3, 1)))
+
+
+def test_tf2_reduction_names():
+    # TF 2's tf.keras.losses.Reduction, as its custom-training tutorial passes it.
+    R = losses.Reduction
+    assert (R.NONE, R.SUM, R.SUM_OVER_BATCH_SIZE, R.AUTO) == (
+        "none", "sum", "sum_over_batch_size", "auto")
+    yt, yp = np.zeros((2, 1), F32), np.array([[1.0], [3.0]], F32)
+    mse = losses.MeanSquaredError
+    np.testing.assert_allclose(mse(reduction=R.NONE)(yt, yp), [1.0, 9.0])
+    assert float(mse(reduction=R.SUM)(yt, yp)) == 10.0
+    assert float(mse(reduction=R.SUM_OVER_BATCH_SIZE)(yt, yp)) == 5.0
+    assert float(mse(reduction=R.AUTO)(yt, yp)) == 5.0
+    assert kf.losses.Reduction is R
+    R.validate(R.SUM)
+    with pytest.raises(ValueError, match="Invalid Reduction Key"):
+        R.validate("max")
+
+
+@pytest.mark.parametrize("getter,name,suggested", [
+    ("losses", "sparse_categorical_crossentropi", "sparse_categorical_crossentropy"),
+    ("metrics", "acuracy", "accuracy"), ("optimizers", "adamm", "adam"),
+    ("activations", "rellu", "relu")])
+def test_misspelled_names_get_a_did_you_mean(getter, name, suggested):
+    """difflib's closest names instead of a list of every known name."""
+    with pytest.raises(ValueError, match=f"Did you mean '{suggested}'") as info:
+        getattr(kf, getter).get(name)
+    assert len(str(info.value)) < 250, str(info.value)
+
+
+def test_one_hot_labels_with_a_sparse_loss_say_what_to_use():
+    model = kf.Sequential([kf.Input((4,)), kf.layers.Dense(3)])
+    model.compile("sgd", "sparse_categorical_crossentropy")
+    x = np.ones((6, 4), "float32")
+    with pytest.raises(ValueError, match=r"use categorical_crossentropy .*or "
+                                         r"integer class labels") as info:
+        model.fit(x, np.eye(3)[[0, 1, 2, 0, 1, 2]], verbose=0)
+    assert "SparseSoftmaxCrossEntropyWithLogits" not in str(info.value)
+    with pytest.raises(ValueError, match="one-hot labels"):
+        losses.sparse_categorical_crossentropy(np.eye(3), np.full((3, 3), 1 / 3))
+
+
+def test_string_labels_point_at_string_lookup():
+    model = kf.Sequential([kf.Input((4,)), kf.layers.Dense(3)])
+    model.compile("sgd", "sparse_categorical_crossentropy")
+    with pytest.raises(TypeError, match="StringLookup"):
+        model.fit(np.ones((4, 4), "float32"), np.array(["a", "b", "a", "c"]),
+                  verbose=0)

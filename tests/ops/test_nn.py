@@ -8,6 +8,8 @@ checked numerically in float64."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -262,3 +264,32 @@ GRADS = [
 @pytest.mark.parametrize("name,fn,inputs", GRADS, ids=[g[0] for g in GRADS])
 def test_gradients(float64, name, fn, inputs):
     check_gradients(fn, inputs)
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("gelu", {}), ("gelu", {"approximate": False}),
+    ("leaky_relu", {}), ("leaky_relu", {"negative_slope": 0.1})])
+def test_top_level_ops_are_keras_ops_nn(name, kwargs):
+    """``keras.ops.gelu`` is ``keras.ops.nn.gelu``: the tanh approximation by
+    default; ``keras.ops.leaky_relu`` takes ``negative_slope``."""
+    keras = keras_numpy()
+    np.testing.assert_allclose(getattr(kf.ops, name)(X, **kwargs),
+                               np.asarray(getattr(keras.ops, name)(X, **kwargs)),
+                               rtol=1e-6, atol=1e-7)
+
+
+def test_top_level_nn_ops_take_keras_arguments():
+    keras = keras_numpy()
+    for name in ("gelu", "leaky_relu", "ctc_loss"):
+        ours = inspect.signature(getattr(kf.ops, name)).parameters
+        theirs = inspect.signature(getattr(keras.ops, name)).parameters
+        assert {k: p.default for k, p in ours.items()} == {
+            k: p.default for k, p in theirs.items()}, name
+
+
+def test_is_tensor_as_keras():
+    keras = keras_numpy()
+    for value in (np.ones(2), np.float32(1.0), [1.0], 1.0, "a"):
+        assert kf.ops.is_tensor(value) == keras.ops.is_tensor(value), value
+        assert kf.backend.is_tensor(value) == keras.ops.is_tensor(value), value
+    assert kf.backend.is_tensor(kf.Input((2,)))

@@ -32,6 +32,7 @@ from kerasflow import data  # tf.data: the same objects as kerasflow.data
 from kerasflow import errors as _errors
 from kerasflow.compat.v1 import dtypes, flags, layers, losses, nn, train
 from kerasflow.compat.v1 import gfile as _gfile
+from kerasflow.compat.v1 import sparse as _sparse
 from kerasflow.compat.v1 import strings as _strings
 from kerasflow.compat.v1 import summary_ops as summary
 from kerasflow.compat.v1 import tensor_shape as _tensor_shape
@@ -153,6 +154,10 @@ logging = _Namespace("tf.logging", {
 
 strings = _Namespace("tf.strings", {n: getattr(_strings, n) for n in _strings.__all__})
 string_to_number = _strings.to_number
+SparseTensor = _sparse.SparseTensor
+sparse = _Namespace("tf.sparse", {"SparseTensor": _sparse.SparseTensor,
+                                  "to_dense": _sparse.to_dense})
+sparse_tensor_to_dense = _sparse.to_dense
 string_split = _strings.split
 
 _gfile_v2 = {n: getattr(_gfile, n) for n in _gfile.__all__}
@@ -202,7 +207,8 @@ initializers = _Namespace("tf.initializers", {
 
 __all__ = [
     *_array_all, *_math_all, *_variables_all, "dtypes", "flags", "layers",
-    "data", "losses", "nn", "strings", "gfile", "io", "decode_csv",
+    "data", "losses", "nn", "strings", "gfile", "io", "decode_csv", "SparseTensor",
+    "sparse", "sparse_tensor_to_dense",
     "string_to_number", "string_split", "summary", "train", "app", "logging", "errors", "math",
     "linalg", "random", "initializers", "DType", "as_dtype", "float16", "half",
     "float32", "float64", "double", "int8", "int16", "int32", "int64", "uint8",

@@ -94,6 +94,10 @@ def ones(shape, dtype="float32", name=None):
 
 
 def fill(dims, value, name=None):
+    """A tensor of shape ``dims`` (static ints) filled with ``value``, which
+    may be a graph tensor (a scalar computed in a ``Dataset.map`` function)."""
+    if isinstance(value, K.SymbolicTensor):
+        return G.track(K.broadcast_to(value, _static_shape(dims, "fill")))
     value = np.asarray(value)
     if value.dtype == np.float64:
         value = value.astype(K.floatx())
@@ -149,11 +153,26 @@ def random_normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None,
 
 def random_uniform(shape, minval=0, maxval=None, dtype="float32", seed=None,
                    name=None):
-    """Uniform values in [minval, maxval) (maxval 1 by default), drawn per run."""
+    """Uniform values in [minval, maxval) (maxval 1 by default), drawn per run;
+    for an integer dtype, integers in [minval, maxval) (``maxval`` required).
+
+    Raises:
+        ValueError: an integer dtype without ``maxval``, or maxval <= minval.
+    """
     dtype = resolve(dtype)
+    if dtype.kind in "iu":
+        if maxval is None or int(maxval) <= int(minval):
+            raise ValueError(f"tf.random.uniform with dtype {dtype.name} needs an "
+                             f"int maxval > minval. Received: minval={minval}, "
+                             f"maxval={maxval}.")
+        # floor of a float64 draw; the clip keeps a draw rounded up to maxval out.
+        u = K.random_uniform_like(_anchor(shape, np.float64), float(minval),
+                                  float(maxval), "float64", seed)
+        return G.track(K.cast(K.clip(K.floor(u), float(minval), float(maxval) - 1),
+                              dtype.name))
     if dtype.kind != "f":
-        raise NotImplementedError("tf.random_uniform with an integer dtype is not "
-                                  "provided by kerasflow.compat.v1.")
+        raise TypeError(f"tf.random.uniform draws float or integer values. "
+                        f"Received: dtype={dtype.name}.")
     return G.track(K.random_uniform_like(_anchor(shape, dtype), minval,
                                          1.0 if maxval is None else maxval,
                                          dtype.name, seed))

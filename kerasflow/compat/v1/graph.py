@@ -269,6 +269,10 @@ def as_tensor(value, dtype=None):
             isinstance(v, K.SymbolicTensor) for v in value):
         return stack([as_tensor(v, dtype) for v in value])
     arr = np.asarray(K.to_numpy(value))
+    if arr.dtype.kind in "SU":
+        # tf.string holds bytes: "a" and b"a" are one value, as in TF.
+        arr = np.vectorize(_as_bytes, otypes=[object])(arr) if arr.ndim else \
+            np.array(_as_bytes(arr[()]), dtype=object)
     if dtype is not None:
         arr = arr.astype(dtype)
     elif not isinstance(value, (np.ndarray, np.generic)):
@@ -278,6 +282,10 @@ def as_tensor(value, dtype=None):
         elif arr.dtype == np.int64:
             arr = arr.astype(np.int32)
     return track(K.constant(arr))
+
+
+def _as_bytes(s):
+    return s.encode() if isinstance(s, str) else bytes(s)
 
 
 def as_tensor_pair(x, y):

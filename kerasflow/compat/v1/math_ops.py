@@ -176,30 +176,14 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False,
 
 def tensordot(a, b, axes, name=None):
     """Sum over ``axes`` of a and b (an int N: a's last N with b's first N, or
-    a pair of lists), as transposes, reshapes and one matmul.
+    a pair of lists), as TF's: ``a`` may have one unknown free dimension (the
+    batch of ``(None, 784)`` · ``(784, 5, 10)``).
 
     Raises:
-        ValueError: unknown static sizes on the non-batch axes.
+        ValueError: unknown or mismatched contracted sizes, or an unknown free
+            dimension other than one of ``a``'s.
     """
-    a, b = _t(a), _t(b)
-    if isinstance(axes, (int, np.integer)):
-        axes_a = list(range(a.ndim - int(axes), a.ndim))
-        axes_b = list(range(int(axes)))
-    else:
-        axes_a, axes_b = ([axes[0]] if np.ndim(axes[0]) == 0 else list(axes[0]),
-                          [axes[1]] if np.ndim(axes[1]) == 0 else list(axes[1]))
-    axes_a = [x % a.ndim for x in axes_a]
-    axes_b = [x % b.ndim for x in axes_b]
-    free_a = [i for i in range(a.ndim) if i not in axes_a]
-    free_b = [i for i in range(b.ndim) if i not in axes_b]
-    sa, sb = a.shape, b.shape
-    if None in sa or None in sb:
-        raise ValueError(f"tensordot needs static shapes. Received: {sa}, {sb}.")
-    k = int(np.prod([sa[i] for i in axes_a]))
-    a2 = K.reshape(K.transpose(a, tuple(free_a + axes_a)), (-1, k))
-    b2 = K.reshape(K.transpose(b, tuple(axes_b + free_b)), (k, -1))
-    out_shape = tuple(sa[i] for i in free_a) + tuple(sb[i] for i in free_b)
-    return G.track(K.reshape(K.matmul(a2, b2), out_shape))
+    return G.track(K.tensordot(_t(a), _t(b), axes))
 
 
 # -- clipping and norms ---------------------------------------------------------------

@@ -20,7 +20,7 @@ from kerasflow.distribute.custom_loop import (
 
 __all__ = [
     "compute_average_loss", "relu", "relu6", "elu", "selu", "sigmoid", "tanh", "softplus", "softsign",
-    "leaky_relu", "softmax", "log_softmax", "bias_add", "dropout", "conv2d",
+    "leaky_relu", "softmax", "log_softmax", "bias_add", "xw_plus_b", "dropout", "conv2d",
     "max_pool", "avg_pool", "max_pool2d", "avg_pool2d",
     "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
     "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
@@ -64,6 +64,20 @@ def bias_add(value, bias, data_format=None, name=None):
         raise NotImplementedError(f"tf.nn.bias_add with data_format="
                                   f"{data_format!r}: kerasflow is NHWC only.")
     return G.track(K.add(_t(value), _t(bias)))
+
+
+def xw_plus_b(x, weights, biases, name=None):
+    """``matmul(x, weights) + biases`` (TF1's ``tf.nn.xw_plus_b``).
+
+    Args:
+        x: (batch, in) float tensor.
+        weights: (in, units) float tensor.
+        biases: (units,) float tensor.
+
+    Returns:
+        (batch, units) tensor of ``x``'s dtype.
+    """
+    return G.track(K.add(K.matmul(*G.as_tensor_pair(x, weights)), _t(biases)))
 
 
 def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):

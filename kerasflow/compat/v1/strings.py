@@ -6,11 +6,15 @@ come back as ``bytes`` (tf.string) in object arrays shaped like the input.
 
 from __future__ import annotations
 
+import builtins
+import re
+
 import numpy as np
 
 from kerasflow.compat.v1.dtypes import as_dtype
 
-__all__ = ["length", "lower", "split", "strip", "to_number", "upper"]
+__all__ = ["length", "lower", "regex_replace", "split", "strip", "substr",
+           "to_number", "upper"]
 
 
 def _text(s) -> str:
@@ -109,3 +113,35 @@ def split(input, sep=None, maxsplit=-1, name=None):  # noqa: A002
     if array.ndim == 0:
         return pieces(array[()])
     return [pieces(s) for s in array]
+
+
+def regex_replace(input, pattern, rewrite, replace_global=True, name=None):  # noqa: A002
+    """Each string with matches of ``pattern`` replaced by ``rewrite``
+    (``tf.strings.regex_replace``; RE2 syntax as Python's ``re``, ``\\1``
+    backreferences); only the first match unless ``replace_global``."""
+    regex = re.compile(_text(pattern))
+    count = 0 if replace_global else 1
+    return _each(input, lambda s: regex.sub(_text(rewrite), s, count=count).encode())
+
+
+def substr(input, pos, len, unit="BYTE", name=None):  # noqa: A002
+    """``len`` bytes (or UTF-8 characters) of each string from ``pos``
+    (negative: from the end), as ``tf.strings.substr``.
+
+    Raises:
+        ValueError: ``pos`` outside a string, or an unknown ``unit``.
+    """
+    if unit not in ("BYTE", "UTF8_CHAR"):
+        raise ValueError(f"unit must be 'BYTE' or 'UTF8_CHAR'. Received: {unit!r}.")
+    size = len
+
+    def cut(s):
+        data = s.encode() if unit == "BYTE" else s
+        start = pos + builtins.len(data) if pos < 0 else pos
+        if not 0 <= start <= builtins.len(data):
+            raise ValueError(f"tf.strings.substr: pos {pos} is out of range for "
+                             f"{s!r}.")
+        piece = data[start:start + size]
+        return piece if unit == "BYTE" else piece.encode()
+    return _each(input, cut)
+

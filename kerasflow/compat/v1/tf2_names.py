@@ -25,6 +25,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow import tree
+from kerasflow.backend.eager import as_eager
 from kerasflow.backend.registry import apply, register_op
 from kerasflow.compat.v1 import graph as G
 from kerasflow.distribute.values import PerReplica
@@ -198,6 +199,9 @@ class Function:
         flat = [next(values) if c is _FETCHED else c for c in consts]
         # a metric's result computed on the host, after the plan's updates
         flat = [c.metric.result() if isinstance(c, PendingResult) else c for c in flat]
+        # TF 2's eager results: arrays with .numpy() (views, no copy).
+        flat = [as_eager(v) if isinstance(v, (np.ndarray, np.generic)) else v
+                for v in flat]
         return None if struct is None else tree.pack_sequence_as(struct, flat)
 
     def _trace(self, args, kwargs, leaves, phs):

@@ -30,6 +30,7 @@ both, was faster for an MLP (``benchmarks/bench_eval_replicas.py``).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 
@@ -39,6 +40,8 @@ from kerasflow.distribute.mirrored.sync_strategy import (
     SyncReplicaStrategy,
 )
 from kerasflow.distribute.runtime.ray import cluster_summary
+
+log = logging.getLogger(__name__)
 
 __all__ = ["MirroredStrategy"]
 
@@ -113,6 +116,14 @@ class MirroredStrategy(SyncReplicaStrategy):
         else:
             count = num_replicas
         nodes = [res for _, res in cluster_summary()]
+        if use_gpu and devices is not None and not any(r.get("GPU", 0)
+                                                        for r in nodes):
+            # TF's soft placement (the Estimator's default session config):
+            # GPU devices on a machine without GPUs run on the CPU.
+            log.warning("MirroredStrategy(devices=%s): the Ray cluster has no GPU; "
+                        "running %d CPU replicas instead (soft placement).",
+                        list(devices), count)
+            use_gpu = False
         if use_gpu:
             most = max((r.get("GPU", 0) for r in nodes), default=0)
             if count > most:

@@ -19,6 +19,8 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.layers.base import Layer
+from kerasflow.layers.layer_helpers import MISSING, pop_first_argument
+from kerasflow.utils.py_dataset import PyDataset
 
 __all__ = ["EagerArrayLayer", "ImageLayer", "adapt_batches", "check_adaptable",
            "check_numeric", "training_flag"]
@@ -80,7 +82,9 @@ class ImageLayer(Layer):
     # as Keras does; the other layers compute in the layer's float dtype.
     _keeps_int_dtype = False
 
-    def __call__(self, inputs, *args, **kwargs):
+    def __call__(self, inputs=MISSING, *args, **kwargs):
+        if inputs is MISSING:
+            inputs = pop_first_argument(self, kwargs)
         if not K.is_symbolic(inputs) and not isinstance(inputs, (dict, list)):
             x = np.asarray(inputs)
             self._check_images(x)
@@ -124,7 +128,9 @@ class EagerArrayLayer(Layer):
 
     _accepts = "arrays"
 
-    def __call__(self, inputs, *args, **kwargs):
+    def __call__(self, inputs=MISSING, *args, **kwargs):
+        if inputs is MISSING:
+            inputs = pop_first_argument(self, kwargs)
         if K.is_symbolic(inputs) or any(K.is_symbolic(a) for a in args):
             raise TypeError(
                 f"Layer '{self.name}' ({type(self).__name__}) runs eagerly on "
@@ -155,22 +161,30 @@ def check_adaptable(layer) -> None:
 
 
 def adapt_batches(data, steps=None, name="adapt"):
-    """The batches of ``data`` as numpy arrays: an array (or list, or tensor)
-    is one batch; a ``kerasflow.data.Dataset`` or any other iterable yields
-    its batches (of an ``(x, y)`` element, ``x``).
+    """The batches of ``data`` as numpy arrays: an array (or tensor, or list
+    of values) is one batch; a ``PyDataset``, a ``kerasflow.data.Dataset``, a
+    list of arrays or any other iterable yields its batches (of an ``(x, y)``
+    or ``(x, y, sample_weight)`` element, ``x``), as Keras 3's ``adapt``.
 
     Raises:
         TypeError: ``data`` is none of these.
         ValueError: an empty iterable.
     """
-    if isinstance(data, (np.ndarray, list, tuple, str, bytes, int, float)) or (
+    if isinstance(data, list) and all(
+            np.ndim(b[0] if isinstance(b, tuple) and b else b) >= 1
+            and not isinstance(b, (list, str)) for b in data):
+        data = iter(data)  # Keras 3: a list of arrays is a list of batches
+    elif isinstance(data, (np.ndarray, list, tuple, str, bytes, int, float)) or (
             hasattr(data, "shape") and hasattr(data, "dtype")):
         return [np.asarray(K.to_numpy(data) if not isinstance(
             data, (list, tuple, str, bytes)) else data)]
+    if isinstance(data, PyDataset):  # indexed by batch; may never IndexError
+        data = map(data.__getitem__, range(len(data)))
     if not hasattr(data, "__iter__"):
         raise TypeError(
-            f"`{name}` expects an array, a kerasflow.data.Dataset or an "
-            f"iterable of batches. Received: data of type {type(data).__name__}.")
+            f"`{name}` expects an array, a PyDataset, a kerasflow.data.Dataset "
+            f"or an iterable of batches. Received: data of type "
+            f"{type(data).__name__}.")
     out = []
     for i, batch in enumerate(data):
         if steps is not None and i >= steps:
@@ -178,5 +192,5 @@ def adapt_batches(data, steps=None, name="adapt"):
         out.append(np.asarray(_first(batch)))
     if not out:
         raise ValueError(f"`{name}` received no batches (an empty dataset or "
-                         f"iterable).")
+                         f"an empty iterable). Expected at least one batch.")
     return out

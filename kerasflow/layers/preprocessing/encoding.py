@@ -10,6 +10,7 @@ import numpy as np
 
 from kerasflow import backend as K
 from kerasflow.layers.base import Layer
+from kerasflow.layers.layer_helpers import MISSING, pop_first_argument
 from kerasflow.layers.preprocessing.base import adapt_batches
 
 __all__ = ["CategoryEncoding", "Discretization", "encode_categorical"]
@@ -95,7 +96,9 @@ class CategoryEncoding(Layer):
         self.num_tokens, self.output_mode = int(num_tokens), output_mode
         self.sparse = False
 
-    def __call__(self, inputs, *args, **kwargs):
+    def __call__(self, inputs=MISSING, *args, **kwargs):
+        if inputs is MISSING:
+            inputs = pop_first_argument(self, kwargs)
         if not K.is_symbolic(inputs):
             x = np.asarray(inputs)
             if x.dtype.kind not in "iub":
@@ -209,7 +212,9 @@ class Discretization(Layer):
                                         1.0 / self.num_bins)[0, :-1].tolist()
         self._clear_eager_traces()
 
-    def __call__(self, inputs, *args, **kwargs):
+    def __call__(self, inputs=MISSING, *args, **kwargs):
+        if inputs is MISSING:
+            inputs = pop_first_argument(self, kwargs)
         if self.bin_boundaries is None:
             raise ValueError("You need to either pass the `bin_boundaries` "
                              "argument at construction time or call "

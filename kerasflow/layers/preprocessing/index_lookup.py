@@ -75,7 +75,9 @@ class IndexLookup(EagerArrayLayer):
         self.vocabulary_dtype, self.oov_method = vocabulary_dtype, oov_method
         self.salt = [salt, salt] if isinstance(salt, int) else salt
         self._frozen_vocab_size = vocabulary_size
-        self.input_vocabulary = vocabulary
+        # A vocabulary file is read once; its tokens, not its path, go into
+        # the config, so a saved model does not need the file.
+        self.input_vocabulary = None if isinstance(vocabulary, str) else vocabulary
         self.input_idf_weights = idf_weights
         self._has_input_vocabulary = has_input
         self._tokens: list = []
@@ -117,10 +119,16 @@ class IndexLookup(EagerArrayLayer):
         leading special tokens in their layout order are accepted and
         skipped.
 
+        Args:
+            vocabulary: a list or array of tokens, or the path of a UTF-8 text
+                file with one token per line (Keras 3).
+            idf_weights: float per token, for 'tf_idf' mode.
+
         Raises:
             ValueError: an empty or repeated vocabulary, a special token inside
                 it, more than ``max_tokens`` indices, or idf weights missing,
                 unwanted or of another length.
+            FileNotFoundError: a vocabulary path that does not exist.
         """
         if self.output_mode == "tf_idf":
             if idf_weights is None:
@@ -131,8 +139,7 @@ class IndexLookup(EagerArrayLayer):
                              f"`'tf_idf'`. Received: output_mode={self.output_mode}"
                              f" and idf_weights={idf_weights}")
         if isinstance(vocabulary, str):
-            raise ValueError(f"Vocabulary files are not supported by kerasflow; "
-                             f"pass a list of tokens. Received: {vocabulary!r}")
+            vocabulary = _read_vocabulary_file(vocabulary, self.vocabulary_dtype)
         vocab = [t for t in self._to_tokens(np.asarray(vocabulary)).reshape(-1)]
         if not vocab:
             raise ValueError(f"Cannot set an empty vocabulary. Received: "
@@ -346,3 +353,15 @@ class IndexLookup(EagerArrayLayer):
                 "vocabulary_dtype": self.vocabulary_dtype, "idf_weights": idf,
                 "vocabulary": vocab, "vocabulary_size": self._frozen_vocab_size,
                 "oov_method": self.oov_method, "salt": self.salt}
+
+
+def _read_vocabulary_file(path, dtype):
+    """The tokens of a vocabulary file: one per line, trailing blank lines
+    dropped (Keras 3's ``load_assets``); ints for an integer vocabulary."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    while lines and lines[-1] == "":
+        lines.pop()
+    if dtype in ("string", str, object) or np.dtype(dtype).kind in "OUS":
+        return lines
+    return [int(line) for line in lines]

@@ -26,7 +26,8 @@ class Normalization(Layer):
     The mean and variance come from ``mean``/``variance`` or from ``adapt(data)``,
     which stores them in the non-trainable weights ``mean``, ``variance`` and
     ``count`` (so ``model.save`` keeps them; ``count`` stays 0, as in Keras
-    3.15).
+    3.15). After ``build`` or ``adapt`` the attributes ``mean`` and
+    ``variance`` hold them in the inputs' broadcast shape, as Keras'.
 
     Args:
         axis: the axis or axes that keep their own statistics (default -1: one
@@ -124,12 +125,15 @@ class Normalization(Layer):
 
         Args:
             data: an array, a ``kerasflow.data.Dataset`` (of batches, or of
-                single rank-1 rows, which are batched by 128 as Keras does), or
-                an iterable of batches (``(x, y)`` batches use ``x``).
+                single rank-1 rows, which are batched by 128 as Keras does), a
+                ``PyDataset``, or an iterable of batches such as a list of
+                arrays or a generator (``(x, y)`` batches use ``x``).
             steps: read at most this many batches.
 
         Raises:
-            ValueError: batches whose kept axes differ from the built shape.
+            ValueError: batches whose kept axes differ from the built shape;
+                an empty iterable.
+            TypeError: batches without a shape (scalars).
         """
         spec = getattr(data, "element_spec", None)
         if spec is not None and hasattr(data, "batch"):
@@ -138,6 +142,11 @@ class Normalization(Layer):
                 data = data.batch(128)
         batches = [b.astype(np.float64) if b.dtype.kind not in "f" else b
                    for b in adapt_batches(data, steps, "Normalization.adapt")]
+        if any(b.ndim == 0 for b in batches):
+            raise TypeError(
+                "Normalization.adapt() expects batches that are arrays or "
+                "tensors with a `.shape` attribute. Received: a scalar batch "
+                f"of type {type(batches[0].item()).__name__}.")
         first = batches[0].shape
         if not self.built:
             self.build(first)
@@ -172,6 +181,25 @@ class Normalization(Layer):
         self.adapt_variance.assign(
             np.asarray(var, self.dtype).reshape(self._stat_shape))
         self._clear_eager_traces()
+
+    @property
+    def mean(self):
+        """The mean in the inputs' broadcast shape ((1, features) by default),
+        after ``build`` or ``adapt``; None before (Keras 3)."""
+        return self._stat_value("_const_mean", "adapt_mean")
+
+    @property
+    def variance(self):
+        """The variance in the inputs' broadcast shape; None before building."""
+        return self._stat_value("_const_variance", "adapt_variance")
+
+    def _stat_value(self, const, adapted):
+        if not self.built:
+            return None
+        if self.input_mean is not None:
+            return getattr(self, const)
+        return np.reshape(getattr(self, adapted).numpy(),
+                          self._broadcast_shape).astype(self.dtype)
 
     def _stats(self):
         if self.input_mean is not None:

@@ -1,0 +1,281 @@
+"""Keras 3's ``.keras`` / ``.weights.h5`` both ways, Keras 2 ``.h5`` read, and
+hostile files; Keras 3.15 on its numpy backend is the other side."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import h5py
+import numpy as np
+import pytest
+
+import kerasflow as kf
+from kerasflow.saving import saving_lib
+from kerasflow.utils import checkpoint as ckpt
+from tests.keras_oracle import keras_numpy
+
+L = kf.layers
+
+
+def _kf_sequential():
+    return kf.Sequential([kf.Input((4,)), L.Dense(8, activation="relu"),
+                          L.BatchNormalization(), L.Dropout(0.1), L.Dense(3)])
+
+
+def _kf_functional():
+    i = kf.Input((5,), name="tok", dtype="int32")
+    e = L.Embedding(10, 4)(i)
+    x = L.LSTM(6, return_sequences=True)(e)
+    y = L.GRU(3)(x)
+    z = L.MaxPooling1D()(L.Conv1D(2, 3)(e))
+    z = L.GlobalAveragePooling1D()(z)
+    o = L.LayerNormalization()(L.Concatenate()([y, z]))
+    return kf.Model(i, L.Add()([o, o]))
+
+
+def _kf_convnet():
+    i = kf.Input((8, 8, 2))
+    x = L.Conv2D(3, 3, activation="relu")(i)
+    x = L.AveragePooling2D(2)(L.MaxPooling2D(1)(x))
+    return kf.Model(i, L.Dense(2)(L.Flatten()(x)))
+
+
+def _keras_models(keras):
+    K = keras.layers
+    seq = keras.Sequential([keras.Input((4,)), K.Dense(8, activation="relu"),
+                            K.BatchNormalization(), K.Dropout(0.1), K.Dense(3)])
+    i = keras.Input((5,), name="tok", dtype="int32")
+    e = K.Embedding(10, 4)(i)
+    y = K.GRU(3)(K.LSTM(6, return_sequences=True)(e))
+    z = K.GlobalAveragePooling1D()(K.MaxPooling1D()(K.Conv1D(2, 3)(e)))
+    o = K.LayerNormalization()(K.Concatenate()([y, z]))
+    fun = keras.Model(i, K.Add()([o, o]))
+    c = keras.Input((8, 8, 2))
+    x = K.AveragePooling2D(2)(K.MaxPooling2D(1)(K.Conv2D(3, 3, activation="relu")(c)))
+    conv = keras.Model(c, K.Dense(2)(K.Flatten()(x)))
+    return seq, fun, conv
+
+
+def _inputs():
+    rng = np.random.default_rng(0)
+    return [rng.normal(size=(3, 4)).astype("float32"),
+            rng.integers(0, 10, (3, 5)).astype("int32"),
+            rng.normal(size=(3, 8, 8, 2)).astype("float32")]
+
+
+def _randomize(model, seed=1):
+    rng = np.random.default_rng(seed)
+    # Moving variances stay positive; everything else any value.
+    model.set_weights([np.abs(rng.normal(size=w.shape)).astype(w.dtype) + 0.5
+                       for w in model.get_weights()])
+
+
+def test_keras3_files_load_and_predict_the_same(tmp_path):
+    keras = keras_numpy()
+    for k, (km, x) in enumerate(zip(_keras_models(keras), _inputs())):
+        _randomize(km, k)
+        km.save(tmp_path / f"k{k}.keras")
+        ours = kf.models.load_model(tmp_path / f"k{k}.keras")
+        np.testing.assert_allclose(ours.predict(x, verbose=0),
+                                   km.predict(x, verbose=0), rtol=1e-5, atol=1e-5)
+
+
+def test_kerasflow_files_load_in_keras3_and_predict_the_same(tmp_path):
+    keras = keras_numpy()
+    for k, (model, x) in enumerate(zip([_kf_sequential(), _kf_functional(),
+                                        _kf_convnet()], _inputs())):
+        _randomize(model, k)
+        model.save(tmp_path / f"f{k}.keras")
+        with zipfile.ZipFile(tmp_path / f"f{k}.keras") as z:
+            assert sorted(z.namelist()) == ["config.json", "metadata.json",
+                                            "model.weights.h5"]
+        km = keras.saving.load_model(tmp_path / f"f{k}.keras")
+        want = model.predict(x, verbose=0)
+        np.testing.assert_allclose(km.predict(x, verbose=0), want, rtol=1e-5,
+                                   atol=1e-5)
+        again = kf.models.load_model(tmp_path / f"f{k}.keras")
+        np.testing.assert_array_equal(again.predict(x, verbose=0), want)
+
+
+def test_compiled_model_keeps_adam_state_and_continues_training(tmp_path):
+    keras = keras_numpy()
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(16, 4)).astype("float32")
+    y = rng.normal(size=(16, 3)).astype("float32")
+    model = kf.Sequential([kf.Input((4,)), L.Dense(8, activation="relu"),
+                           L.BatchNormalization(), L.Dense(3)])  # no Dropout
+    model.compile(optimizer=kf.optimizers.Adam(0.01), loss="mse")
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    model.save(tmp_path / "c.keras")
+    loaded = kf.models.load_model(tmp_path / "c.keras")
+    assert type(loaded.optimizer).__name__ == "Adam"
+    for a, b in zip(model.optimizer.variables, loaded.optimizer.variables):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0, shuffle=False)
+    loaded.fit(x, y, batch_size=16, epochs=1, verbose=0, shuffle=False)
+    for a, b in zip(model.get_weights(), loaded.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    km = keras.saving.load_model(tmp_path / "c.keras")  # compile config read
+    assert type(km.optimizer).__name__ == "Adam"
+    np.testing.assert_allclose(float(km.optimizer.learning_rate), 0.01, rtol=1e-6)
+
+
+def test_lambda_with_bytecode_is_refused_in_safe_mode(tmp_path):
+    keras = keras_numpy()
+    km = keras.Sequential([keras.Input((3,)), keras.layers.Lambda(lambda t: t * 2.0)])
+    km.save(tmp_path / "lam.keras")
+    with pytest.raises(ValueError, match="safe_mode=False"):
+        kf.models.load_model(tmp_path / "lam.keras")
+    ours = kf.models.load_model(tmp_path / "lam.keras", safe_mode=False)
+    x = np.ones((2, 3), "float32")
+    np.testing.assert_allclose(ours.predict(x, verbose=0), 2 * x)
+
+
+def test_earlier_kerasflow_zip_still_loads_with_a_note(tmp_path):
+    model = _kf_sequential()
+    _randomize(model)
+    arrays, meta = saving_lib._weights(model)
+    with zipfile.ZipFile(tmp_path / "old.keras", "w") as z:
+        z.writestr("model.json", json.dumps(saving_lib._model_config(model)))
+        z.writestr("model.weights.npz", ckpt.encode_arrays(arrays, meta))
+    with pytest.warns(UserWarning, match="save it again"):
+        loaded = kf.models.load_model(tmp_path / "old.keras")
+    x = _inputs()[0]
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0),
+                                  model.predict(x, verbose=0))
+
+
+def test_weights_h5_both_ways_and_mismatch_names_layer_and_shapes(tmp_path):
+    keras = keras_numpy()
+    km = _keras_models(keras)[1]
+    _randomize(km, 3)
+    km.save_weights(tmp_path / "k.weights.h5")
+    ours = _kf_functional()
+    ours.load_weights(tmp_path / "k.weights.h5")
+    x = _inputs()[1]
+    np.testing.assert_allclose(ours.predict(x, verbose=0), km.predict(x, verbose=0),
+                               rtol=1e-5, atol=1e-5)
+    _randomize(ours, 4)
+    ours.save_weights(tmp_path / "f.weights.h5")
+    km.load_weights(tmp_path / "f.weights.h5")
+    np.testing.assert_allclose(km.predict(x, verbose=0), ours.predict(x, verbose=0),
+                               rtol=1e-5, atol=1e-5)
+    wider = kf.Sequential([kf.Input((4,)), L.Dense(9, activation="relu"),
+                           L.BatchNormalization(), L.Dropout(0.1), L.Dense(3)])
+    _kf_sequential().save_weights(tmp_path / "s.weights.h5")
+    before = wider.get_weights()
+    with pytest.raises(ValueError, match=r"layer 'dense.*' expects .*\(4, 9\).*"
+                                         r"Received: shape \(4, 8\)"):
+        wider.load_weights(tmp_path / "s.weights.h5")
+    for a, b in zip(before, wider.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    wider.load_weights(tmp_path / "s.weights.h5", skip_mismatch=True)
+
+
+def _keras2_file(path, weights_only=False):
+    """A Keras 2.x-layout HDF5 file of Dense(3, relu) -> Dense(2)."""
+    rng = np.random.default_rng(5)
+    w = [rng.normal(size=s).astype("float32") for s in [(4, 3), (3,), (3, 2), (2,)]]
+    config = {"class_name": "Sequential", "config": {"name": "sequential", "layers": [
+        {"class_name": "InputLayer", "config": {"batch_input_shape": [None, 4],
+                                                "dtype": "float32", "sparse": False,
+                                                "ragged": False, "name": "in"}},
+        {"class_name": "Dense", "config": {"name": "d1", "trainable": True,
+                                           "dtype": "float32", "units": 3,
+                                           "activation": "relu", "use_bias": True}},
+        {"class_name": "Dense", "config": {"name": "d2", "trainable": True,
+                                           "dtype": "float32", "units": 2,
+                                           "activation": "linear",
+                                           "use_bias": True}}]}}
+    with h5py.File(path, "w") as f:
+        root = f
+        if not weights_only:
+            f.attrs["keras_version"] = "2.13.1"
+            f.attrs["backend"] = "tensorflow"
+            f.attrs["model_config"] = json.dumps(config)
+            root = f.create_group("model_weights")
+        root.attrs["layer_names"] = [b"d1", b"d2"]
+        for name, (k, b) in [("d1", w[:2]), ("d2", w[2:])]:
+            g = root.create_group(name)
+            g.attrs["weight_names"] = [f"{name}/kernel:0".encode(),
+                                       f"{name}/bias:0".encode()]
+            g.create_dataset(f"{name}/kernel:0", data=k)
+            g.create_dataset(f"{name}/bias:0", data=b)
+    return w
+
+
+def test_keras2_h5_model_and_weights_load(tmp_path):
+    w = _keras2_file(tmp_path / "m.h5")
+    x = _inputs()[0]
+    want = np.maximum(x @ w[0] + w[1], 0) @ w[2] + w[3]
+    model = kf.models.load_model(tmp_path / "m.h5")
+    np.testing.assert_allclose(model.predict(x, verbose=0), want, rtol=1e-5,
+                               atol=1e-5)
+    _keras2_file(tmp_path / "w.h5", weights_only=True)
+    other = kf.Sequential([kf.Input((4,)), L.Dense(3, activation="relu", name="d1"),
+                           L.Dense(2, name="d2")])
+    other.load_weights(tmp_path / "w.h5")
+    np.testing.assert_allclose(other.predict(x, verbose=0), want, rtol=1e-5,
+                               atol=1e-5)
+    renamed = kf.Sequential([kf.Input((4,)), L.Dense(3, name="d2x"),
+                             L.Dense(2, name="d2")])
+    renamed.load_weights(tmp_path / "w.h5", by_name=True)
+    np.testing.assert_array_equal(renamed.layers[-1].get_weights()[0], w[2])
+
+
+def test_zip_member_with_dotdot_is_refused_and_nothing_written(tmp_path):
+    model = _kf_sequential()
+    model.save(tmp_path / "ok.keras")
+    bad = tmp_path / "sub" / "bad.keras"
+    bad.parent.mkdir()
+    with zipfile.ZipFile(tmp_path / "ok.keras") as src, \
+            zipfile.ZipFile(bad, "w") as z:
+        for n in src.namelist():
+            z.writestr(n, src.read(n))
+        z.writestr("../escaped.txt", "x")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    with pytest.raises(ValueError, match="unsafe path"):
+        kf.models.load_model(bad)
+    with pytest.raises(ValueError, match="unsafe path"):
+        model.load_weights(bad)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+def test_dataset_declaring_1e12_elements_is_refused_before_reading(tmp_path):
+    path = tmp_path / "huge.weights.h5"
+    with h5py.File(path, "w") as f:  # chunked, never written: a tiny file
+        g = f.create_group("layers/dense/vars")
+        g.create_dataset("0", shape=(10**6, 10**6), dtype="float32",
+                         chunks=(1, 1024))
+        g.create_dataset("1", shape=(8,), dtype="float32")
+    assert path.stat().st_size < 1_000_000
+    model = kf.Sequential([kf.Input((4,)), L.Dense(8)])
+    with pytest.raises(ValueError, match=r"declares shape \(1000000, 1000000\)"):
+        model.load_weights(path)
+
+
+def test_config_naming_a_foreign_module_is_refused(tmp_path):
+    model = _kf_sequential()
+    model.save(tmp_path / "ok.keras")
+    with zipfile.ZipFile(tmp_path / "ok.keras") as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    config = json.loads(members["config.json"])
+    config["config"]["layers"][1] = {"module": "os", "class_name": "system",
+                                     "config": {"command": "touch pwned"},
+                                     "registered_name": None}
+    members["config.json"] = json.dumps(config).encode()
+    with zipfile.ZipFile(tmp_path / "evil.keras", "w") as z:
+        for n, data in members.items():
+            z.writestr(n, data)
+    with pytest.raises(ValueError, match="module 'os'.*neither a Keras nor a "
+                                         "kerasflow module"):
+        kf.models.load_model(tmp_path / "evil.keras")
+    config["config"]["layers"][1] = {"module": "keras.layers",
+                                     "class_name": "NoSuchLayer", "config": {}}
+    members["config.json"] = json.dumps(config).encode()
+    with zipfile.ZipFile(tmp_path / "unknown.keras", "w") as z:
+        for n, data in members.items():
+            z.writestr(n, data)
+    with pytest.raises(ValueError, match="NoSuchLayer"):
+        kf.models.load_model(tmp_path / "unknown.keras")
