@@ -400,7 +400,7 @@ def test_12_weights_cap_is_overridable(tmp_path, monkeypatch):
     path = tmp_path / "m.kf"
     model.save(path)
     monkeypatch.setenv("KERASFLOW_MAX_WEIGHTS_BYTES", "100")
-    with pytest.raises(ValueError, match=r"member 'model\.weights\.npz' expects "
+    with pytest.raises(ValueError, match=r"member 'model\.weights\.h5' expects "
                                          r"at most 100 bytes"):
         models.load_model(path)
     monkeypatch.setenv("KERASFLOW_MAX_WEIGHTS_BYTES", str(1 << 20))
@@ -456,9 +456,9 @@ def test_13_errors_from_a_file_name_the_file(tmp_path):
     model.save(path)
     with zipfile.ZipFile(path) as z:
         members = {n: z.read(n) for n in z.namelist()}
-    config = json.loads(members["model.json"])
-    config["model"]["config"]["layers"][-1]["config"]["units"] = 2**40
-    members["model.json"] = json.dumps(config).encode()
+    config = json.loads(members["config.json"])  # Keras 3's .keras layout
+    config["config"]["layers"][-1]["config"]["units"] = 2**40
+    members["config.json"] = json.dumps(config).encode()
     _zip_with(path, members)
     with pytest.raises(ValueError, match=r"broken\.kf'.*units as an integer"):
         models.load_model(path)
@@ -635,6 +635,6 @@ def test_nearby_load_weights_applies_the_weights_cap(tmp_path, monkeypatch):
     model = _dense_model()
     model.save(tmp_path / "m.kf")
     monkeypatch.setenv("KERASFLOW_MAX_WEIGHTS_BYTES", "10")
-    with pytest.raises(ValueError, match=r"model\.weights\.npz' expects at most 10 "
+    with pytest.raises(ValueError, match=r"model\.weights\.h5' expects at most 10 "
                                          r"bytes"):
         model.load_weights(tmp_path / "m.kf")
