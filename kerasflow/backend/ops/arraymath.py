@@ -8,7 +8,6 @@ registered gradient where one exists.
 
 from __future__ import annotations
 
-import functools
 import math as _pymath
 
 import numpy as np
@@ -303,73 +302,8 @@ def _einsum_infer(*specs, equation):
     return probe.shape, I.result_dtype(*specs)
 
 
-@functools.lru_cache(maxsize=512)
-def _pair_plan(equation):
-    """How a two-operand einsum runs as one (batched) GEMM, or None.
-
-    Indices fall into four groups (the ``tensordot``/``opt_einsum`` reading):
-    batch (both operands and the output), contracted (both operands only),
-    left (first operand and output) and right (second operand and output);
-    an index of one operand alone that the output drops is summed first.
-    None for what a GEMM cannot express: a repeated index within an operand,
-    or an output index found in neither operand.
-    """
-    ins, out = equation.split("->")
-    terms = ins.split(",")
-    if len(terms) != 2 or any(len(set(t)) != len(t) for t in terms + [out]):
-        return None
-    a, b = terms
-    if any(c not in a and c not in b for c in out):
-        return None
-    lone_a = [i for i, c in enumerate(a) if c not in b and c not in out]
-    lone_b = [i for i, c in enumerate(b) if c not in a and c not in out]
-    a = "".join(c for i, c in enumerate(a) if i not in lone_a)
-    b = "".join(c for i, c in enumerate(b) if i not in lone_b)
-    batch = [c for c in out if c in a and c in b]
-    contract = [c for c in a if c in b and c not in out]
-    left = [c for c in a if c not in b]
-    right = [c for c in b if c not in a]
-    perm_a = tuple(a.index(c) for c in batch + left + contract)
-    perm_b = tuple(b.index(c) for c in batch + contract + right)
-    produced = batch + left + right
-    perm_out = tuple(produced.index(c) for c in out)
-    return (tuple(lone_a), tuple(lone_b), a, b, len(batch), len(left), len(right),
-            perm_a, perm_b, perm_out)
-
-
-def _pair_einsum(xp, x, y, plan):
-    lone_a, lone_b, a, b, nb, nl, nr, perm_a, perm_b, perm_out = plan
-    if lone_a:
-        x = x.sum(axis=lone_a)
-    if lone_b:
-        y = y.sum(axis=lone_b)
-    sizes = dict(zip(a, x.shape))
-    if any(sizes.get(c, d) != d for c, d in zip(b, y.shape)):
-        return None  # sizes that only broadcast: left to einsum
-    sizes.update(zip(b, y.shape))
-    xt, yt = x.transpose(perm_a), y.transpose(perm_b)
-    bshape = xt.shape[:nb]
-    lshape, rshape = xt.shape[nb:nb + nl], yt.shape[yt.ndim - nr:]
-    cshape = xt.shape[nb + nl:]
-    m, n, k = _pymath.prod(lshape), _pymath.prod(rshape), _pymath.prod(cshape)
-    bsz = _pymath.prod(bshape)
-    # Contiguous (batch, m, k) @ (batch, k, n): BLAS (or cuBLAS) on every matrix.
-    lhs = xp.ascontiguousarray(xt).reshape(bsz, m, k)
-    rhs = xp.ascontiguousarray(yt).reshape(bsz, k, n)
-    prod = xp.matmul(lhs[0], rhs[0])[None] if bsz == 1 else xp.matmul(lhs, rhs)
-    return prod.reshape(bshape + lshape + rshape).transpose(perm_out)
-
-
 @register_op("Einsum", _einsum_infer)
 def _einsum(xp, *operands, equation):
-    # numpy's einsum runs batched contractions (an index kept in both operands
-    # and the output: attention's heads) in its own loops, far off BLAS; a
-    # two-operand einsum is planned once as transposes + one batched GEMM.
-    plan = _pair_plan(equation) if len(operands) == 2 else None
-    if plan is not None:
-        out = _pair_einsum(xp, operands[0], operands[1], plan)
-        if out is not None:
-            return out
     return xp.einsum(equation, *operands, optimize=True)
 
 
