@@ -12,6 +12,11 @@ Four models, written once as Keras code (``build`` below) and run with
   MaxPooling2D 2 same, Conv2D 32 3x3 relu same, MaxPooling2D 2 same,
   Conv2DTranspose 32 3x3 strides 2 relu same (twice), Conv2D 1 3x3 sigmoid same;
   binary crossentropy against its input).
+* ``transformer``: keras.io's "Text classification with Transformer" as it is
+  written there: token + position Embedding (vocabulary 20,000, length 200,
+  64 wide), one transformer block (``MultiHeadAttention(num_heads=2,
+  key_dim=64)``, dropout 0.1, two LayerNormalizations, a feed-forward of 64),
+  global average pooling, Dropout, Dense 20 relu, Dropout, Dense 2 softmax.
 
 All: Adam (lr 1e-3), batch 128, float32, synthetic data of MNIST's shape (uniform
 [0, 1) pixels, random labels: throughput does not depend on the values), sparse
@@ -38,9 +43,9 @@ Run (from the repository root; needs the ``bench`` extra):
     python benchmarks/bench_vs_keras.py --models mlp,convnet --rounds 5
     python benchmarks/bench_vs_keras.py --samples 2048 --rounds 1   # smoke test
     python benchmarks/bench_vs_keras.py --backends jax --fusion both
-Options: --models, --rounds, --samples (per epoch, default 60000 for the mlp
-and 15360 for the others), --backends (Keras backends, default
-tensorflow,jax,torch), --fusion on|off|both (kerasflow's fused kernels:
+Options: --models, --rounds, --samples (per epoch, default 60000 for the mlp,
+2560 for the transformer, 15360 for the others), --backends (Keras backends,
+default tensorflow,jax,torch), --fusion on|off|both (kerasflow's fused kernels:
 KERASFLOW_FUSION=0 when off; both runs kerasflow twice), --timeout (s per
 run), --json PATH (all raw results).
 """
@@ -55,11 +60,12 @@ import subprocess
 import sys
 import time
 
-MODELS = ("mlp", "convnet", "lstm", "autoencoder")
+MODELS = ("mlp", "convnet", "lstm", "autoencoder", "transformer")
 BACKENDS = ("tensorflow", "jax", "torch")
 BATCH = 128
 DEFAULT_SAMPLES = {"mlp": 60000, "convnet": 15360, "lstm": 15360,
-                   "autoencoder": 15360}
+                   "autoencoder": 15360, "transformer": 2560}
+VOCAB, MAXLEN, EMBED = 20000, 200, 64
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MARK = "BENCH_RESULT "
 
@@ -68,6 +74,11 @@ MARK = "BENCH_RESULT "
 def build(lib, name):
     """The model ``name`` built with ``lib`` (kerasflow or keras), compiled."""
     L = lib.layers
+    if name == "transformer":
+        model = _transformer(lib)
+        model.compile(optimizer=lib.optimizers.Adam(learning_rate=1e-3),
+                      loss="sparse_categorical_crossentropy")
+        return model
     if name == "mlp":
         layers = [lib.Input(shape=(784,)), L.Dense(512, activation="relu"),
                   L.Dense(512, activation="relu"), L.Dense(10, activation="softmax")]
@@ -101,10 +112,55 @@ def build(lib, name):
     return model
 
 
+def _transformer(lib):
+    """keras.io's transformer text classifier, its layers as keras.io writes them."""
+    L, ops = lib.layers, lib.ops
+
+    class TransformerBlock(L.Layer):
+        def __init__(self, embed_dim, num_heads, ff_dim, rate=0.1):
+            super().__init__()
+            self.att = L.MultiHeadAttention(num_heads=num_heads, key_dim=embed_dim)
+            self.ffn = lib.Sequential([L.Dense(ff_dim, activation="relu"),
+                                       L.Dense(embed_dim)])
+            self.layernorm1 = L.LayerNormalization(epsilon=1e-6)
+            self.layernorm2 = L.LayerNormalization(epsilon=1e-6)
+            self.dropout1 = L.Dropout(rate)
+            self.dropout2 = L.Dropout(rate)
+
+        def call(self, inputs, training=None):
+            attn_output = self.dropout1(self.att(inputs, inputs), training=training)
+            out1 = self.layernorm1(inputs + attn_output)
+            ffn_output = self.dropout2(self.ffn(out1), training=training)
+            return self.layernorm2(out1 + ffn_output)
+
+    class TokenAndPositionEmbedding(L.Layer):
+        def __init__(self, maxlen, vocab_size, embed_dim):
+            super().__init__()
+            self.token_emb = L.Embedding(input_dim=vocab_size, output_dim=embed_dim)
+            self.pos_emb = L.Embedding(input_dim=maxlen, output_dim=embed_dim)
+
+        def call(self, x):
+            positions = self.pos_emb(ops.arange(start=0, stop=ops.shape(x)[-1], step=1))
+            return self.token_emb(x) + positions
+
+    inputs = L.Input(shape=(MAXLEN,))
+    x = TokenAndPositionEmbedding(MAXLEN, VOCAB, EMBED)(inputs)
+    x = TransformerBlock(EMBED, 2, EMBED)(x)
+    x = L.GlobalAveragePooling1D()(x)
+    x = L.Dropout(0.1)(x)
+    x = L.Dense(20, activation="relu")(x)
+    x = L.Dropout(0.1)(x)
+    outputs = L.Dense(2, activation="softmax")(x)
+    return lib.Model(inputs=inputs, outputs=outputs)
+
+
 def data(name, n, seed=0):
     import numpy as np
 
     rng = np.random.default_rng(seed)
+    if name == "transformer":
+        return (rng.integers(0, VOCAB, (n, MAXLEN)).astype("int32"),
+                rng.integers(0, 2, n).astype("int32"))
     shape = {"mlp": (784,), "lstm": (28, 28)}.get(name, (28, 28, 1))
     x = rng.random((n, *shape), dtype=np.float32)
     if name == "autoencoder":
