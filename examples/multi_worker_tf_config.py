@@ -8,10 +8,10 @@ On two machines (port 12345 open between them)::
     #                  "task": {"type": "worker", "index": 0}}' python multi_worker_tf_config.py
     # h1:  ... "task": {"type": "worker", "index": 1} ...
 
-On one machine, two terminals (or ``&``) with 127.0.0.1 addresses, and each
-process given its share of the cores (``OMP_NUM_THREADS=1
-OPENBLAS_NUM_THREADS=1`` on 2 cores: their BLAS pools must not oversubscribe
-the cores). Without
+On one machine, two terminals (or ``&``) with 127.0.0.1 addresses; each
+process takes its share of the cores for its BLAS and numba threads (cores
+// the tasks on this host, logged once; ``OMP_NUM_THREADS`` set by you wins).
+Without
 ``TF_CONFIG`` the script trains in one process on the same global batches
 (the baseline). The processes find each other through the TF_CONFIG
 addresses (each task's gradient ring listens on its own address); no Ray is

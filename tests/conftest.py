@@ -24,7 +24,12 @@ os.environ.setdefault("RAY_AUTH_MODE", "token")
 os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
+from threadpoolctl import threadpool_limits  # noqa: E402
+
 from kerasflow import backend as K  # noqa: E402
+from kerasflow.backend import jit  # noqa: E402
+
+_THREADS = (os.environ.get("OMP_NUM_THREADS"), jit.blas_threads())
 
 
 def _data_dir():
@@ -33,6 +38,23 @@ def _data_dir():
         return Path(env)
     guess = Path(__file__).resolve().parents[2] / "shared" / "data"
     return guess if guess.exists() else None
+
+
+@pytest.fixture(autouse=True)
+def _threads_as_they_were():
+    """A test that gave this process a task's share of the cores (a TF_CONFIG
+    strategy or a tf.train.Server built here) leaves the later tests, and the
+    processes they start, the threads pytest started with."""
+    yield
+    omp, blas = _THREADS
+    if os.environ.get("OMP_NUM_THREADS") != omp or jit.blas_threads() != blas:
+        if omp is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = omp
+        if blas is not None:
+            threadpool_limits(limits=blas, user_api="blas")
+        jit.refresh_threads()
 
 
 @pytest.fixture(scope="session")

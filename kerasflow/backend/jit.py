@@ -8,6 +8,11 @@ numpy kernels, which compute the same results).
 Threads follow the machine as numba sees it (``NUMBA_NUM_THREADS``, default the
 core count), capped by ``OMP_NUM_THREADS`` when set (Ray sets it to 1 in actors
 unless told otherwise, so replicas of a strategy do not oversubscribe cores).
+A process that shares its host with other tasks of a cluster and was started
+without Ray (a TF_CONFIG worker, a ``tf.train.Server`` task) takes the same
+cap through ``share_threads``: ``OMP_NUM_THREADS`` set as Ray sets it, and the
+already loaded BLAS limited to it (threadpoolctl), the thread variables the
+user set winning.
 
 Threading layer: numba's ``workqueue`` unless ``NUMBA_THREADING_LAYER`` says
 otherwise. Its idle threads sleep instead of spinning, and it brings no second
@@ -36,8 +41,15 @@ import os
 import sys
 import threading
 
-__all__ = ["PARALLEL_MIN", "cache_dir", "kernels", "launch", "load_source",
-           "num_threads", "numba_module"]
+from threadpoolctl import threadpool_info, threadpool_limits
+
+__all__ = ["PARALLEL_MIN", "THREAD_VARIABLES", "blas_threads", "cache_dir",
+           "kernels", "launch", "load_source", "num_threads", "numba_module",
+           "refresh_threads", "share_threads"]
+
+# The variables through which a user sets BLAS's and numba's thread counts.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "NUMBA_NUM_THREADS")
 
 _LOCK = threading.RLock()
 _LAUNCH = threading.Lock()
@@ -68,6 +80,53 @@ def numba_module():
                 _STATE["threads"] = num_threads(numba)
             _STATE["numba"] = numba
         return _STATE["numba"]
+
+
+def refresh_threads():
+    """Re-reads numba's thread count (after ``OMP_NUM_THREADS`` changed here)."""
+    with _LOCK:
+        if _STATE.get("numba") is not None:
+            _STATE["threads"] = num_threads(_STATE["numba"])
+
+
+def blas_threads():
+    """The thread count of the BLAS numpy loaded (None when none is found)."""
+    counts = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    return max(counts) if counts else None
+
+
+def share_threads(threads: int) -> dict:
+    """Caps this process's BLAS and numba threads at ``threads``, as Ray caps
+    its actors' (``OMP_NUM_THREADS``), for a process that shares its host's
+    cores with other processes of a job.
+
+    A variable of ``THREAD_VARIABLES`` the user set wins: with
+    ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` or ``MKL_NUM_THREADS`` set,
+    BLAS keeps the count it read at load; with ``OMP_NUM_THREADS`` or
+    ``NUMBA_NUM_THREADS`` set, numba keeps the user's count.
+
+    Args:
+        threads: threads for each library, at least 1.
+
+    Returns:
+        ``{"blas": n, "numba": n, "user": [variables the user set]}``, the
+        counts now in force (None where the library is not loaded).
+    """
+    threads = max(1, int(threads))
+    user = [v for v in THREAD_VARIABLES if os.environ.get(v, "").strip()]
+    with _LOCK:
+        if not {"OMP_NUM_THREADS", "NUMBA_NUM_THREADS"} & set(user):
+            # Read by num_threads (numba's cap) and inherited by child
+            # processes, whose BLAS reads it at load.
+            os.environ["OMP_NUM_THREADS"] = str(threads)
+        if not {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"} & set(
+                user):
+            # numpy loaded its BLAS at import: the variable alone comes too late.
+            threadpool_limits(limits=threads, user_api="blas")
+        numba = numba_module()
+        refresh_threads()
+        return {"blas": blas_threads(), "numba": _STATE.get("threads") if numba
+                else None, "user": user}
 
 
 # Below this many elements a kernel runs in the calling thread: waking the

@@ -91,10 +91,12 @@ def convert_to_numpy(x):
 
 
 def shape(x) -> tuple:
-    """The shape as a tuple; None for dimensions unknown until run time.
-
-    Keras 3's ``ops.shape``: static for symbolic tensors (use
-    ``compat.v1.shape`` for TF1's run-time shape tensor).
+    """The shape as a tuple: ints, and for a symbolic tensor's dimensions
+    unknown until run time, int64 scalar tensors that hold them when the
+    graph runs (Keras 3's ``ops.shape`` on TensorFlow, where they are
+    ``tf.shape(x)[i]``), so a layer can write ``batch = ops.shape(z)[0]``
+    and ``keras.random.normal(shape=(batch, dim))`` (keras.io's VAE).
+    ``x.shape`` keeps None for them.
 
     Raises:
         ValueError: a symbolic tensor of unknown rank.
@@ -103,7 +105,10 @@ def shape(x) -> tuple:
         if x.shape is None:
             raise ValueError(f"shape() needs a tensor of known rank. Received: "
                              f"{x!r}.")
-        return tuple(x.shape)
+        if all(d is not None for d in x.shape):
+            return tuple(x.shape)
+        dynamic = _shape.shape_of(x)
+        return tuple(dynamic[i] if d is None else d for i, d in enumerate(x.shape))
     return tuple(np.shape(x))
 
 

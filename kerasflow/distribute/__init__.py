@@ -16,7 +16,8 @@ Its modules, by job: ``distribute_lib`` (``Strategy``, ``DefaultStrategy``,
 ``input_lib`` (``InputContext``, distributed datasets), ``sharding`` and
 ``ray_data`` (input read on the replicas), ``custom_loop`` (``strategy.run``
 / ``reduce``), ``graph_loop`` (TF 1.15's ``experimental_run_v2``),
-``cluster_resolver`` (``ClusterSpec``, ``TF_CONFIG``), ``driver_state``,
+``cluster_resolver`` (``ClusterSpec``, ``TF_CONFIG``), ``task_threads`` (a
+task's share of its host's cores), ``driver_state``,
 ``actor_strategy`` (what the Ray strategies share); sub-packages by role:
 ``runtime/`` (Ray: the only importer of ray), ``collective/`` (one allreduce
 interface over shared memory, a TCP ring and NCCL), ``mirrored/``,

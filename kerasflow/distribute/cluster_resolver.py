@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 
-__all__ = ["ClusterSpec", "TFConfigClusterResolver", "load_tf_config",
-           "parse_ps_tf_config", "parse_tf_config", "resolver_workers"]
+__all__ = ["ClusterSpec", "TFConfigClusterResolver", "is_local", "load_tf_config",
+           "local_tasks", "parse_ps_tf_config", "parse_tf_config",
+           "resolver_workers"]
 
 
 def load_tf_config(tf_config) -> dict:
@@ -154,6 +156,24 @@ def resolver_workers(resolver) -> int:
         return parse_tf_config({"cluster": dict(spec)})
     raise TypeError(f"cluster_resolver must be a TF_CONFIG dict/JSON or have "
                     f"cluster_spec()/num_workers. Received: {resolver!r}")
+
+
+def is_local(host) -> bool:
+    """True when ``host`` is loopback or one of this host's names or addresses."""
+    host = str(host).strip("[]")
+    if host in ("localhost", "0.0.0.0", "::1", "") or host.startswith("127."):
+        return True
+    try:
+        mine = {socket.gethostname(), socket.getfqdn()}
+        mine |= set(socket.gethostbyname_ex(socket.gethostname())[2])
+        return host in mine or socket.gethostbyname(host) in mine
+    except OSError:
+        return False
+
+
+def local_tasks(addresses) -> int:
+    """How many of the ``"host:port"`` ``addresses`` are on this host."""
+    return sum(is_local(a.rpartition(":")[0]) for a in addresses)
 
 
 class ClusterSpec:

@@ -63,7 +63,8 @@ class MultiHeadAttention(Layer):
 
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0,
                  use_bias=True, output_shape=None, attention_axes=None,
-                 flash_attention=None, use_gate=False, seed=None, **kwargs):
+                 flash_attention=None, use_gate=False, sliding_window=None,
+                 seed=None, **kwargs):
         self._w = WeightArgs(kwargs, "kernel", "bias")
         super().__init__(**kwargs)
         self.num_heads = _positive_int("num_heads", num_heads)
@@ -73,11 +74,12 @@ class MultiHeadAttention(Layer):
         if not 0.0 <= float(dropout) < 1.0:
             raise ValueError(f"`dropout` must be in [0, 1). Received: "
                              f"dropout={dropout!r}")
-        if flash_attention or use_gate:
+        if flash_attention or use_gate or sliding_window is not None:
             raise NotImplementedError(
-                "MultiHeadAttention supports no gate and no flash attention "
-                f"here. Received: use_gate={use_gate!r}, "
-                f"flash_attention={flash_attention!r}.")
+                "MultiHeadAttention supports no gate, no flash attention and no "
+                f"sliding window here. Received: use_gate={use_gate!r}, "
+                f"flash_attention={flash_attention!r}, "
+                f"sliding_window={sliding_window!r}.")
         if isinstance(output_shape, (list, tuple)):
             output_shape = tuple(_positive_int("output_shape", d)
                                  for d in output_shape)

@@ -241,6 +241,9 @@ class _RNN(_Recurrence):
             **self._w.config())
         if self.cell != "simple":
             config["recurrent_activation"] = self.recurrent_activation
+        else:
+            # Keras 3's SimpleRNN takes no `implementation` (its LSTM/GRU do).
+            del config["implementation"]
         return config
 
 

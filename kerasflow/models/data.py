@@ -95,13 +95,15 @@ def _by_path(x, prefix=""):
 
 def standardize(x, y=None, sample_weight=None, class_weight=None, batch_size=None,
                 *, input_names: list | None = None,
+                input_shapes: list | None = None,
                 output_names: list = ("output_1",),
                 output_shapes: Callable[[list], list] | None = None,
                 model_name: str = "model") -> Standardized:
     """A model's data as lists of checked arrays in model order.
 
     Inputs and targets are put in model order (dicts by input/output name);
-    1-D features become one column (Keras 2); targets are reshaped and checked
+    1-D features become one column (Keras 2), a trailing axis of 1 is added or
+    dropped where the model's inputs want it (Keras); targets are reshaped and checked
     against the output shapes; sample weights (times class weights) are always
     returned, as ones when none are given, in floatx.
 
@@ -109,9 +111,13 @@ def standardize(x, y=None, sample_weight=None, class_weight=None, batch_size=Non
         x, y, sample_weight, class_weight, batch_size: as ``Model.fit`` takes them.
         input_names: names keying dict inputs, in model order; None for one
             unnamed input.
+        input_shapes: the model's input shapes (batch axis first), or None
+            (``input_checks.match_input_ranks``).
         output_names: the model's output names, in order.
         output_shapes: callable ``xs -> [static output shape, ...]`` (batch axis
-            first); called only when targets or class weights are given.
+            first), or ``xs -> None`` for a model without ``call`` (its
+            ``train_step`` takes the targets as given); called only when
+            targets or class weights are given.
         model_name: for error messages.
 
     Returns:
@@ -129,10 +135,11 @@ def standardize(x, y=None, sample_weight=None, class_weight=None, batch_size=Non
     if ys is not None and n_out > 1 and len(ys) == 1 and not isinstance(y, dict):
         ys = [np.asarray(v) for v in y]
     xs = [a.reshape(-1, 1) if a.ndim == 1 else a for a in xs]
+    xs = input_checks.match_input_ranks(xs, input_shapes)
     sw = None if sample_weight is None else np.asarray(sample_weight, np.float64)
     n = check_arrays(xs, ys, sw, batch_size)
     shapes = output_shapes(xs) if ys is not None else None
-    if ys is not None:
+    if shapes is not None:
         ys = cu.prepare_targets(ys, shapes)
         for i, (a, shape) in enumerate(zip(ys, shapes)):
             if cu.is_sparse_target(a.shape, shape):
@@ -142,7 +149,7 @@ def standardize(x, y=None, sample_weight=None, class_weight=None, batch_size=Non
     if class_weight is not None:
         if len(ys) != 1:
             raise ValueError("class_weight needs exactly one target array.")
-        shape = shapes[0]
+        shape = shapes[0] if shapes else None
         n_classes = shape[-1] if shape and shape[-1] and shape[-1] > 1 else None
         class_weight = input_checks.check_class_weight(class_weight, n_classes)
         cw = class_weights_to_sample_weights(ys[0], class_weight)

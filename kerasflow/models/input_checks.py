@@ -21,7 +21,7 @@ from kerasflow.callbacks import Callback
 __all__ = ["as_array", "check_callbacks", "check_class_weight", "check_epochs",
            "check_generator_args", "check_loss_weights", "check_sparse_labels",
            "check_steps", "check_targets_count", "check_trainable",
-           "check_validation_data"]
+           "check_validation_data", "match_input_ranks"]
 
 
 def _describe(v) -> str:
@@ -87,6 +87,40 @@ def as_array(x, what: str = "x") -> np.ndarray:
             f"{_describe(a if a is not None else x)}.{hint}"
         )
     return a
+
+
+def match_input_ranks(xs, input_shapes) -> list:
+    """``xs`` with a trailing axis of 1 added or dropped where the model's
+    inputs want it, as Keras adjusts input ranks (Keras 3's
+    ``Functional._adjust_input_rank``): ``(N, 28, 28)`` data for
+    ``Input((28, 28, 1))`` becomes ``(N, 28, 28, 1)``; ``(N, 5, 1)`` for
+    ``Input((5,))`` becomes ``(N, 5)``. Views, no copies; data that would
+    still not fit is left as given, for the model's shape check to refuse.
+
+    Args:
+        xs: numpy arrays (batch axis first), one per model input.
+        input_shapes: each input's shape with its batch axis (None where
+            unknown), or None for a model whose inputs are not fixed yet.
+
+    Returns:
+        The list of arrays.
+    """
+    if input_shapes is None:
+        return list(xs)
+    out = list(xs)
+    for i, (a, shape) in enumerate(zip(xs, input_shapes)):
+        if shape is None:
+            continue
+        if a.ndim == len(shape) - 1 and shape[-1] == 1:
+            fixed = a[..., np.newaxis]
+        elif a.ndim == len(shape) + 1 and a.shape[-1] == 1:
+            fixed = a[..., 0]
+        else:
+            continue
+        # Only where that makes the shapes agree: an error names the data as given.
+        if all(d is None or d == n for d, n in zip(shape[1:], fixed.shape[1:])):
+            out[i] = fixed
+    return out
 
 
 def check_epochs(epochs, initial_epoch=0) -> tuple[int, int]:

@@ -22,7 +22,7 @@ from kerasflow.layers.layer_helpers import MISSING, call_params, pop_first_argum
 from kerasflow.models import functional_config, functional_graph
 from kerasflow.models.layer_table import summary_text
 from kerasflow.models.training import Trainer
-from kerasflow.saving import saving_lib
+from kerasflow.saving import onnx_export, saving_lib
 from kerasflow.utils.serialization import to_snake_case
 
 __all__ = ["Model"]
@@ -252,6 +252,27 @@ class Model(Trainer, Layer):
         ``.keras`` files or Keras 2 ``.h5`` files (``by_name`` for Keras 2)."""
         saving_lib.load_weights(self, filepath, skip_mismatch=skip_mismatch,
                                 by_name=by_name)
+
+    def export(self, filepath, format="onnx", verbose=None, **kwargs):
+        """Writes the inference graph for serving (Keras 3's ``Model.export``).
+
+        Args:
+            filepath: path of the file to write (e.g. "model.onnx").
+            format: "onnx" (opset 17 by default, dynamic batch dimension; see
+                ``kerasflow.saving.export_onnx``), the one format supported.
+            verbose: print the written path.
+            **kwargs: passed to the exporter (``opset_version``).
+
+        Raises:
+            ValueError: another format.
+            NotImplementedError: an op with no ONNX equivalent, naming it and
+                its layer.
+        """
+        if format != "onnx":
+            raise ValueError(f"Model.export supports format='onnx'. "
+                             f"Received: format={format!r}.")
+        return onnx_export.export_onnx(self, filepath, verbose=bool(verbose),
+                                       **kwargs)
 
     def to_json(self, **kwargs):
         """The architecture as a JSON string (``model_from_json`` rebuilds it)."""

@@ -31,6 +31,8 @@ class Sequential(Model):
         >>> model = kf.Sequential([kf.layers.Dense(10, input_shape=(784,))])
     """
 
+    _call_takes_data_structure = False  # a one-key dict of data is its array
+
     def __init__(self, layers=None, name=None, **kwargs):
         super().__init__(name=name, **kwargs)
         object.__setattr__(self, "_stack", [])

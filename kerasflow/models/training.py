@@ -51,6 +51,10 @@ __all__ = ["Trainer", "uses_custom_step"]
 class Trainer:
     """Mixin of ``Model`` holding the training API (see the module docstring)."""
 
+    # A subclass's call receives dict data as a dict; Sequential (False) feeds
+    # its one array to its first layer.
+    _call_takes_data_structure = True
+
     def __init__(self):
         self.optimizer = None
         self.compiled = False
@@ -65,6 +69,7 @@ class Trainer:
         self._compiled_strategy = None
         self._added_metrics: dict = {}  # add_metric name -> Mean
         self._loss_tracker = None  # a Mean once compiled (Keras 3)
+        self._data_keys = None  # a subclassed model's dict inputs: their keys
 
     def _reset_steps(self):
         self._steps = {}
@@ -144,17 +149,26 @@ class Trainer:
     def _standardize(self, x, y=None, sample_weight=None, class_weight=None,
                      batch_size=None) -> data_mod.Standardized:
         """Checked arrays in model order (``data.standardize``)."""
+        self._note_data_structure(x)
         n_out = len(self.outputs) if self._is_functional else 1
         return data_mod.standardize(
             x, y, sample_weight, class_weight, batch_size,
-            input_names=self._input_names(), output_names=self._output_names(n_out),
+            input_names=self._input_names(), input_shapes=self._input_shapes(),
+            output_names=self._output_names(n_out),
             output_shapes=self._output_shapes, model_name=self.name)
+
+    def _input_shapes(self):
+        """The model's input shapes (batch axis first), or None before data."""
+        specs = self._default_input_specs()
+        return None if specs is None else [shape for shape, _ in specs]
 
     def _output_shapes(self, xs):
         """Static output shapes for inputs like ``xs``: the functional graph's,
         else those of the traced predict step (cached per signature)."""
         if self._is_functional:
             return [t.shape for t in self.outputs]
+        if not _defines_call(self):  # its train_step takes the targets as given
+            return None
         return [o.shape for o in self._get_step("predict", xs).outputs]
 
     def _element_converter(self, class_weight):
@@ -166,7 +180,7 @@ class Trainer:
             shapes = self._output_shapes(sample.xs) if sample.ys else None
             return batches_mod.ElementConverter(functools.partial(
                 data_mod.standardize, class_weight=class_weight,
-                input_names=self._input_names(),
+                input_names=self._input_names(), input_shapes=self._input_shapes(),
                 output_names=self._output_names(n_out),
                 output_shapes=batches_mod.FixedShapes(shapes), model_name=self.name))
         return make
@@ -447,8 +461,10 @@ class Trainer:
                 x, steps, lambda bx, by, bsw: self._standardize(bx),
                 inputs_only=True)
         else:
+            self._note_data_structure(x)
             xs = data_mod.to_list(x, self._input_names(), "x")
             xs = [a.reshape(-1, 1) if a.ndim == 1 else a for a in xs]
+            xs = input_checks.match_input_ranks(xs, self._input_shapes())
             data_mod.check_arrays(xs, None, None, batch_size)
             batches = batches_mod.ArrayBatches(xs, batch_size, False, steps)
         chunks = None
@@ -464,9 +480,10 @@ class Trainer:
         return results[0] if len(results) == 1 else results
 
     def _input_names(self):
-        """Names keying dict inputs (functional models), else None."""
+        """Names keying dict inputs (a functional model's, or the keys of the
+        dict last given to a subclassed model), else None."""
         if not self._is_functional:
-            return None
+            return None if self._data_keys is None else list(self._data_keys)
         if isinstance(self._inputs_struct, dict):  # in tree.flatten's order
             return tree.flatten({k: k for k in self._inputs_struct})
         return [get_history(t)[0].name for t in self.inputs]
@@ -496,7 +513,18 @@ class Trainer:
             phs.append(K.placeholder(dtype, shape, name=f"input_{i + 1}"))
         return phs
 
+    def _note_data_structure(self, x):
+        """A subclassed model given a dict of arrays receives that dict in
+        ``call`` (Keras passes the data's structure through, e.g. keras.io's
+        endpoint-layer pattern); its keys in ``tree.flatten``'s order."""
+        if self._is_functional or not self._call_takes_data_structure:
+            return
+        flat = isinstance(x, dict) and not any(isinstance(v, dict) for v in x.values())
+        self._data_keys = tuple(tree.flatten({k: k for k in x})) if flat else None
+
     def _structure_inputs(self, phs):
+        if not self._is_functional and self._data_keys is not None:
+            return dict(zip(self._data_keys, phs))
         if isinstance(self._inputs_struct, dict):
             return tree.pack_sequence_as(self._inputs_struct, phs)
         return phs[0] if len(phs) == 1 else phs
@@ -504,7 +532,8 @@ class Trainer:
     def _get_step(self, kind, xs, ys=(), weighted=False):
         """The step for this signature; ``weighted``: the sample weights came
         from the user, so metrics are weighted too (Keras)."""
-        key = (kind, tuple((a.shape[1:], a.dtype.kind) for a in xs),
+        key = (kind, self._data_keys,
+               tuple((a.shape[1:], a.dtype.kind) for a in xs),
                tuple((a.shape[1:], a.dtype.kind) for a in ys), weighted)
         step = self._steps.get(key)
         if step is None:
@@ -739,6 +768,17 @@ _EVAL_HOOKS = ("test_step", "compute_loss", "compute_metrics")
 
 def _overridden(model, name) -> bool:
     return getattr(type(model), name) is not getattr(Trainer, name)
+
+
+def _defines_call(model) -> bool:
+    """A functional model, or a subclass with its own ``call``: Model's only
+    replays a functional graph (a GAN of keras.io trains through its own
+    ``train_step`` and is never called, as Keras allows)."""
+    if model._is_functional:
+        return True
+    owner = next(c for c in type(model).__mro__ if "call" in vars(c))
+    return (owner.__module__, owner.__qualname__) != ("kerasflow.models.model",
+                                                      "Model")
 
 
 def uses_custom_step(model, kind) -> bool:

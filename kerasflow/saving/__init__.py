@@ -1,6 +1,8 @@
 """``kerasflow.saving`` (L4): Keras 3's ``keras.saving`` names.
 
-Saving and loading whole models and weights (``saving_lib``: one zip of
+ONNX export of an inference graph (``onnx_export``: ``export_onnx``, which
+``Model.export(format="onnx")`` calls). Saving and loading whole models and
+weights (``saving_lib``: one zip of
 architecture JSON and the one checkpoint format; configs checked by
 ``config_checks`` before any layer is built, weights matched by
 ``weight_names``), and the object
@@ -20,6 +22,7 @@ from kerasflow.saving.api import (
     save_weights,
     serialize_keras_object,
 )
+from kerasflow.saving.onnx_export import export_onnx
 from kerasflow.utils.keras_surface import missing_attribute
 from kerasflow.utils.serialization import (
     CustomObjectScope,
@@ -31,8 +34,8 @@ from kerasflow.utils.serialization import (
 )
 
 __all__ = ["CustomObjectScope", "custom_object_scope", "deserialize_keras_object",
-           "get_custom_objects", "get_registered_name", "get_registered_object",
-           "load_model", "load_weights", "register_keras_serializable",
+           "export_onnx", "get_custom_objects", "get_registered_name",
+           "get_registered_object", "load_model", "load_weights", "register_keras_serializable",
            "save_model", "save_weights", "serialize_keras_object"]
 
 

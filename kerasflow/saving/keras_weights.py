@@ -37,6 +37,13 @@ __all__ = ["HDF5_SIGNATURE", "is_hdf5", "keras3_paths", "load_keras2_weights",
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _RNN_WITH_CELL = ("LSTM", "GRU", "SimpleRNN", "ConvLSTM1D", "ConvLSTM2D",
                   "ConvLSTM3D")
+# Layers holding as their own variables what Keras 3 keeps in sub-layers:
+# variable name's group (``mha/query/kernel``) -> Keras' sub-layer attribute.
+_KERAS_SUBLAYER_VARS = {
+    "MultiHeadAttention": {"query": "query_dense", "key": "key_dense",
+                           "value": "value_dense",
+                           "attention_output": "output_dense"},
+}
 
 
 def _h5py():
@@ -94,6 +101,8 @@ def _children(layer):
     subs = list(layer._sub_layers)
     out, found = [], set()
     for attr, value in vars(layer).items():
+        if attr == "_sub_layers":
+            continue  # the tracking list; Keras names sub-layers by attribute
         items = value if isinstance(value, (list, tuple)) else [value]
         for k, item in enumerate(items):
             if any(item is s for s in subs) and id(item) not in found:
@@ -110,7 +119,15 @@ def keras3_paths(model) -> list[tuple[str, str, list]]:
     def walk(layer, path):
         own = [v for v in _own(layer) if id(v) not in seen]
         seen.update(id(v) for v in own)
-        if own:
+        split = _KERAS_SUBLAYER_VARS.get(type(layer).__name__)
+        if own and split:
+            groups: dict[str, list] = {}
+            for v in own:
+                group = v.name.rsplit("/", 2)[-2]
+                groups.setdefault(split.get(group, group), []).append(v)
+            out.extend((f"{path}{sub}/vars", f"{layer.name}/{sub}", vs)
+                       for sub, vs in groups.items())
+        elif own:
             cell = type(layer).__name__ in _RNN_WITH_CELL
             out.append((f"{path}cell/vars" if cell else f"{path}vars",
                         layer.name, own))

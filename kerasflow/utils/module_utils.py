@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-__all__ = ["import_tensorboardx"]
+__all__ = ["import_tensorboardx", "import_optional"]
 
 
 def import_tensorboardx(submodule: str = ""):
@@ -37,3 +37,17 @@ def import_tensorboardx(submodule: str = ""):
     finally:
         if block and sys.modules.get("torch", 0) is None:
             del sys.modules["torch"]
+
+
+def import_optional(name: str, purpose: str, extra: str):
+    """The optional package ``name`` (e.g. "onnx"), imported on first use.
+
+    Raises:
+        ImportError: it is not installed, naming ``purpose`` and the extra that
+            installs it.
+    """
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        raise ImportError(f"{purpose} needs the '{name}' package: pip install "
+                          f"'kerasflow[{extra}]'.") from e

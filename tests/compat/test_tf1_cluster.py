@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import kerasflow.compat.v1 as tf
+from kerasflow.backend import jit
 from kerasflow.distribute.tf1.server import descendants
 from tests.listeners import listening
 
@@ -120,6 +121,18 @@ def test_server_job_not_in_cluster():
                                          r"ClusterSpec: expected one of \['ps', "
                                          r"'worker'\].*job_name='chief'"):
         tf.train.Server(CLUSTER, job_name="chief", task_index=0)
+
+
+def test_server_task_takes_its_share_of_the_host(monkeypatch):
+    for var in jit.THREAD_VARIABLES:  # as a user who set none of them
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "")  # restored after the test
+    cluster = {"ps": ["127.0.0.1:1"], "worker": ["localhost:2", "10.255.0.9:3"]}
+    server = tf.train.Server(cluster, job_name="worker", task_index=0, start=False)
+    share = max(1, (os.cpu_count() or 1) // 2)  # the 10.x task is another host's
+    assert (server.threads["local_tasks"], server.threads["share"]) == (2, share)
+    assert jit.blas_threads() == share == server.threads["blas"]
+    assert jit.num_threads(jit.numba_module()) == share
 
 
 def test_server_unreachable_ps_fails_within_deadline(monkeypatch):

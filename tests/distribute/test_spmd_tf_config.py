@@ -6,6 +6,7 @@ training with an error naming it; malformed TF_CONFIG is refused."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -18,6 +19,8 @@ import numpy as np
 import pytest
 
 import kerasflow as kf
+from kerasflow.backend import jit
+from kerasflow.distribute import task_threads
 from kerasflow.distribute.mirrored.spmd import SpmdStrategy
 from tests.compat.test_tf1_cluster import _free_ports as _ports
 
@@ -202,3 +205,42 @@ def test_custom_loop_one_process_per_worker(tmp_path):
         for a, b in zip(_weights(tmp_path / "one.task0.npz"),
                         _weights(tmp_path / f"w.task{rank}.npz")):
             np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+
+
+def _two_local_workers(monkeypatch):
+    conf = {"cluster": {"worker": [f"127.0.0.1:{p}" for p in _ports(2)]},
+            "task": {"type": "worker", "index": 0}}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(conf))
+    for var in jit.THREAD_VARIABLES:  # as a user who set none of them
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_tf_config_worker_takes_its_share_of_the_host(monkeypatch, caplog):
+    _two_local_workers(monkeypatch)
+    monkeypatch.setenv("OMP_NUM_THREADS", "")  # restored after the test
+    monkeypatch.setattr(task_threads, "_LOGGED", [])
+    cores = os.cpu_count() or 1
+    share = max(1, cores // 2)
+    with caplog.at_level(logging.INFO, logger="kerasflow.distribute"):
+        s = kf.distribute.MultiWorkerMirroredStrategy()
+        kf.distribute.MultiWorkerMirroredStrategy()
+    assert (s.threads["local_tasks"], s.threads["share"]) == (2, share)
+    assert os.environ["OMP_NUM_THREADS"] == str(share)
+    assert jit.num_threads(jit.numba_module()) == share == s.threads["numba"]
+    assert jit.blas_threads() == share == s.threads["blas"]
+    lines = [r.getMessage() for r in caplog.records if "BLAS threads" in r.message]
+    assert lines == [f"TF_CONFIG task 0 ({s.addresses[0]}): {cores} cores, 2 tasks "
+                     f"of the cluster on this host: BLAS threads {share}, numba "
+                     f"threads {share}"]
+
+
+def test_tf_config_worker_leaves_the_users_thread_variables(monkeypatch):
+    _two_local_workers(monkeypatch)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    blas = jit.blas_threads()
+    s = kf.distribute.MultiWorkerMirroredStrategy()
+    assert s.threads["user"] == ["OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"]
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "3"
+    assert "OMP_NUM_THREADS" not in os.environ
+    assert jit.blas_threads() == blas  # BLAS keeps what it read at load

@@ -15,6 +15,7 @@ against fit's built-in step (same weights, same logs).
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import kerasflow as kf
 from kerasflow import backend as K
@@ -354,3 +355,37 @@ def test_reads_after_apply_gradients_see_the_update():
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(hist.history["loss_a"], [float(logs[-1][1])],
                                rtol=1e-5)
+
+
+# -- keras.io's conditional GAN: a Model subclass that is never called -------------
+class NoCallRegression(kf.Model):
+    """Trains its own layer in train_step and defines no call(), as keras.io's
+    conditional GAN (Keras needs call() only when the model is called)."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = layers.Dense(1, kernel_initializer="zeros")
+        self.loss_tracker = metrics.Mean(name="loss")
+
+    def train_step(self, data):
+        x, y = data
+        with kf.GradientTape() as tape:
+            loss = ops.mean(ops.square(self.dense(x) - y))
+        grads = tape.gradient(loss, self.dense.trainable_weights)
+        self.optimizer.apply_gradients(zip(grads, self.dense.trainable_weights))
+        self.loss_tracker.update_state(loss)
+        return {"loss": self.loss_tracker.result()}
+
+
+def test_model_without_call_trains_with_its_train_step():
+    x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
+    y = x @ np.array([[2.0], [-1.0]], "float32") + 0.5  # sized (64, 1), given as is
+    model = NoCallRegression()
+    model.compile(optimizer=optimizers.SGD(0.1))
+    hist = model.fit(x, y, epochs=30, batch_size=16, verbose=0)
+    assert hist.history["loss"][-1] < 1e-3 < hist.history["loss"][0]
+    kernel, bias = model.dense.get_weights()
+    np.testing.assert_allclose(kernel, [[2.0], [-1.0]], atol=0.02)
+    np.testing.assert_allclose(bias, [0.5], atol=0.02)
+    with pytest.raises(NotImplementedError, match="has no call()"):
+        model(x)  # calling it still needs call()

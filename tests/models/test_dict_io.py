@@ -1,4 +1,6 @@
-"""Functional models with dict inputs and outputs: every path agrees on one order.
+"""Functional models with dict inputs and outputs: every path agrees on one order;
+a subclassed model given dict data receives it as a dict (keras.io's
+endpoint-layer pattern).
 
 Keys are deliberately not in sorted order, so an ordering slip between the graph
 (``kerasflow.tree``: sorted keys, as Keras 3) and the data would feed the wrong
@@ -57,3 +59,45 @@ def test_fit_with_dict_data_lowers_the_loss(float64):
     model.compile("sgd", loss={"z_out": "mse", "a_out": "mse"})
     hist = model.fit(x, y, epochs=5, batch_size=8, verbose=0)
     assert hist.history["loss"][-1] < hist.history["loss"][0]
+
+
+class _Endpoint(kf.layers.Layer):
+    """keras.io's endpoint layer: adds its loss, returns the predictions."""
+
+    def call(self, logits, targets=None, sample_weight=None):
+        if targets is not None:
+            self.add_loss(kf.losses.BinaryCrossentropy(from_logits=True)(
+                targets, logits, sample_weight))
+        return kf.ops.sigmoid(logits)
+
+
+class _LogReg(kf.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = kf.layers.Dense(1)
+        self.endpoint = _Endpoint()
+
+    def call(self, inputs):
+        logits = self.dense(inputs["inputs"])
+        return self.endpoint(logits=logits, targets=inputs["targets"],
+                             sample_weight=inputs["sample_weight"])
+
+
+def test_subclassed_model_receives_dict_data_as_a_dict():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(64, 4)).astype("float32")
+    data = {"targets": (x[:, :1] > 0).astype("float32"), "inputs": x,
+            "sample_weight": np.ones((64, 1), "float32")}
+    model = _LogReg()
+    model.compile(kf.optimizers.Adam(0.05))  # no loss: the endpoint adds it
+    hist = model.fit(data, epochs=20, batch_size=16, verbose=0)
+    assert hist.history["loss"][-1] < 0.5 * hist.history["loss"][0]
+    assert model.predict(data, verbose=0).shape == (64, 1)
+
+    class Difference(kf.Model):
+        def call(self, inputs):
+            return inputs["b"] - inputs["a"]
+
+    got = Difference().predict({"b": np.full((2, 1), 5.0), "a": np.ones((2, 1))},
+                               verbose=0)
+    np.testing.assert_array_equal(got, [[4.0], [4.0]])

@@ -422,3 +422,30 @@ def test_sub_model_from_an_op_output_replays_the_rest():
     again = kf.Model.from_config(sub.get_config())
     again.set_weights(sub.get_weights())
     np.testing.assert_allclose(again(xs), sub(xs), rtol=1e-6)
+
+
+# -- keras.io's VAE: a sampling layer with a run-time batch size -------------------
+class _Sampling(kf.layers.Layer):
+    def call(self, inputs):
+        z_mean, z_log_var = inputs
+        batch = ops.shape(z_mean)[0]  # known when the graph runs
+        dim = ops.shape(z_mean)[1]
+        epsilon = kf.random.normal(shape=(batch, dim), seed=1)
+        return z_mean + ops.exp(0.5 * z_log_var) * epsilon
+
+
+def test_random_normal_with_the_batch_size_of_the_graph():
+    inputs = kf.Input((3,))
+    z_mean = kf.layers.Dense(2, name="z_mean")(inputs)
+    z_log_var = kf.layers.Dense(2, name="z_log_var", kernel_initializer="zeros",
+                                bias_initializer="zeros")(inputs)
+    model = kf.Model(inputs, _Sampling()([z_mean, z_log_var]))
+    x = np.zeros((2000, 3), "float32")  # z_mean = bias = 0: z ~ N(0, 1)
+    z = model.predict(x, batch_size=300, verbose=0)  # a last batch of 200
+    assert z.shape == (2000, 2)
+    assert abs(z.mean()) < 0.1 and abs(z.std() - 1.0) < 0.1
+    assert len(np.unique(z[:300, 0])) == 300  # drawn anew per sample
+    model.compile("adam", "mse")  # trains through the sampled z
+    model.fit(x[:64], np.zeros((64, 2), "float32"), batch_size=16, verbose=0)
+    batch, dim = ops.shape(z_mean)
+    assert K.is_symbolic(batch) and dim == 2

@@ -171,3 +171,31 @@ def test_check_loss_weights():
         C.check_loss_weights({"c": 1.0}, ["a", "b"])
     with pytest.raises(TypeError, match=r"Received: float 1\.0"):
         C.check_loss_weights(1.0, ["a"])
+
+
+# -- match_input_ranks ----------------------------------------------------------------
+def test_match_input_ranks_adds_or_drops_a_trailing_axis_of_one():
+    a, b, c = np.zeros((4, 28, 28)), np.zeros((4, 5, 1)), np.zeros((4, 3))
+    got = C.match_input_ranks([a, b, c], [(None, 28, 28, 1), (None, 5), (None, 3)])
+    assert [g.shape for g in got] == [(4, 28, 28, 1), (4, 5), (4, 3)]
+    assert got[0].base is a  # a view, no copy
+    same = C.match_input_ranks([a, c], [(None, 28, 28, 2), None])  # left alone
+    assert [g.shape for g in same] == [(4, 28, 28), (4, 3)]
+    assert C.match_input_ranks([a], None)[0] is a
+
+
+def test_fit_evaluate_predict_expand_the_trailing_axis_as_keras():
+    """keras.io's siamese example feeds (N, 28, 28) to Input((28, 28, 1))."""
+    inputs = layers.Input((28, 28, 1))
+    model = models.Model(inputs, layers.Dense(1)(layers.Flatten()(inputs)))
+    model.compile("sgd", "mse")
+    x = np.random.default_rng(0).random((8, 28, 28)).astype("float32")
+    y = np.zeros((8, 1), "float32")
+    model.fit(x, y, epochs=1, batch_size=4, verbose=0)
+    np.testing.assert_array_equal(model.predict(x, verbose=0),
+                                  model.predict(x[..., None], verbose=0))
+    assert model.evaluate(x, y, verbose=0) == model.evaluate(x[..., None], y,
+                                                             verbose=0)
+    with pytest.raises(ValueError, match=r"expects data of shape \(None, 28, 28, 1\)"
+                                         r". Received: data of shape \(8, 28, 27\)"):
+        model.predict(x[..., :27], verbose=0)

@@ -3,6 +3,7 @@ hostile files; Keras 3.15 on its numpy backend is the other side."""
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
 
@@ -279,3 +280,54 @@ def test_config_naming_a_foreign_module_is_refused(tmp_path):
             z.writestr(n, data)
     with pytest.raises(ValueError, match="NoSuchLayer"):
         kf.models.load_model(tmp_path / "unknown.keras")
+
+
+def _pair_models(lib, layers):
+    """name -> (model, inputs) built alike in Keras (``lib=keras``) and here."""
+    rng = np.random.default_rng(7)
+
+    def x(*shape):
+        return rng.normal(size=(2, *shape)).astype("float32")
+
+    a, b = lib.Input((4,), name="a"), lib.Input((4,), name="b")
+    shared = layers.Dense(5, activation="relu", name="shared")
+    ha, hb = shared(a), shared(b)
+    mimo = lib.Model([a, b], [layers.Dense(2)(layers.Concatenate()([ha, hb])),
+                              layers.Dense(1)(layers.Subtract()([ha, hb]))])
+    s = lib.Input((6, 3))
+    bi = lib.Model(s, layers.Bidirectional(layers.LSTM(4))(s))
+    rnn = lib.Model(s, layers.SimpleRNN(4, return_sequences=True)(s))
+    c = lib.Input((5, 5, 2))
+    convt = lib.Model(c, layers.Conv2DTranspose(3, 3, strides=2, padding="same")(c))
+    q, v = lib.Input((6, 8)), lib.Input((4, 8))
+    mha = lib.Model([q, v], layers.MultiHeadAttention(2, 4)(q, v))
+    return {"mimo_shared": (mimo, [x(4), x(4)]), "bidirectional_lstm": (bi, x(6, 3)),
+            "simple_rnn": (rnn, x(6, 3)), "conv2d_transpose": (convt, x(5, 5, 2)),
+            "multi_head_attention": (mha, [x(6, 8), x(4, 8)])}
+
+
+@pytest.mark.parametrize("name", ["mimo_shared", "bidirectional_lstm", "simple_rnn",
+                                  "conv2d_transpose", "multi_head_attention"])
+def test_more_layer_families_travel_both_ways(tmp_path, name):
+    keras = keras_numpy()
+    theirs, x = _pair_models(keras, keras.layers)[name]
+    ours, _ = _pair_models(kf, L)[name]
+    for k, (src, load) in enumerate([(theirs, kf.models.load_model),
+                                     (ours, keras.saving.load_model)]):
+        _randomize(src, k)
+        src.save(tmp_path / f"{name}_{k}.keras")
+        dst = load(tmp_path / f"{name}_{k}.keras")
+        want, got = src.predict(x, verbose=0), dst.predict(x, verbose=0)
+        for w, g in zip(*(v if isinstance(v, list) else [v] for v in (want, got))):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    # Keras' HDF5 paths, sub-layers included, are ours too.
+    with zipfile.ZipFile(tmp_path / f"{name}_1.keras") as z:
+        ours_h5 = h5py.File(io.BytesIO(z.read("model.weights.h5")))
+        ours_paths = set()
+        ours_h5.visit(ours_paths.add)
+    theirs.save_weights(tmp_path / "t.weights.h5")
+    with h5py.File(tmp_path / "t.weights.h5") as f:
+        theirs_paths = set()
+        f.visit(theirs_paths.add)
+    assert {p for p in ours_paths if "/vars/" in p} == \
+        {p for p in theirs_paths if "/vars/" in p}

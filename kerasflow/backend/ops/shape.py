@@ -11,6 +11,7 @@ import builtins
 
 import numpy as np
 
+from kerasflow.backend.graph import SymbolicTensor
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.registry import (
     apply, register_gradient, register_op, register_op_family,
@@ -60,12 +61,14 @@ def _reshape_grad(node, g):
 
 
 def reshape(x, shape):
-    """Reshapes ``x``; one entry of ``shape`` may be -1 (None also means -1).
+    """Reshapes ``x``; one entry of ``shape`` may be -1 (None, or a run-time
+    scalar tensor such as ``ops.shape(x)[0]``, also means -1).
 
     Raises:
         ValueError: when the element counts cannot match, naming both shapes.
     """
-    shape = tuple(-1 if d is None else int(d) for d in shape)
+    shape = tuple(-1 if d is None or isinstance(d, SymbolicTensor) else int(d)
+                  for d in shape)
     return apply("Reshape", x, shape=shape)
 
 

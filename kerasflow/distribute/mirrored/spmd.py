@@ -27,11 +27,13 @@ Every wait has the deadline of ``CommunicationOptions.timeout_seconds``
 that did not come; a peer that dies mid-step ends the others' steps with an
 error naming it.
 
-Several tasks on one host: give each process its share of the cores
-(``OMP_NUM_THREADS`` / ``OPENBLAS_NUM_THREADS`` = cores / tasks, set before the
-process starts, as Ray does for its actors); otherwise their BLAS thread pools
-oversubscribe the cores (2 processes on 2 cores: 1,700 samples/s instead of
-15,700 for the MNIST MLP, ``benchmarks/bench_spmd.py``).
+Several tasks on one host: each process takes its share of the cores for its
+BLAS and numba threads (cores // the cluster's tasks on this host, as Ray does
+for its actors; ``distribute/task_threads.py``), logged once at INFO on
+``kerasflow.distribute``; ``OMP_NUM_THREADS`` and the other thread variables
+the user set win. Without it their thread pools oversubscribe the cores
+(2 processes on 2 cores: 1,700 samples/s instead of 15,700 for the MNIST MLP,
+``benchmarks/bench_spmd.py``).
 
 Design after TF's ``CollectiveAllReduceStrategy`` launched per worker with
 TF_CONFIG, and Horovod's one-process-per-rank ring allreduce.
@@ -52,6 +54,7 @@ from kerasflow.distribute.collective.tcp import TcpRing
 from kerasflow.distribute.distribute_lib import DefaultStrategy, Strategy
 from kerasflow.distribute.job_secret import cluster_secret
 from kerasflow.distribute.mirrored.replica import Replica
+from kerasflow.distribute.task_threads import share_host_cores
 from kerasflow.steps.batch import StepResult
 
 __all__ = ["SpmdStrategy", "spmd_task"]
@@ -112,6 +115,8 @@ class SpmdStrategy(Strategy):
         num_replicas_in_sync: the cluster's chief + worker tasks.
         task_rank: this process's rank (0 = chief).
         is_chief: rank 0 (the task that should write checkpoints and logs).
+        threads: this process's BLAS and numba thread counts and the cores
+            they come from (``task_threads.share_host_cores``).
     """
 
     # strategy.run(fn): traced once, this process runs its share (kerasflow.distribute.custom_loop)
@@ -133,6 +138,7 @@ class SpmdStrategy(Strategy):
         self._bind = bind_address
         self._secret = cluster_secret([a.rsplit(":", 1)[0] for a in self.addresses],
                                       "TF_CONFIG cluster", allow_insecure)
+        self.threads = share_host_cores(self.addresses, self._task(self.task_rank))
         self._replica = Replica(self.task_rank, self.num_replicas_in_sync)
         self._keys: dict = {}
         self._ring = None

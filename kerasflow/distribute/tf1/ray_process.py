@@ -17,8 +17,8 @@ import subprocess
 import sys
 import time
 
-__all__ = ["RayProcess", "claim_port", "descendants", "free_ports", "is_local",
-           "leftover_pids", "split_address", "wait_for_port"]
+__all__ = ["RayProcess", "claim_port", "descendants", "free_ports", "leftover_pids",
+           "split_address", "wait_for_port"]
 
 def split_address(address):
     host, _, port = address.rpartition(":")
@@ -37,17 +37,6 @@ def free_ports(n, host="127.0.0.1"):
     finally:
         for s in socks:
             s.close()
-
-
-def is_local(host):
-    if host in ("localhost", "127.0.0.1", "0.0.0.0", "::1", ""):
-        return True
-    try:
-        mine = {socket.gethostname(), socket.getfqdn()}
-        mine |= set(socket.gethostbyname_ex(socket.gethostname())[2])
-        return host in mine or socket.gethostbyname(host) in mine
-    except OSError:
-        return False
 
 
 def wait_for_port(address, deadline, who, head=None):

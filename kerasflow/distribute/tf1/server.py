@@ -47,16 +47,16 @@ import tempfile
 import threading
 import time
 
-from kerasflow.distribute.cluster_resolver import ClusterSpec
+from kerasflow.distribute.cluster_resolver import ClusterSpec, is_local
 from kerasflow.distribute.job_secret import cluster_secret, is_loopback, ray_token
 from kerasflow.distribute.runtime import ray as wg
+from kerasflow.distribute.task_threads import share_host_cores
 from kerasflow.distribute.tf1.ps_task import PSTask
 from kerasflow.distribute.tf1.ray_process import (
     RayProcess,
     claim_port,
     descendants,
     free_ports,
-    is_local,
     split_address,
     wait_for_port,
 )
@@ -102,6 +102,10 @@ class Server:
     Attributes:
         target: ``"grpc://host:port"``, for ``tf.Session(server.target)``.
         cluster, job_name, task_index, namespace, ray_address.
+        threads: this process's BLAS and numba thread counts: its share of
+            the host's cores (cores // the cluster's tasks on this host, at
+            least 1; ``distribute/task_threads.py``), the thread variables
+            the user set winning.
 
     Raises:
         ValueError: a job name or task index not in the ClusterSpec (naming
@@ -136,6 +140,9 @@ class Server:
         self._ray, self._actor, self._stopped = None, None, True
         self._claim = None
         self._allow_insecure = bool(allow_insecure)
+        self.threads = share_host_cores(
+            [cluster.task_address(j, i) for j in cluster.jobs
+             for i in cluster.task_indices(j)], self.task)
         if start:
             self.start()
 
