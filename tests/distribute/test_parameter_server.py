@@ -67,14 +67,6 @@ def reference():
         K.set_floatx(prev)
 
 
-@pytest.fixture
-def float64():
-    prev = K.floatx()
-    K.set_floatx("float64")
-    yield
-    K.set_floatx(prev)
-
-
 def _assert_same(ref, got, rtol=1e-5, atol=1e-8):
     (m1, h1), (m2, h2) = ref, got
     for a, b in zip(m1.get_weights(), m2.get_weights()):

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import kerasflow as kf
-from kerasflow import backend as K
 from kerasflow.distribute.parameter_server.partitioners import row_bounds
 
 
@@ -63,14 +62,6 @@ def _fit(strategy, make_opt, kind, epochs=2):
         model = _model(make_opt(), kind)
         np.random.seed(7)
         return model, model.fit(x, y, **kw)
-
-
-@pytest.fixture
-def float64():
-    prev = K.floatx()
-    K.set_floatx("float64")
-    yield
-    K.set_floatx(prev)
 
 
 @pytest.mark.ray

@@ -24,14 +24,6 @@ from kerasflow.steps.step import FlatLayout, TrainStep
 L = kf.layers
 
 
-@pytest.fixture
-def float64():
-    prev = K.floatx()
-    K.set_floatx("float64")
-    yield
-    K.set_floatx(prev)
-
-
 def _two_output_model(seed):
     np.random.seed(seed)
     x = kf.Input((6,), name="x")
