@@ -343,6 +343,11 @@ class Layer(TracingMixin):
                 lambda t: K.constant(t) if hasattr(t, "shape") or isinstance(
                     t, (list, int, float)) else t, inputs)
             flat = tree.flatten(inputs)
+        if not self.built:
+            # Kept for Keras' ``build_config``: a subclassed model is rebuilt
+            # from it before its weights are loaded.
+            self._build_input_shape = tree.map_structure(
+                lambda t: None if t.shape is None else tuple(t.shape), inputs)
         if not self.built and not self._builds_in_call:
             shapes = tree.map_structure(lambda t: t.shape, inputs)
             with K.name_scope(self.name):

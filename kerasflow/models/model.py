@@ -288,11 +288,16 @@ class Model(Trainer, Layer):
         (``kerasflow.models.functional_config``).
 
         Raises:
-            NotImplementedError: for subclassed models (save their weights instead).
+            NotImplementedError: for subclassed models that do not override
+                get_config (save their weights instead).
             ValueError: an op between layers that cannot be saved (it reads a
                 Variable of no layer, or has a non-plain attribute).
         """
         if not self._is_functional:
+            if type(self).get_config is not Model.get_config:
+                # A subclass with its own get_config (Keras' contract): the
+                # base entries here, its __init__ arguments added there.
+                return Layer.get_config(self)
             raise NotImplementedError(
                 f"Subclassed model '{self.name}' has no config: use save_weights() "
                 f"and rebuild it in code, or build it with the functional API."
@@ -308,6 +313,8 @@ class Model(Trainer, Layer):
             ValueError: a malformed config, naming the missing key or the bad
                 node.
         """
+        if cls is not Model and "layers" not in config:
+            return cls(**config)  # a subclassed model's own get_config
         return functional_config.functional_from_config(cls, config,
                                                         custom_objects)
 

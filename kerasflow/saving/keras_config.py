@@ -473,5 +473,8 @@ def to_keras(spec, build_shape=None, tensor_specs=None):
     for key in ("layer", "backward_layer", "cell"):
         if isinstance(inner.get(key), dict) and "class_name" in inner[key]:
             inner[key] = to_keras(inner[key])
-    return {"module": _keras_module(name, reg), "class_name": name,
-            "config": inner, "registered_name": reg}
+    out = {"module": _keras_module(name, reg), "class_name": name,
+           "config": inner, "registered_name": reg}
+    if build_shape is not None:  # a subclassed model
+        out["build_config"] = {"input_shape": build_shape}
+    return out

@@ -85,7 +85,8 @@ def _own(layer):
 
 def _children(layer):
     """(path part, sub-layer) for each sub-layer: by attribute name, lists of
-    layers (a model's ``layers``) by class name with a counter."""
+    layers (a model's ``layers``) by class name with a counter (Keras 3's
+    ``saving_lib._walk_saveable``)."""
     if hasattr(layer, "_stack") or getattr(layer, "_is_functional", False):
         listed = layer.layers
         counts: dict[str, int] = {}
@@ -99,15 +100,28 @@ def _children(layer):
             out.append((f"layers/{base}" + (f"_{n}" if n else ""), s))
         return out
     subs = list(layer._sub_layers)
+    attrs = {a: v for a, v in vars(layer).items() if a != "_sub_layers"}
+    if getattr(layer, "_is_functional", None) is False:
+        attrs["layers"] = layer.layers  # a subclassed model's list, as Keras'
     out, found = [], set()
-    for attr, value in vars(layer).items():
-        if attr == "_sub_layers":
-            continue  # the tracking list; Keras names sub-layers by attribute
-        items = value if isinstance(value, (list, tuple)) else [value]
-        for k, item in enumerate(items):
-            if any(item is s for s in subs) and id(item) not in found:
+    # Keras walks attributes sorted, private ones last; a list names its
+    # layers by class with a counter that every layer in it advances.
+    for attr in sorted(attrs, key=lambda a: f"~{a}" if a.startswith("_") else a):
+        value = attrs[attr]
+        listed = isinstance(value, (list, tuple))
+        counts: dict[str, int] = {}
+        for item in value if listed else [value]:
+            if not any(item is s for s in subs):
+                continue
+            part = attr
+            if listed:
+                base = to_snake_case(type(item).__name__)
+                n = counts.get(base, 0)
+                counts[base] = n + 1
+                part = f"{attr}/{base}" + (f"_{n}" if n else "")
+            if id(item) not in found:
                 found.add(id(item))
-                out.append((attr if items is not value else f"{attr}/{k}", item))
+                out.append((part, item))
     return out
 
 

@@ -96,6 +96,11 @@ def _keras_compile_config(model):
 
 def _build_shape(model):
     inputs = getattr(model, "inputs", None) or []
+    if getattr(model, "_is_functional", None) is False and not hasattr(
+            model, "_stack"):
+        # A subclassed model: the shape its first call built it with.
+        shape = getattr(model, "_build_input_shape", None)
+        return list(shape) if isinstance(shape, tuple) else None
     if getattr(model, "_is_functional", False) or not inputs:
         return None
     return list(inputs[0].shape) if len(inputs) == 1 else None
@@ -352,6 +357,12 @@ def _load_keras3_model(path, spec, weights, custom_objects, compile, safe_mode):
                          f"{{'class_name': ..., 'config': {{...}}}}. Received: "
                          f"{type(spec).__name__}.")
     model = _keras_model(spec, custom_objects, safe_mode, path)
+    shape = (spec.get("build_config") or {}).get("input_shape")
+    if not model.built and isinstance(shape, list) and shape and all(
+            d is None or isinstance(d, int) for d in shape):
+        # A subclassed model has weights only once called (Keras'
+        # build_from_config): called on a symbolic input of the saved shape.
+        model(layers.Input(batch_shape=tuple(shape)))
     compiled = compile and _compile_keras(model, spec.get("compile_config"), path)
     optimizer = None
     if compiled:

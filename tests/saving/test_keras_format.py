@@ -331,3 +331,115 @@ def test_more_layer_families_travel_both_ways(tmp_path, name):
         f.visit(theirs_paths.add)
     assert {p for p in ours_paths if "/vars/" in p} == \
         {p for p in theirs_paths if "/vars/" in p}
+
+
+def _custom_classes(lib, layers):
+    """A registered layer with an argument and a subclassed model holding it
+    (each with ``get_config``), defined alike for Keras and kerasflow."""
+    register = lib.saving.register_keras_serializable
+
+    @register(package="kf_format_test")
+    class Scale(layers.Layer):
+        def __init__(self, factor=2.0, **kwargs):
+            super().__init__(**kwargs)
+            self.factor = factor
+
+        def build(self, input_shape):
+            self.w = self.add_weight(name="w", shape=(input_shape[-1],),
+                                     initializer="ones")
+
+        def call(self, x):
+            return x * self.w * self.factor
+
+        def get_config(self):
+            return {**super().get_config(), "factor": self.factor}
+
+    @register(package="kf_format_test")
+    class Tower(lib.Model):
+        def __init__(self, units=3, **kwargs):
+            super().__init__(**kwargs)
+            self.units = units
+            self.d1 = layers.Dense(5, activation="relu")
+            self.s = Scale(0.5)
+            self.d2 = layers.Dense(units)
+
+        def call(self, x):
+            return self.d2(self.s(self.d1(x)))
+
+        def get_config(self):
+            return {**super().get_config(), "units": self.units}
+
+    return Scale, Tower
+
+
+def test_registered_layer_and_subclassed_model_travel_both_ways(tmp_path):
+    keras = keras_numpy()
+    x = np.random.default_rng(0).normal(size=(4, 4)).astype("float32")
+    theirs, ours = _custom_classes(keras, keras.layers), _custom_classes(kf, L)
+    for k, (lib, (Scale, Tower), load) in enumerate(
+            [(keras, theirs, kf.models.load_model),
+             (kf, ours, keras.saving.load_model)]):
+        layered = lib.Sequential([lib.Input((4,)), Scale(3.0)])
+        tower = Tower(3)
+        tower(x)  # a subclassed model has weights once called
+        for j, src in enumerate([layered, tower]):
+            _randomize(src, k + j)
+            src.save(tmp_path / f"c{k}{j}.keras")
+            dst = load(tmp_path / f"c{k}{j}.keras")
+            assert type(dst).__name__ == type(src).__name__
+            np.testing.assert_allclose(dst.predict(x, verbose=0),
+                                       src.predict(x, verbose=0), rtol=1e-5,
+                                       atol=1e-5)
+    # Keras' paths for a subclassed model: attributes sorted, then the
+    # `layers` list naming the layer no attribute before it reached.
+    with zipfile.ZipFile(tmp_path / "c11.keras") as z:
+        config = json.loads(z.read("config.json"))
+        paths = set()
+        h5py.File(io.BytesIO(z.read("model.weights.h5"))).visit(paths.add)
+    assert config["registered_name"] == "kf_format_test>Tower"
+    assert config["config"]["units"] == 3
+    assert config["build_config"] == {"input_shape": [None, 4]}
+    assert {p for p in paths if p.endswith("/vars")} == {
+        "d1/vars", "d2/vars", "layers/scale/vars"}
+
+
+def test_subclassed_model_without_get_config_still_refuses_to_save(tmp_path):
+    class Plain(kf.Model):
+        def __init__(self):
+            super().__init__()
+            self.d = L.Dense(2)
+
+        def call(self, x):
+            return self.d(x)
+
+    model = Plain()
+    model(np.ones((1, 3), "float32"))
+    with pytest.raises(NotImplementedError, match="has no config"):
+        model.save(tmp_path / "p.keras")
+
+
+def test_adapted_normalization_travels_both_ways(tmp_path):
+    keras = keras_numpy()
+    rng = np.random.default_rng(0)
+    data = (rng.normal(size=(50, 3)) * [1.0, 3.0, 0.5] + [2.0, -1.0, 0.0]
+            ).astype("float32")
+    x = rng.normal(size=(4, 3)).astype("float32")
+    kn = keras.layers.Normalization()
+    kn.adapt(data)
+    ours = L.Normalization()
+    ours.adapt(data)
+    theirs = keras.Sequential([keras.Input((3,)), kn])
+    mine = kf.Sequential([kf.Input((3,)), ours])
+    for k, (src, load) in enumerate([(theirs, kf.models.load_model),
+                                     (mine, keras.saving.load_model)]):
+        src.save(tmp_path / f"n{k}.keras")
+        # The adapted statistics are weights (mean, variance, count), not config.
+        with zipfile.ZipFile(tmp_path / f"n{k}.keras") as z:
+            layer = json.loads(z.read("config.json"))["config"]["layers"][-1]
+        assert layer["config"]["mean"] is None
+        dst = load(tmp_path / f"n{k}.keras")
+        want = (x - data.mean(0)) / np.sqrt(data.var(0))
+        np.testing.assert_allclose(dst.predict(x, verbose=0), want, rtol=1e-4,
+                                   atol=1e-5)
+        np.testing.assert_allclose(dst.predict(x, verbose=0),
+                                   src.predict(x, verbose=0), rtol=1e-5, atol=1e-5)
