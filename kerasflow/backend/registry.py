@@ -20,6 +20,7 @@ import numpy as np
 
 from kerasflow.backend import array as _array
 from kerasflow.backend import sequencing, tape_array
+from kerasflow.backend.eager import EagerTensor, as_eager
 from kerasflow.backend.graph import (
     Node, SymbolicTensor, TensorSpec, constant, in_tracing,
 )
@@ -191,6 +192,9 @@ def apply(op: str, *inputs, name: str | None = None, **attrs):
     for x in inputs:
         if isinstance(x, (bool, int, float)):
             arrays.append(xp.asarray(x, dtype=_scalar_dtype(x, hint)))
+        elif type(x) is EagerTensor:
+            # Kernels see plain arrays: a subclass would slow every numpy call.
+            arrays.append(x.view(np.ndarray))
         elif isinstance(x, xp.ndarray):
             arrays.append(x)
         else:
@@ -204,7 +208,12 @@ def apply(op: str, *inputs, name: str | None = None, **attrs):
     out = opdef.kernel(xp, *arrays, **attrs)
     if _TAPE_HOOK[0] is not None and tape_array.recording():
         return _TAPE_HOOK[0](opdef, inputs, attrs, out)
-    return out
+    # TF 2's eager tensor (``.numpy()``) at no cost: a view, made only here.
+    if type(out) is np.ndarray:
+        return out.view(EagerTensor)
+    if type(out) is tuple:
+        return tuple(as_eager(o) for o in out)
+    return as_eager(out)  # a numpy scalar (reductions) as a 0-d EagerTensor
 
 
 def _infer(opdef, specs, attrs, name):

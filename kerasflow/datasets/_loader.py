@@ -1,9 +1,10 @@
-"""Shared machinery for the IDX-format datasets (MNIST, Fashion-MNIST).
+"""Shared machinery of the datasets: their files on disk and by download.
 
-Reads gzip-compressed IDX files, finds them on disk, and downloads them;
-local and downloaded files alike are verified against their SHA-256. Every
-problem with a file is reported as a ``ValueError`` naming the file, the
-expected value and the received value.
+Finds a dataset's files (``path``, ``$KERASFLOW_DATA_DIR``, the cache
+``~/.kerasflow/datasets/``), downloads the missing ones, and verifies local
+and downloaded files alike against their SHA-256; also reads the IDX format
+of MNIST and Fashion-MNIST. Every problem with a file is reported as a
+``ValueError`` naming the file, the expected value and the received value.
 """
 
 from __future__ import annotations
@@ -204,7 +205,9 @@ def download_file(url: str, dest: Path, sha256: str) -> None:
         if received != sha256:
             raise ValueError(
                 f"SHA-256 mismatch for {dest.name} downloaded from {url}: "
-                f"expected {sha256}, received {received}; the file was discarded"
+                f"expected {sha256}, received {received}; the file was discarded. "
+                f"Download it again (call load_data() again), or check the origin "
+                f"serves the original file."
             )
         os.chmod(tmp, 0o644)
         os.replace(tmp, dest)
@@ -216,7 +219,7 @@ _VERIFIED: dict = {}  # (path, size, mtime_ns, inode) -> digest, per process
 
 
 def verify_local_files(directory: Path, sha256: Mapping[str, str]) -> None:
-    """Checks the SHA-256 of each file of :data:`FILES` found on disk.
+    """Checks the SHA-256 of each file named in ``sha256`` (name -> digest).
 
     A local copy is trusted no more than a download (as Keras'
     ``get_file(file_hash=...)`` checks cached files): an edited file, even a
@@ -226,7 +229,7 @@ def verify_local_files(directory: Path, sha256: Mapping[str, str]) -> None:
     Raises:
         ValueError: a digest differs, naming the file and both digests.
     """
-    for fname in FILES:
+    for fname in sha256:
         path = directory / fname
         st = path.stat()
         key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
@@ -235,14 +238,14 @@ def verify_local_files(directory: Path, sha256: Mapping[str, str]) -> None:
             raise ValueError(
                 f"{path}: SHA-256 mismatch: expected {sha256[fname]}, received "
                 f"{digest}; the file was altered or is not the original "
-                f"distribution file. Delete it (it will be downloaded again) or "
-                f"replace it with the original."
+                f"distribution file. Delete it and download it again (load_data() "
+                f"downloads a missing file), or replace it with the original."
             )
         _VERIFIED[key] = digest
 
 
-def _all_present(directory: Path) -> bool:
-    return all((directory / f).is_file() for f in FILES)
+def _all_present(directory: Path, files) -> bool:
+    return all((directory / f).is_file() for f in files)
 
 
 def locate_or_download(
@@ -254,32 +257,34 @@ def locate_or_download(
     origin: str | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """Returns a directory holding all four files, downloading them if needed.
+    """Returns a directory holding a dataset's files, downloading them if needed.
 
-    Searches :func:`candidate_dirs` for a directory holding all of
-    :data:`FILES`; if none does, downloads the missing files into the cache
-    directory (the last candidate).
+    Searches :func:`candidate_dirs` for a directory holding every file named
+    in ``sha256`` (file name -> hex SHA-256); if none does, downloads the
+    missing files from ``base_url`` (or ``origin``) into the cache directory
+    (the last candidate).
 
     Raises:
         ValueError: On a SHA-256 mismatch of a local or downloaded file, or a
             bad origin.
         DownloadError: If the files are absent and cannot be downloaded.
     """
+    files = tuple(sha256)
     dirs = candidate_dirs(name, path, cache_dir)
-    if path is not None and not _all_present(dirs[0]):
-        missing = [f for f in FILES if not (dirs[0] / f).is_file()]
+    if path is not None and not _all_present(dirs[0], files):
+        missing = [f for f in files if not (dirs[0] / f).is_file()]
         warnings.warn(
             f"{title}: path={str(path)!r} lacks {', '.join(missing)}; "
             "searching the other locations",
             stacklevel=3,
         )
     for d in dirs:
-        if _all_present(d):
+        if _all_present(d, files):
             verify_local_files(d, sha256)
             return d
     target = dirs[-1]
     base = resolve_origin(name, origin, base_url)
-    for fname in FILES:
+    for fname in files:
         dest = target / fname
         if dest.is_file():
             continue
@@ -297,8 +302,8 @@ def locate_or_download(
             raise DownloadError(
                 f"{title} is not available offline and downloading {url} failed: "
                 f"{reason}.\nSearched these directories for "
-                f"{', '.join(FILES)}:\n{searched}\n"
-                f"Put the four files in one of them (e.g. {target}), or pass "
+                f"{', '.join(files)}:\n{searched}\n"
+                f"Put the files in one of them (e.g. {target}), or pass "
                 f"load_data(path=DIR), or set ${DATA_DIR_ENV} to a directory "
                 f"with a '{name}/' subdirectory holding them {env_note}."
             ) from e
@@ -355,3 +360,14 @@ def load_idx_dataset(name: str, title: str, sha256: Mapping[str, str],
                                    origin=origin, cache_dir=cache_dir)
     return (load_split(directory, TRAIN_IMAGES, TRAIN_LABELS, 60000),
             load_split(directory, TEST_IMAGES, TEST_LABELS, 10000))
+
+
+def pickle_only_error(module: str, fname: str) -> NotImplementedError:
+    """The error of a Keras dataset whose only distribution is pickled."""
+    return NotImplementedError(
+        f"kerasflow.datasets.{module} is not provided: Keras distributes it as "
+        f"{fname}, an .npz of object arrays that only pickle can read, and "
+        "unpickling a downloaded file can run arbitrary code, so kerasflow never "
+        "does. Load the data with Keras or another trusted tool, save it as "
+        "plain arrays, and read those."
+    )

@@ -1,22 +1,20 @@
-"""Tests for kerasflow.datasets (MNIST, Fashion-MNIST) and the IDX loader."""
+"""Tests for kerasflow.datasets (MNIST, Fashion-MNIST, imdb, reuters) and the
+shared loader (IDX files, downloads, checksums)."""
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
-import http.server
 import os
 import shutil
 import socket
 import struct
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from kerasflow.datasets import _loader, fashion_mnist, mnist
+from kerasflow.datasets import _loader, fashion_mnist, imdb, mnist, reuters
 
 FILES = _loader.FILES
 MNIST_TRAIN_COUNTS = [5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949]
@@ -50,43 +48,6 @@ def mnist_data(data_dir):
 @pytest.fixture(scope="module")
 def fashion_data(data_dir):
     return fashion_mnist.load_data(path=data_dir / "fashion-mnist")
-
-
-@pytest.fixture
-def isolated(monkeypatch, tmp_path):
-    """No data dir, no origin override, no proxies, HOME in tmp_path."""
-    for var in ("KERASFLOW_DATA_DIR", "KERASFLOW_DATASETS_ORIGIN", "http_proxy",
-                "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    return home
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002
-        pass
-
-
-@pytest.fixture(scope="module")
-def serve():
-    """Starts HTTP servers on 127.0.0.1 for directories; stops them at the end."""
-    servers = []
-
-    def start(directory: Path) -> str:
-        handler = functools.partial(_QuietHandler, directory=str(directory))
-        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True).start()
-        servers.append(srv)
-        return f"http://127.0.0.1:{srv.server_address[1]}/"
-
-    yield start
-    for srv in servers:
-        srv.shutdown()
-        srv.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -321,3 +282,36 @@ def test_load_data_wrong_count_is_clear(isolated, tmp_path):
     match = r"expected images of shape \(60000, 28, 28\)"
     with pytest.raises(ValueError, match=match):
         _loader.load_split(d, FILES[0], FILES[1], 60000)
+
+
+# --------------------------------------------------------------------- shared helper
+
+
+def test_local_mismatch_says_delete_and_download_again(isolated, tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "a.bin").write_bytes(b"abc")
+    expected = hashlib.sha256(b"abd").hexdigest()
+    with pytest.raises(ValueError, match="Delete it and download it again") as info:
+        _loader.locate_or_download("x", "X", {"a.bin": expected},
+                                   "http://127.0.0.1:9/", path=d)
+    msg = str(info.value)
+    assert str(d / "a.bin") in msg and expected in msg
+    assert hashlib.sha256(b"abc").hexdigest() in msg
+
+
+def test_download_mismatch_says_download_again(isolated, tmp_path, serve):
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "a.bin").write_bytes(b"abc")
+    with pytest.raises(ValueError, match="discarded. Download it again"):
+        _loader.locate_or_download("x", "X", {"a.bin": "0" * 64}, serve(served),
+                                   cache_dir=tmp_path / "cache")
+    assert os.listdir(tmp_path / "cache") == []
+
+
+@pytest.mark.parametrize("module", [imdb, reuters])
+def test_pickled_datasets_raise_and_say_why(module):
+    for fn in (module.load_data, module.get_word_index):
+        with pytest.raises(NotImplementedError, match="only pickle can read"):
+            fn()
