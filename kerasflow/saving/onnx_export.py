@@ -8,7 +8,16 @@ Variables and constants become initializers; every unknown dimension of an
 input (the batch first) stays symbolic, so the file serves any batch size.
 Layouts follow ONNX: convolutions and pools run NCHW between two Transposes,
 recurrent loops run time-major between two Transposes, and kernels are
-re-laid out once, at export.
+re-laid out once, at export. ``Einsum`` stays one ONNX ``Einsum`` (opset 12
+on), embedding lookups and ``gather`` become ``Gather``, and a transposed
+convolution becomes ``ConvTranspose`` with TF's crop written as explicit pads.
+
+An Estimator's serving graph is a Session graph like any other: placeholders
+for the numeric features its columns make on the host
+(``feature_column.transform_features``: vocabularies, hashes and buckets run in
+numpy, since graphs carry no strings), ``model_fn`` called on them in PREDICT
+mode, the checkpoint restored (``compat.v1.train.Saver``), then
+``export_onnx(spec.predictions, path, inputs=placeholders)``.
 
 The ``onnx`` package is imported on the first export only (the ``onnx`` extra).
 """
@@ -21,6 +30,7 @@ import os
 import numpy as np
 
 from kerasflow.backend.graph import SymbolicTensor, placeholder, walk
+from kerasflow.backend.ops.conv import window_geometry
 from kerasflow.utils.module_utils import import_optional
 
 __all__ = ["export_onnx"]
@@ -473,6 +483,68 @@ def _softplus(b, node, ins, **_):
     return b.add("Softplus", ins)
 
 
+def _conv_transpose(b, node, ins, strides, padding, dilation_rate, output_shape):
+    x, kernel = node.inputs
+    spatial = x.shape[1:3] if x.shape is not None else (None, None)
+    if None in spatial or kernel.shape is None:
+        b.fail("an input whose height and width are unknown at export")
+    # (kh, kw, out, in) -> ONNX's (in, out, kh, kw): ConvTranspose is the
+    # adjoint of the Conv whose (out, in, kh, kw) weight this same array is.
+    w = b.transposed(kernel, [3, 2, 0, 1])
+    pads_begin, pads_end, extra = [], [], []
+    for size, out, k, s, d in zip(spatial, output_shape, kernel.shape[:2],
+                                  strides, dilation_rate):
+        # TF's transposed conv scatters into conv's padded input, then crops the
+        # 'before' pad of conv(out -> size); ONNX crops pads and, past the
+        # scattered span, appends output_padding zeros.
+        full = (size - 1) * s + (k - 1) * d + 1
+        before = window_geometry(out, k, s, d, padding)[1]
+        pads_begin.append(before)
+        pads_end.append(max(full - before - out, 0))
+        extra.append(max(before + out - full, 0))
+    y = b.add("ConvTranspose", [_channels_first(b, ins[0], 4), w],
+              strides=list(strides), dilations=list(dilation_rate),
+              pads=pads_begin + pads_end, output_padding=extra)
+    return _channels_last(b, y, 4)
+
+
+def _einsum(b, node, ins, equation):
+    return b.add("Einsum", list(ins), equation=equation)
+
+
+def _embedding_lookup(b, node, ins, **_):
+    # kerasflow refuses ids outside [0, input_dim); ONNX's Gather reads -k as
+    # row input_dim - k and fails on the rest.
+    return b.add("Gather", [ins[0], ins[1]], axis=0)
+
+
+def _gather(b, node, ins, axis=0):
+    return b.add("Gather", [ins[0], ins[1]], axis=int(axis))
+
+
+def _one_hot(b, node, ins, depth, dtype="float32", axis=-1):
+    if axis != -1:
+        b.fail(f"axis={axis}")
+    # Equal against 0..depth-1 rather than ONNX's OneHot, which would wrap a
+    # negative index: an out-of-range index gives an all-zero row, as in TF.
+    ids = node.inputs[0]
+    hot = b.add("Equal", [b.add("Unsqueeze", [ins[0], b.ints([-1])]),
+                          b.const(np.arange(depth, dtype=ids.dtype), "depth")])
+    return b.add("Cast", [hot], to=_elem_type(b.onnx, dtype))
+
+
+def _arg(onnx_op):
+    def rule(b, node, ins, axis=None, output_type="int64"):
+        x = ins[0]
+        if axis is None:
+            x, axis = b.add("Reshape", [x, b.ints([-1])]), 0
+        y = b.add(onnx_op, [x], axis=int(axis), keepdims=0)
+        if np.dtype(output_type) != np.int64:
+            y = b.add("Cast", [y], to=_elem_type(b.onnx, output_type))
+        return y
+    return rule
+
+
 _CONVERTERS = {
     "Identity": _same("Identity"), "StopGradient": _same("Identity"),
     "Add": _same("Add"), "Sub": _same("Sub"), "Mul": _same("Mul"),
@@ -495,7 +567,10 @@ _CONVERTERS = {
     "Sum": _reduce("ReduceSum"), "Mean": _reduce("ReduceMean"),
     "Max": _reduce("ReduceMax"), "Min": _reduce("ReduceMin"),
     "Prod": _reduce("ReduceProd"),
-    "Conv2D": _conv, "Conv3D": _conv,
+    "ArgMax": _arg("ArgMax"), "ArgMin": _arg("ArgMin"),
+    "Einsum": _einsum, "EmbeddingLookup": _embedding_lookup, "Gather": _gather,
+    "OneHot": _one_hot,
+    "Conv2D": _conv, "Conv3D": _conv, "Conv2DTranspose": _conv_transpose,
     "MaxPool": _pool("MaxPool"), "MaxPool3D": _pool("MaxPool"),
     "AvgPool": _pool("AveragePool"), "AvgPool3D": _pool("AveragePool"),
     "RNNLoop": _rnn_loop,

@@ -299,15 +299,21 @@ def _pair_models(lib, layers):
     rnn = lib.Model(s, layers.SimpleRNN(4, return_sequences=True)(s))
     c = lib.Input((5, 5, 2))
     convt = lib.Model(c, layers.Conv2DTranspose(3, 3, strides=2, padding="same")(c))
+    v3 = lib.Input((5, 6, 4, 2))
+    h3 = layers.Conv3D(3, (3, 2, 2), strides=(1, 2, 1), padding="same",
+                       activation="relu")(v3)
+    conv3d = lib.Model(v3, layers.Conv3D(2, 2, dilation_rate=(1, 1, 2))(h3))
     q, v = lib.Input((6, 8)), lib.Input((4, 8))
     mha = lib.Model([q, v], layers.MultiHeadAttention(2, 4)(q, v))
     return {"mimo_shared": (mimo, [x(4), x(4)]), "bidirectional_lstm": (bi, x(6, 3)),
             "simple_rnn": (rnn, x(6, 3)), "conv2d_transpose": (convt, x(5, 5, 2)),
+            "conv3d": (conv3d, x(5, 6, 4, 2)),
             "multi_head_attention": (mha, [x(6, 8), x(4, 8)])}
 
 
 @pytest.mark.parametrize("name", ["mimo_shared", "bidirectional_lstm", "simple_rnn",
-                                  "conv2d_transpose", "multi_head_attention"])
+                                  "conv2d_transpose", "conv3d",
+                                  "multi_head_attention"])
 def test_more_layer_families_travel_both_ways(tmp_path, name):
     keras = keras_numpy()
     theirs, x = _pair_models(keras, keras.layers)[name]
