@@ -17,6 +17,22 @@ Four models, written once as Keras code (``build`` below) and run with
   64 wide), one transformer block (``MultiHeadAttention(num_heads=2,
   key_dim=64)``, dropout 0.1, two LayerNormalizations, a feed-forward of 64),
   global average pooling, Dropout, Dense 20 relu, Dropout, Dense 2 softmax.
+* ``gru``: a GRU text classifier (Embedding 20,000 x 128 over sequences of 200,
+  ``GRU(64)``, Dense 2 softmax).
+* ``conv1d``: keras.io's "Text classification from scratch" convnet (Embedding
+  20,000 x 128 over 200 tokens, Dropout .5, ``Conv1D(128, 7, strides=3, relu)``
+  twice, GlobalMaxPooling1D, Dense 128 relu, Dropout .5, Dense 2 softmax).
+* ``resnet``: a small residual convnet on CIFAR-shaped (32, 32, 3) inputs: a 3x3
+  stem of 32 channels with BatchNormalization and ReLU, three residual blocks
+  (3x3 conv, BN, ReLU, 3x3 conv, BN, add the shortcut, ReLU) of 32, 64 (stride 2,
+  1x1 projection shortcut) and 64 channels, global average pooling, Dense 10
+  softmax.
+* ``wide_deep``: a functional wide & deep census classifier (TF 2.21 no longer
+  ships the canned ``DNNLinearCombinedClassifier``): a wide linear part over 12
+  sparse ids (8 categorical columns and 4 crossed buckets, one 10,000-row
+  Embedding of width 1, Flatten, Dense 1) plus a deep part (8 categorical
+  Embeddings of 8 concatenated with 6 numeric columns, Dense 100 relu, Dense 50
+  relu, Dense 1), the two logits added, sigmoid, binary crossentropy.
 
 All: Adam (lr 1e-3), batch 128, float32, synthetic data of MNIST's shape (uniform
 [0, 1) pixels, random labels: throughput does not depend on the values), sparse
@@ -60,11 +76,13 @@ import subprocess
 import sys
 import time
 
-MODELS = ("mlp", "convnet", "lstm", "autoencoder", "transformer")
+MODELS = ("mlp", "convnet", "lstm", "autoencoder", "transformer", "gru", "conv1d",
+          "resnet", "wide_deep")
 BACKENDS = ("tensorflow", "jax", "torch")
 BATCH = 128
 DEFAULT_SAMPLES = {"mlp": 60000, "convnet": 15360, "lstm": 15360,
-                   "autoencoder": 15360, "transformer": 2560}
+                   "autoencoder": 15360, "transformer": 2560, "gru": 2560,
+                   "conv1d": 7680, "resnet": 2560, "wide_deep": 61440}
 VOCAB, MAXLEN, EMBED = 20000, 200, 64
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MARK = "BENCH_RESULT "
@@ -74,10 +92,12 @@ MARK = "BENCH_RESULT "
 def build(lib, name):
     """The model ``name`` built with ``lib`` (kerasflow or keras), compiled."""
     L = lib.layers
-    if name == "transformer":
-        model = _transformer(lib)
-        model.compile(optimizer=lib.optimizers.Adam(learning_rate=1e-3),
-                      loss="sparse_categorical_crossentropy")
+    if name in ("transformer", "resnet", "wide_deep"):
+        model = {"transformer": _transformer, "resnet": _resnet,
+                 "wide_deep": _wide_deep}[name](lib)
+        loss = ("binary_crossentropy" if name == "wide_deep"
+                else "sparse_categorical_crossentropy")
+        model.compile(optimizer=lib.optimizers.Adam(learning_rate=1e-3), loss=loss)
         return model
     if name == "mlp":
         layers = [lib.Input(shape=(784,)), L.Dense(512, activation="relu"),
@@ -92,6 +112,17 @@ def build(lib, name):
     elif name == "lstm":
         layers = [lib.Input(shape=(28, 28)), L.LSTM(128),
                   L.Dense(10, activation="softmax")]
+    elif name == "gru":
+        layers = [lib.Input(shape=(MAXLEN,), dtype="int32"),
+                  L.Embedding(VOCAB, 128), L.GRU(64),
+                  L.Dense(2, activation="softmax")]
+    elif name == "conv1d":
+        layers = [lib.Input(shape=(MAXLEN,), dtype="int32"),
+                  L.Embedding(VOCAB, 128), L.Dropout(0.5),
+                  L.Conv1D(128, 7, padding="valid", activation="relu", strides=3),
+                  L.Conv1D(128, 7, padding="valid", activation="relu", strides=3),
+                  L.GlobalMaxPooling1D(), L.Dense(128, activation="relu"),
+                  L.Dropout(0.5), L.Dense(2, activation="softmax")]
     elif name == "autoencoder":
         layers = [lib.Input(shape=(28, 28, 1)),
                   L.Conv2D(32, (3, 3), activation="relu", padding="same"),
@@ -154,14 +185,67 @@ def _transformer(lib):
     return lib.Model(inputs=inputs, outputs=outputs)
 
 
+def _resnet(lib):
+    """A small residual convnet with BatchNormalization (CIFAR-shaped inputs)."""
+    L = lib.layers
+
+    def conv_bn(x, filters, strides=1, relu=True):
+        x = L.Conv2D(filters, 3, strides=strides, padding="same", use_bias=False)(x)
+        x = L.BatchNormalization()(x)
+        return L.Activation("relu")(x) if relu else x
+
+    def block(x, filters, strides=1):
+        shortcut = x
+        y = conv_bn(x, filters, strides)
+        y = conv_bn(y, filters, relu=False)
+        if strides != 1 or x.shape[-1] != filters:
+            shortcut = L.Conv2D(filters, 1, strides=strides, use_bias=False)(x)
+            shortcut = L.BatchNormalization()(shortcut)
+        return L.Activation("relu")(L.Add()([y, shortcut]))
+
+    inputs = lib.Input(shape=(32, 32, 3))
+    x = conv_bn(inputs, 32)
+    x = block(x, 32)
+    x = block(x, 64, strides=2)
+    x = block(x, 64)
+    x = L.GlobalAveragePooling2D()(x)
+    outputs = L.Dense(10, activation="softmax")(x)
+    return lib.Model(inputs=inputs, outputs=outputs)
+
+
+WIDE_IDS, WIDE_VOCAB, CATS, CAT_VOCAB, NUMERIC = 12, 10000, 8, 100, 6
+
+
+def _wide_deep(lib):
+    """A functional wide & deep binary classifier of the census' shape."""
+    L = lib.layers
+    numeric = lib.Input(shape=(NUMERIC,), name="numeric")
+    cats = lib.Input(shape=(CATS,), dtype="int32", name="categorical")
+    wide_ids = lib.Input(shape=(WIDE_IDS,), dtype="int32", name="wide_ids")
+    wide = L.Flatten()(L.Embedding(WIDE_VOCAB, 1)(wide_ids))
+    wide_logit = L.Dense(1)(wide)
+    deep = L.Concatenate()([L.Flatten()(L.Embedding(CAT_VOCAB, 8)(cats)), numeric])
+    deep = L.Dense(100, activation="relu")(deep)
+    deep = L.Dense(50, activation="relu")(deep)
+    deep_logit = L.Dense(1)(deep)
+    outputs = L.Activation("sigmoid")(L.Add()([wide_logit, deep_logit]))
+    return lib.Model(inputs=[numeric, cats, wide_ids], outputs=outputs)
+
+
 def data(name, n, seed=0):
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    if name == "transformer":
+    if name in ("transformer", "gru", "conv1d"):
         return (rng.integers(0, VOCAB, (n, MAXLEN)).astype("int32"),
                 rng.integers(0, 2, n).astype("int32"))
-    shape = {"mlp": (784,), "lstm": (28, 28)}.get(name, (28, 28, 1))
+    if name == "wide_deep":
+        return ([rng.standard_normal((n, NUMERIC), dtype=np.float32),
+                 rng.integers(0, CAT_VOCAB, (n, CATS)).astype("int32"),
+                 rng.integers(0, WIDE_VOCAB, (n, WIDE_IDS)).astype("int32")],
+                rng.integers(0, 2, (n, 1)).astype("float32"))
+    shape = {"mlp": (784,), "lstm": (28, 28), "resnet": (32, 32, 3)}.get(
+        name, (28, 28, 1))
     x = rng.random((n, *shape), dtype=np.float32)
     if name == "autoencoder":
         return x, x

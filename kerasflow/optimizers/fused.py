@@ -30,10 +30,11 @@ import inspect
 import numpy as np
 
 from kerasflow.backend import fusion, jit
+from kerasflow.backend.registry import get_op
 from kerasflow.optimizers import kernels
 
 __all__ = ["adagrad_update", "adam_update", "momentum_update", "rmsprop_update",
-           "sgd_update"]
+           "sgd_update", "sparse_adam_update"]
 
 prange = range  # the loops run as plain Python until jit.kernels compiles them
 # Variables from this many elements take the fused kernel (serial below
@@ -128,6 +129,39 @@ def adagrad_update(w, g, acc, out, lr, eps, wd, use_wd):
         out[i] = x - gi / np.sqrt(a + eps) * lr
 
 
+def sparse_adam_update(w, g, ids, order, starts, m, v, vhat, alpha, c1, c2, eps,
+                       amsgrad):
+    # One iteration per distinct id: its duplicate gradient rows summed in
+    # sorted order (numpy's add.reduceat order), then adam_update's arithmetic
+    # on that row of the table and its slots, in place.
+    d = w.shape[1]
+    for s in prange(starts.size - 1):
+        lo = starts[s]
+        hi = starts[s + 1]
+        first = order[lo]
+        r = ids[first]
+        acc = np.empty(d, w.dtype)
+        for j in range(d):
+            acc[j] = g[first, j]
+        for k in range(lo + 1, hi):
+            kk = order[k]
+            for j in range(d):
+                acc[j] += g[kk, j]
+        for j in range(d):
+            gi = acc[j]
+            mi = m[r, j] + (gi - m[r, j]) * c1
+            m[r, j] = mi
+            vi = v[r, j] + (gi * gi - v[r, j]) * c2
+            v[r, j] = vi
+            if amsgrad:
+                h = vhat[r, j]
+                if vi > h or vi != vi:  # noqa: PLR0124  (np.maximum's NaN rule)
+                    h = vi
+                vhat[r, j] = h
+                vi = h
+            w[r, j] = w[r, j] - mi / (np.sqrt(vi) + eps) * alpha
+
+
 # -- kernels with the numpy kernels' signatures ------------------------------------
 def _flat(var, grad, slots):
     """1-D views of value, gradient and slots, or None when unsupported."""
@@ -215,6 +249,51 @@ def _adagrad_body(fn, w, g, s, new, dt, wd, use_wd, scalar, attrs):
     fn(w, g, s[0], new, dt(scalar), dt(attrs["epsilon"]), wd, use_wd)
 
 
+def _sparse_adam(xp, attrs):
+    """The fused ``SparseApply`` of Adam (lazy rows, as ``optimizers.sparse``):
+    one pass per distinct id instead of numpy's unique, gather, dense kernel
+    and scatter (~10 passes over the touched rows)."""
+    dense = attrs.get("dense_attrs", {})
+    if (xp is not np or attrs.get("dense_op") != "ApplyAdam" or dense.get("decay")
+            or jit.numba_module() is None):
+        return None
+    fn = jit.kernels(inspect.getsource(sparse_adam_update), "sparse_adam_update")
+    numpy_kernel = get_op("SparseApply").kernel
+
+    def kernel(var, values, ids, alpha, *slots):
+        table = var.value
+        ok = (isinstance(table, np.ndarray) and table.dtype.kind == "f"
+              and table.dtype.itemsize >= 4 and table.ndim >= 1
+              and table.flags.c_contiguous and table.flags.writeable
+              and var.constraint is None and values.dtype == table.dtype
+              and all(s.shape == table.shape and s.dtype == table.dtype
+                      and s.flags.c_contiguous for s in slots))
+        if not ok:
+            return numpy_kernel(np, var, values, ids, alpha, *slots, **attrs)
+        for s in slots:
+            kernels._check_slot(var, s)
+        rows = table.shape[0]
+        w = table.reshape(rows, -1)
+        flat = np.asarray(ids).reshape(-1).astype(np.int64, copy=False)
+        g = np.ascontiguousarray(values).reshape(flat.shape[0], w.shape[1])
+        if flat.size and (flat.min() < 0 or flat.max() >= rows):
+            return numpy_kernel(np, var, values, ids, alpha, *slots, **attrs)
+        order = np.argsort(flat, kind="stable")
+        cut = np.flatnonzero(np.diff(flat[order])) + 1
+        starts = np.concatenate(([0], cut, [flat.size])).astype(np.int64)
+        m, v = slots[0].reshape(w.shape), slots[1].reshape(w.shape)
+        vhat = slots[2].reshape(w.shape) if dense["amsgrad"] else m
+        dt = w.dtype.type
+        size = g.size if g.size >= PARALLEL_MIN else 0
+        jit.launch(fn, size, w, g, flat, order, starts, m, v, vhat, dt(alpha),
+                   dt(1.0 - dense["beta_1"]), dt(1.0 - dense["beta_2"]),
+                   dt(dense["epsilon"]), dense["amsgrad"])
+        return table
+
+    return kernel
+
+
+fusion.register_fused_kernel("SparseApply", _sparse_adam)
 fusion.register_fused_kernel("ApplyGradientDescent", _make(
     kernels._apply_gradient_descent, sgd_update, _sgd_body))
 fusion.register_fused_kernel("ApplyMomentum", _make(
