@@ -2,12 +2,11 @@
 the dtype a layer keeps its variables in and computes in, named as Keras
 names them ("float32", "float64", "mixed_float16", "mixed_bfloat16"...).
 
-kerasflow computes in its variables' dtype: a policy whose compute and
-variable dtypes agree ("float16", "float32", "float64", "bfloat16") is what a
-layer built under it uses; a mixed policy is a valid object (its names and
-config are Keras') but a layer refuses it with ``NotImplementedError``, since
-kerasflow has no mixed-precision casting. ``set_dtype_policy`` sets the policy
-layers built afterwards default to (``floatx()`` until it is called).
+A layer built under a mixed policy ("mixed_float16": float32 variables,
+float16 computation) casts its float inputs to the compute dtype and reads
+its Variables through an autocast scope (``kerasflow.layers.Layer``), as
+Keras 3 does. ``set_dtype_policy`` sets the policy layers built afterwards
+default to (``floatx()`` until it is called).
 
 Example:
     >>> DTypePolicy("mixed_float16").compute_dtype
@@ -21,10 +20,14 @@ import numpy as np
 from kerasflow.backend import floatx
 from kerasflow.backend.keras_backend import is_float_dtype, standardize_dtype
 
-__all__ = ["DTypePolicy", "FloatDTypePolicy", "deserialize", "dtype_policy", "get",
-           "layer_dtype", "serialize", "set_dtype_policy"]
+__all__ = ["DTypePolicy", "FloatDTypePolicy", "QUANTIZATION_MODES",
+           "QuantizedDTypePolicy", "check_quantization_mode", "deserialize",
+           "dtype_policy", "get", "layer_dtypes", "serialize", "set_dtype_policy"]
 
 _MIXED = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}
+# Keras 3's quantization modes, and the ones kerasflow implements.
+QUANTIZATION_MODES = ("int8", "float8", "int4", "gptq", "awq")
+_IMPLEMENTED_MODES = ("int8",)
 
 
 class DTypePolicy:
@@ -99,6 +102,71 @@ class DTypePolicy:
 # Keras 3 keeps FloatDTypePolicy as the float policies' (deprecated) class.
 FloatDTypePolicy = DTypePolicy
 
+
+def check_quantization_mode(mode, compute_dtype=None) -> None:
+    """Raises unless kerasflow can quantize to ``mode`` (Keras 3's checks).
+
+    Raises:
+        ValueError: a mode Keras 3 does not know, naming it and the modes
+            kerasflow implements; "int8" with a float16 compute dtype (Keras).
+        NotImplementedError: a Keras 3 mode other than "int8" ("int4",
+            "float8", "gptq", "awq"), naming it and the implemented ones.
+    """
+    if mode not in QUANTIZATION_MODES:
+        raise ValueError(f"Invalid quantization mode. Expected one of "
+                         f"{_IMPLEMENTED_MODES}. Received: mode={mode}")
+    if mode not in _IMPLEMENTED_MODES:
+        raise NotImplementedError(
+            f"Quantization mode '{mode}' is one of Keras 3's but not "
+            f"implemented in kerasflow. Expected one of {_IMPLEMENTED_MODES}. "
+            f"Received: mode={mode}")
+    if mode == "int8" and compute_dtype == "float16":
+        raise ValueError(
+            f"Quantization mode='{mode}' doesn't work well with "
+            f"compute_dtype='float16'. Consider loading model/layer with "
+            f"another dtype policy such as 'mixed_bfloat16' or "
+            f"'mixed_float16' before calling `quantize()`.")
+
+
+class QuantizedDTypePolicy(DTypePolicy):
+    """The policy of a layer whose kernel is quantized (Keras 3's
+    ``keras.dtype_policies.QuantizedDTypePolicy``), named
+    "<mode>_from_<source>": "int8_from_float32" keeps an int8 kernel with a
+    float32 scale and computes in the source policy's dtypes.
+
+    Args:
+        mode: "int8" (the mode kerasflow implements).
+        source_name: the float policy the layer had ("float32"); None is
+            the global policy's name.
+
+    Raises:
+        ValueError / NotImplementedError: as ``check_quantization_mode``.
+
+    Example:
+        >>> QuantizedDTypePolicy("int8", "float32").name
+        'int8_from_float32'
+    """
+
+    def __init__(self, mode, source_name=None):
+        if source_name is None:
+            source_name = dtype_policy().name
+        source = DTypePolicy(source_name)
+        check_quantization_mode(mode, source.compute_dtype)
+        super().__init__(source_name)
+        self._name = f"{mode}_from_{source_name}"
+        self._source_name, self._mode = source_name, mode
+
+    @property
+    def quantization_mode(self):
+        """The quantization mode ("int8")."""
+        return self._mode
+
+    def get_config(self) -> dict:
+        return {"mode": self._mode, "source_name": self._source_name}
+
+    def __repr__(self):
+        return f'<QuantizedDTypePolicy "{self.name}">'
+
 _GLOBAL: list = [None]
 
 
@@ -133,6 +201,9 @@ def get(identifier) -> DTypePolicy:
     if isinstance(identifier, DTypePolicy):
         return identifier
     if isinstance(identifier, str):
+        mode, sep, source = identifier.partition("_from_")
+        if sep and mode in QUANTIZATION_MODES:
+            return QuantizedDTypePolicy(mode, source)
         return DTypePolicy(identifier)
     if isinstance(identifier, dict):
         return deserialize(identifier)
@@ -143,6 +214,10 @@ def get(identifier) -> DTypePolicy:
 
 def serialize(policy: DTypePolicy) -> dict:
     """Keras' serialized form: ``{"module", "class_name", "config", ...}``."""
+    if isinstance(policy, QuantizedDTypePolicy):
+        return {"module": "keras.dtype_policies",
+                "class_name": "QuantizedDTypePolicy",
+                "config": policy.get_config(), "registered_name": None}
     return {"module": "keras", "class_name": "DTypePolicy",
             "config": policy.get_config(), "registered_name": None}
 
@@ -151,39 +226,52 @@ def deserialize(config, custom_objects=None) -> DTypePolicy:
     """A policy from ``serialize``'s dict (or a bare config dict).
 
     Raises:
-        ValueError: a class other than DTypePolicy / FloatDTypePolicy.
+        ValueError: a class other than DTypePolicy / FloatDTypePolicy /
+            QuantizedDTypePolicy.
     """
     if "class_name" in config:
+        if config["class_name"] == "QuantizedDTypePolicy":
+            return QuantizedDTypePolicy(**config["config"])
         if config["class_name"] not in ("DTypePolicy", "FloatDTypePolicy"):
-            raise ValueError(f"kerasflow has only DTypePolicy (no quantized "
-                             f"policies). Received: class_name="
+            raise ValueError(f"kerasflow has DTypePolicy and the int8 "
+                             f"QuantizedDTypePolicy. Received: class_name="
                              f"{config['class_name']!r}.")
         config = config["config"]
+    if "mode" in config:
+        return QuantizedDTypePolicy(**config)
     return DTypePolicy.from_config(config)
 
 
-def layer_dtype(dtype) -> str:
-    """The dtype a layer given ``dtype=`` keeps its weights in: None follows
-    the default policy; a dtype, policy name, policy or config gives its
-    variable dtype.
+def layer_dtypes(dtype) -> tuple[DTypePolicy | None, str, str]:
+    """(policy, variable dtype, compute dtype) of a layer given ``dtype=``:
+    None follows the default policy; a dtype, policy name, policy or config
+    gives that policy's dtypes. A mixed policy ("mixed_float16") keeps
+    float32 variables and computes in float16; otherwise the two agree. The
+    policy is None for a non-float dtype ("int64": kerasflow's policies are
+    float ones).
 
     Raises:
-        NotImplementedError: a mixed policy (kerasflow computes in the weights'
-            dtype), naming the policy.
+        ValueError: an unknown policy name. TypeError: another type.
+        NotImplementedError: a bfloat16 policy ("mixed_bfloat16",
+            "bfloat16"): numpy and cupy arrays have no bfloat16.
     """
     if dtype is None and _GLOBAL[0] is None:
-        return np.dtype(floatx()).name
+        dtype = floatx()
     if dtype is not None and not isinstance(dtype, (str, DTypePolicy, dict)):
-        return np.dtype(dtype).name
+        dtype = np.dtype(dtype).name
     if isinstance(dtype, str) and dtype not in _MIXED:
         try:
-            return np.dtype(dtype).name  # any dtype, int ones included
+            name = np.dtype(dtype).name  # any dtype, int ones included
         except TypeError:
             pass
+        else:
+            policy = DTypePolicy(name) if np.dtype(name).kind == "f" else None
+            return policy, name, name
     policy = get(dtype)
-    if policy.compute_dtype != policy.variable_dtype:
+    if "bfloat16" in (policy.compute_dtype, policy.variable_dtype):
         raise NotImplementedError(
-            f"kerasflow computes in the variables' dtype and has no mixed "
-            f"precision: use a float policy such as 'float32' or 'float16'. "
-            f"Received: dtype policy {policy.name!r}.")
-    return np.dtype(policy.variable_dtype).name
+            f"kerasflow computes with numpy/cupy arrays, which have no "
+            f"bfloat16: use 'float32' or 'mixed_float16'. Received: dtype "
+            f"policy {policy.name!r}.")
+    return (policy, np.dtype(policy.variable_dtype).name,
+            np.dtype(policy.compute_dtype).name)

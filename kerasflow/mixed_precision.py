@@ -1,6 +1,6 @@
 """``keras.mixed_precision`` names (Keras 3): the dtype policy API under its
-older names, and ``LossScaleOptimizer``. kerasflow computes in the variables'
-dtype, so layers take float policies only (see ``kerasflow.dtype_policies``).
+older names, and ``LossScaleOptimizer``. A layer under "mixed_float16" keeps
+float32 variables and computes in float16 (see ``kerasflow.dtype_policies``).
 """
 
 from __future__ import annotations

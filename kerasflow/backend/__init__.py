@@ -19,7 +19,9 @@ from kerasflow.backend.graph import (
     SymbolicTensor, TensorSpec, constant, in_tracing, is_symbolic, name_scope,
     placeholder, reachable_variables, record_stateful, tracing, walk,
 )
-from kerasflow.backend.variables import Variable, assign_all
+from kerasflow.backend.variables import (
+    AutocastScope, Variable, assign_all, get_autocast_scope,
+)
 from kerasflow.backend.ops import *  # noqa: F403
 from kerasflow.backend.keras_ops import *  # noqa: F403
 from kerasflow.backend.keras_backend import (
@@ -45,7 +47,8 @@ def shape(x):
 
 
 __all__ = [
-    "ops", "floatx", "set_floatx", "get_device", "set_device", "get_xp",
+    "ops", "AutocastScope", "get_autocast_scope", "floatx", "set_floatx",
+    "get_device", "set_device", "get_xp",
     "gpu_available", "to_device", "to_numpy", "gradients", "Function", "Session",
     "function", "SymbolicTensor", "TensorSpec", "Variable", "constant",
     "is_symbolic", "name_scope", "placeholder", "assign_all", "apply", "get_op",

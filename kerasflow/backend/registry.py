@@ -24,6 +24,7 @@ from kerasflow.backend.eager import EagerTensor, as_eager
 from kerasflow.backend.graph import (
     Node, SymbolicTensor, TensorSpec, constant, in_tracing,
 )
+from kerasflow.backend.variables import Variable, get_autocast_scope
 
 __all__ = ["OpDef", "register_op", "register_gradient", "register_op_family",
            "get_op", "apply", "set_tape_hook"]
@@ -171,6 +172,9 @@ def apply(op: str, *inputs, name: str | None = None, **attrs):
         opdef.random and in_tracing())
     hint = _dtype_hint(inputs)
     if symbolic:
+        scope = get_autocast_scope()
+        if scope is not None and scope.dtype is not None and op != "Cast":
+            inputs = _autocast(inputs, scope.dtype, opdef.stateful)
         tensors = []
         for x in sequencing.latest(inputs, opdef.stateful):
             if isinstance(x, SymbolicTensor):
@@ -214,6 +218,18 @@ def apply(op: str, *inputs, name: str | None = None, **attrs):
     if type(out) is tuple:
         return tuple(as_eager(o) for o in out)
     return as_eager(out)  # a numpy scalar (reductions) as a 0-d EagerTensor
+
+
+def _autocast(inputs, dtype, stateful):
+    """``inputs`` with float Variables read as ``dtype`` (a stateful op's
+    target, its first input, is written, not read: it stays)."""
+    out = list(inputs)
+    for i, x in enumerate(out):
+        if (isinstance(x, Variable) and (i or not stateful)
+                and x.dtype.kind == "f" and x.dtype != dtype
+                and getattr(x, "autocast", True)):
+            out[i] = apply("Cast", x, dtype=dtype)
+    return out
 
 
 def _infer(opdef, specs, attrs, name):

@@ -1,4 +1,5 @@
-"""Variables: mutable device values that read as graph tensors, and ``assign_all``.
+"""Variables: mutable device values that read as graph tensors, ``assign_all``,
+and the autocast scope mixed-precision layers read them through.
 
 A ``Variable`` is a ``SymbolicTensor`` (the output of a "Variable" node) holding
 its current value on the device (numpy or cupy). Reading it in a compiled plan
@@ -8,6 +9,8 @@ arrays, happen at once (TF1 ``tf.Variable`` semantics, without initializers).
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from kerasflow.backend import array as _array
@@ -16,7 +19,7 @@ from kerasflow.backend.graph import (
     in_tracing, is_symbolic, record_stateful,
 )
 
-__all__ = ["Variable", "assign_all"]
+__all__ = ["AutocastScope", "Variable", "assign_all", "get_autocast_scope"]
 
 
 class Variable(SymbolicTensor):
@@ -33,6 +36,8 @@ class Variable(SymbolicTensor):
         name: readable name ("dense/kernel").
         dtype: dtype; defaults to floatx() for floats.
         shape: the shape, needed when ``initial_value`` is callable.
+        autocast: whether ops inside an ``AutocastScope`` read a float
+            Variable cast to the scope's dtype (Keras 3's ``autocast``).
 
     Example:
         >>> w = Variable(0.0, name="weights")
@@ -41,10 +46,10 @@ class Variable(SymbolicTensor):
         1.5
     """
 
-    __slots__ = ("value", "trainable", "constraint")
+    __slots__ = ("value", "trainable", "constraint", "autocast")
 
     def __init__(self, initial_value, trainable=True, name=None, dtype=None,
-                 shape=None, constraint=None):
+                 shape=None, constraint=None, autocast=True):
         if callable(initial_value):
             if shape is None:
                 raise ValueError(
@@ -67,6 +72,7 @@ class Variable(SymbolicTensor):
         self.value = _array.to_device(host).copy()
         self.trainable = bool(trainable)
         self.constraint = constraint
+        self.autocast = bool(autocast)
 
     @property
     def name(self):
@@ -119,6 +125,48 @@ class Variable(SymbolicTensor):
         return (
             f"<Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
         )
+
+
+_AUTOCAST = threading.local()  # .stack: the AutocastScopes entered, innermost last
+
+
+class AutocastScope:
+    """Ops built inside read float Variables cast to ``dtype`` (Keras 3's
+    ``keras.src.backend.AutocastScope``): a ``mixed_float16`` layer keeps
+    float32 weights and computes in float16. The cast is a graph node, so
+    gradients reach the float32 Variable in float32.
+
+    Args:
+        dtype: a float dtype name, or None to read Variables as they are
+            (a layer that opts out inside a mixed one).
+
+    Raises:
+        ValueError: a dtype that is not a float dtype.
+
+    Example:
+        >>> with AutocastScope("float16"):
+        ...     y = matmul(x16, kernel32)  # kernel read as float16
+    """
+
+    def __init__(self, dtype):
+        if dtype is not None and np.dtype(dtype).kind != "f":
+            raise ValueError(f"AutocastScope can only cast to a float dtype. "
+                             f"Received: dtype={dtype}")
+        self.dtype = None if dtype is None else np.dtype(dtype).name
+
+    def __enter__(self):
+        _AUTOCAST.__dict__.setdefault("stack", []).append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _AUTOCAST.stack.pop()
+        return False
+
+
+def get_autocast_scope() -> AutocastScope | None:
+    """The innermost ``AutocastScope`` entered in this thread, or None."""
+    stack = getattr(_AUTOCAST, "stack", None)
+    return stack[-1] if stack else None
 
 
 def assign_all(variables, values, owner: str) -> None:

@@ -77,12 +77,13 @@ class WeightArgs:
             self.reg[n] = regularizers.get(kwargs.pop(f"{n}_regularizer", None))
             self.con[n] = _get_constraint(kwargs.pop(f"{n}_constraint", None))
 
-    def add(self, layer, name, shape, trainable=True, weight_name=None):
+    def add(self, layer, name, shape, trainable=True, weight_name=None,
+            autocast=True):
         """``layer.add_weight`` with this weight's initializer, regularizer and
         constraint."""
         return layer.add_weight(weight_name or name, shape, self.init[name],
                                 self.reg[name], trainable=trainable,
-                                constraint=self.con[name])
+                                constraint=self.con[name], autocast=autocast)
 
     def config(self, with_constraints=True):
         out = {}

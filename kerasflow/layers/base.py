@@ -8,6 +8,7 @@ Called on numpy arrays it runs at once through a compiled ``Function``.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import weakref
 
@@ -33,8 +34,8 @@ from kerasflow.layers.tracing import (  # noqa: F401  (re-exported)
 )
 from kerasflow.utils.serialization import registry
 
-__all__ = ["Layer", "InputSpec", "get_history", "training_context",
-           "collect_updates"]
+__all__ = ["Layer", "InputSpec", "check_quantize_request", "get_history",
+           "training_context", "collect_updates"]
 
 # tensor -> (layer, call record, output index); weak so graphs are freed.
 _HISTORY: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -49,6 +50,26 @@ def unique_layer_name(base):
     # Keras' rule: "dense", "dense_1", ...; counters restart at clear_session().
     n = K.get_uid(base) - 1
     return base if n == 0 else f"{base}_{n}"
+
+
+def check_quantize_request(mode, config=None):
+    """Raises unless ``quantize(mode, config=config)`` asks for what kerasflow
+    implements (Keras 3's first checks, before any layer is looked at).
+
+    Raises:
+        ValueError: no mode; a mode Keras 3 does not know, naming it and the
+            supported ones.
+        NotImplementedError: a ``config`` (only Keras' default int8
+            quantizers are implemented); a Keras 3 mode other than "int8".
+    """
+    if config is not None:
+        raise NotImplementedError(
+            f"kerasflow quantizes with Keras' default int8 quantizers only; "
+            f"pass `mode` alone. Received: config={config!r}")
+    if mode is None:
+        raise ValueError("You must provide either `mode` or `config` to "
+                         "`quantize`.")
+    dtype_policies.check_quantization_mode(mode)
 
 
 def get_history(tensor):
@@ -96,6 +117,11 @@ class Layer(TracingMixin):
         name: unique name; defaults to the snake-cased class name plus a counter.
         dtype: weight dtype, or a float dtype policy (name or
             ``DTypePolicy``); defaults to the global policy, else floatx().
+            Under a mixed policy ("mixed_float16") weights are float32, float
+            inputs are cast to float16 and ``call`` reads the weights cast to
+            float16 (Keras 3's mixed precision).
+        autocast: False keeps this layer's Variables in their own dtype when
+            read inside a mixed-precision call (Keras 3).
         input_shape: shape without the batch axis, for the first layer of a
             ``Sequential`` (``Dense(1, input_shape=(1,))``).
         batch_input_shape: shape with the batch axis.
@@ -117,6 +143,9 @@ class Layer(TracingMixin):
 
     # Models create their weights through their layers' calls, not in build().
     _builds_in_call = False
+    # Float inputs are cast to the compute dtype (Keras 3); models leave it to
+    # their layers.
+    _convert_input_args = True
 
     def __init_subclass__(cls, **kwargs):
         # kerasflow's own layer (and model) classes join the "layer" registry by
@@ -128,7 +157,7 @@ class Layer(TracingMixin):
 
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
                  batch_input_shape=None, input_dim=None, batch_size=None,
-                 activity_regularizer=None, **kwargs):
+                 activity_regularizer=None, autocast=True, **kwargs):
         if kwargs:
             raise TypeError(
                 f"{type(self).__name__} got unexpected keyword argument(s): "
@@ -137,7 +166,9 @@ class Layer(TracingMixin):
         object.__setattr__(self, "_sub_layers", [])
         self.name = name or unique_layer_name(_snake(type(self).__name__))
         self.trainable = trainable
-        self.dtype = dtype_policies.layer_dtype(dtype)
+        self._dtype_policy, self.dtype, self._compute_dtype = \
+            dtype_policies.layer_dtypes(dtype)
+        self.autocast = bool(autocast)
         if input_dim is not None and input_shape is None:
             input_shape = (input_dim,)
         if batch_input_shape is None and input_shape is not None:
@@ -185,6 +216,36 @@ class Layer(TracingMixin):
             stack[0:0] = layer._sub_layers
         return out
 
+    # -- dtypes -----------------------------------------------------------------------
+    @property
+    def dtype_policy(self):
+        """The layer's ``DTypePolicy`` (Keras 3); a ``QuantizedDTypePolicy``
+        after ``quantize("int8")``.
+
+        Raises:
+            ValueError: a non-float layer dtype (kerasflow's policies are float).
+        """
+        if self._dtype_policy is None:
+            raise ValueError(f"Layer '{self.name}' computes in {self.dtype}, "
+                             f"which no float DTypePolicy describes.")
+        return self._dtype_policy
+
+    @property
+    def quantization_mode(self):
+        """"int8" once the layer is quantized, else None (Keras 3)."""
+        policy = self._dtype_policy
+        return None if policy is None else policy.quantization_mode
+
+    @property
+    def compute_dtype(self) -> str:
+        """The dtype the layer computes in: float16 under "mixed_float16"."""
+        return self._compute_dtype
+
+    @property
+    def variable_dtype(self) -> str:
+        """The dtype of the layer's weights (``layer.dtype``, as in Keras 3)."""
+        return self.dtype
+
     # -- weights --------------------------------------------------------------------
     def add_weight(self, name=None, shape=None, initializer=None, regularizer=None,
                    trainable=True, dtype=None, constraint=None, **kwargs):
@@ -203,10 +264,12 @@ class Layer(TracingMixin):
             trainable: False for statistics such as batch-norm moving means.
             dtype: defaults to the layer's dtype.
             constraint: applied after each update.
+            autocast: False: a mixed-precision call reads this weight in its
+                own dtype (Keras 3; normalization scales stay float32).
 
         Raises:
-            TypeError: no shape, or an unknown keyword (autocast and aggregation
-                are accepted and ignored).
+            TypeError: no shape, or an unknown keyword (aggregation and
+                synchronization are accepted and ignored).
         """
         if isinstance(name, (tuple, list)) and shape is None:
             name, shape = None, name
@@ -232,7 +295,8 @@ class Layer(TracingMixin):
         check_weight_size(self.name, name, shape, dtype)
         value = np.asarray(init(tuple(shape), dtype=dtype), dtype=dtype)
         var = K.Variable(value, trainable=trainable, name=f"{self.name}/{name}",
-                         dtype=dtype, constraint=constraint)
+                         dtype=dtype, constraint=constraint,
+                         autocast=kwargs.get("autocast", True))
         (self._trainable_weights if trainable else self._non_trainable_weights
          ).append(var)
         # The name as asked for: the graph makes Variable names unique
@@ -242,6 +306,15 @@ class Layer(TracingMixin):
         if reg is not None:
             self._regularizers.append((reg, var))
         return var
+
+    def _untrack_weight(self, var):
+        """Forgets ``var`` (a kernel replaced by its quantized form, as Keras'
+        ``del self._kernel``): no longer a weight, no regularization penalty."""
+        for bucket in (self._trainable_weights, self._non_trainable_weights):
+            bucket[:] = [v for v in bucket if v is not var]
+        self._regularizers[:] = [(r, v) for r, v in self._regularizers
+                                 if v is not var]
+        self.__dict__.get("_weight_names", {}).pop(id(var), None)
 
     def _trainable_layers(self):
         """Layers reachable without passing through a frozen layer (a frozen
@@ -258,10 +331,13 @@ class Layer(TracingMixin):
 
     @property
     def trainable_weights(self):
-        """Trainable Variables of this layer and its sublayers (none if frozen)."""
+        """Trainable Variables of this layer and its sublayers (none if frozen);
+        a Variable set ``trainable = False`` (a LoRA-frozen kernel) is left
+        out, as Keras 3 filters on ``v.trainable``."""
         out = []
         for layer in self._trainable_layers():
-            out.extend(layer._trainable_weights)
+            out.extend(v for v in layer._trainable_weights
+                       if getattr(v, "trainable", True))
         return dedupe(out)
 
     @property
@@ -358,8 +434,12 @@ class Layer(TracingMixin):
             kwargs["training"] = getattr(_ctx, "training", None)
         _update_ctx.calls = getattr(_update_ctx, "calls", 0) + 1
         try:
-            with K.name_scope(self.name):
-                outputs = self.call(inputs, *args, **kwargs)
+            with K.name_scope(self.name), self._autocast_scope():
+                # The record keeps the tensors as given: a functional replay
+                # maps those, not the casts made here.
+                c_inputs, c_args, c_kwargs = self._convert_inputs(
+                    (inputs, args, kwargs))
+                outputs = self.call(c_inputs, *c_args, **c_kwargs)
                 # A pass-through output (Dropout at inference, the default call)
                 # must be a new tensor: the input's own history must not be
                 # overwritten.
@@ -389,11 +469,44 @@ class Layer(TracingMixin):
             first) or len(tree.flatten(outputs)) > 1 else first.shape
         return outputs
 
+    def _convert_inputs(self, structure):
+        """``structure`` with float tensors and arrays cast to the compute
+        dtype (Keras 3's input autocast), unless the layer computes in a
+        non-float dtype."""
+        dtype = np.dtype(self._compute_dtype)
+        if not self._convert_input_args or dtype.kind != "f":
+            return structure
+
+        def needs(x):
+            return (K.is_symbolic(x) or isinstance(x, np.ndarray)) and \
+                x.dtype is not None and x.dtype.kind == "f" and x.dtype != dtype
+
+        if not any(needs(x) for x in tree.flatten(structure)):
+            return structure
+        return tree.map_structure(
+            lambda x: K.cast(x, dtype) if needs(x) else x, structure)
+
+    def _autocast_scope(self):
+        """The ``AutocastScope`` this layer's call runs in (Keras 3's rules): a
+        mixed layer reads its weights in its compute dtype; a layer with
+        ``autocast=False`` or a non-float dtype reads them as they are."""
+        scope = K.get_autocast_scope()
+        floating = np.dtype(self._compute_dtype).kind == "f"
+        if scope is not None:
+            if not self.autocast or not floating:
+                return K.AutocastScope(None)
+            if scope.dtype != self._compute_dtype:
+                return K.AutocastScope(self._compute_dtype)
+        elif self._compute_dtype != self.dtype and self.autocast:
+            return K.AutocastScope(self._compute_dtype)
+        return contextlib.nullcontext()
+
     def compute_output_shape(self, input_shape):
         """Output shape for ``input_shape``, found by tracing on placeholders."""
-        ph = tree.map_structure(lambda s: K.placeholder(self.dtype, s), input_shape,
+        dtype = self._compute_dtype
+        ph = tree.map_structure(lambda s: K.placeholder(dtype, s), input_shape,
                         ) if not is_shape(input_shape) else K.placeholder(
-            self.dtype, input_shape)
+            dtype, input_shape)
         out = self(ph)
         return tree.map_structure(lambda t: t.shape, out)
 
@@ -423,6 +536,47 @@ class Layer(TracingMixin):
                                  f"thus has no defined {what}.")
         return self._calls[0]
 
+    # -- quantization (Keras 3) ------------------------------------------------------
+    def quantize(self, mode=None, type_check=True, config=None):
+        """Quantizes the layer's weights (Keras 3); ``Dense`` and
+        ``EinsumDense`` implement mode "int8", other layers have no
+        quantized form.
+
+        Raises:
+            ValueError / NotImplementedError: as ``_check_quantize_args``.
+            NotImplementedError: this layer has no ``quantize`` (Keras'
+                message; ``Model.quantize`` warns with it and goes on).
+        """
+        self._check_quantize_args(mode, config)
+        raise self._not_implemented_error(self.quantize)
+
+    def _check_quantize_args(self, mode, config=None):
+        """Keras 3's checks before a layer quantizes.
+
+        Raises:
+            ValueError: no mode; an unknown mode; a layer not built, or
+                already quantized; "int8" with a float16 compute dtype.
+            NotImplementedError: a ``config`` (quantizer configs are not
+                implemented), or a Keras mode other than "int8".
+        """
+        check_quantize_request(mode, config)
+        if not self.built:
+            raise ValueError(
+                f"Cannot quantize a layer that isn't yet built. Layer "
+                f"'{self.name}' (of type '{type(self).__name__}') is not "
+                f"built yet.")
+        if self.quantization_mode is not None:
+            raise ValueError(
+                f"Layer '{self.name}' is already quantized with "
+                f"dtype_policy='{self.dtype_policy.name}'. Received: "
+                f"mode={mode}")
+        dtype_policies.check_quantization_mode(mode, self.compute_dtype)
+
+    def _not_implemented_error(self, method):
+        return NotImplementedError(
+            f"Layer {type(self).__name__} does not have a `{method.__name__}` "
+            f"method implemented.")
+
     @property
     def output_shape(self):
         if self._last_output_shape is None:
@@ -432,7 +586,15 @@ class Layer(TracingMixin):
     # -- config -----------------------------------------------------------------------
     def get_config(self):
         """The ``__init__`` arguments, so ``cls.from_config(config)`` rebuilds it."""
-        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        # A mixed policy is saved by name, a quantized one as Keras writes it,
+        # so from_config rebuilds either.
+        dtype = self.dtype
+        if self.quantization_mode is not None:
+            dtype = dtype_policies.serialize(self._dtype_policy)
+        elif self._compute_dtype != self.dtype:
+            dtype = self._dtype_policy.name
+        config = {"name": self.name, "trainable": self.trainable,
+                  "dtype": dtype}
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = list(self._batch_input_shape)
         if getattr(self, "activity_regularizer", None) is not None:

@@ -9,6 +9,7 @@ import numpy as np
 
 from kerasflow import activations, constraints, initializers, regularizers
 from kerasflow import backend as K
+from kerasflow.layers import _quantize
 from kerasflow.layers.base import _HISTORY, CallRecord, InputSpec, Layer
 
 __all__ = ["InputLayer", "Input", "Dense", "Activation", "Dropout", "Flatten",
@@ -85,20 +86,40 @@ class Dense(Layer):
         kernel_initializer, bias_initializer: names or initializers.
         kernel_regularizer, bias_regularizer, activity_regularizer: penalties.
         kernel_constraint, bias_constraint: callables applied after each update.
+        lora_rank: when set, ``enable_lora(lora_rank)`` runs at build.
+        lora_alpha: scales the LoRA update by ``lora_alpha / lora_rank``
+            (default ``lora_rank``); kept through build (Keras 3.15's Dense
+            drops it there, its EinsumDense keeps it).
+        quantization_config: only None (the default int8 quantizers).
 
     Input shape: (batch, ..., input_dim), float. Output: (batch, ..., units).
+
+    After ``quantize("int8")`` the kernel is an int8 (input_dim, units)
+    Variable with a float ``kernel_scale`` of shape (units,); after
+    ``enable_lora(rank)`` the kernel is frozen and ``kernel`` reads
+    ``kernel + lora_kernel_a @ lora_kernel_b * lora_alpha / rank`` (LoRA, Hu
+    et al., ICLR 2022), as Keras 3's ``Dense``.
 
     Raises:
         ValueError: units not a positive int (a string '3' included, as
             Keras); an input of rank < 2; an input whose
             last axis differs from the one the layer was built for.
+        NotImplementedError: a ``quantization_config``.
+
+    Example:
+        >>> layer = Dense(8, name="dense")
+        >>> layer.build((None, 16))
+        >>> layer.enable_lora(2)
+        >>> [w.name for w in layer.trainable_weights]
+        ['dense/bias', 'dense/lora_kernel_a', 'dense/lora_kernel_b']
     """
 
     def __init__(self, units, activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None,
                  activity_regularizer=None, kernel_constraint=None,
-                 bias_constraint=None, **kwargs):
+                 bias_constraint=None, lora_rank=None, lora_alpha=None,
+                 quantization_config=None, **kwargs):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         if (not isinstance(units, (int, np.integer)) or isinstance(units, bool)
                 or units <= 0):
@@ -106,6 +127,10 @@ class Dense(Layer):
                 f"Received an invalid value for `units`, expected a positive "
                 f"integer. Received: units={units!r}"
             )
+        if quantization_config is not None:
+            raise NotImplementedError(
+                f"Dense quantizes with Keras' default int8 quantizers only. "
+                f"Received: quantization_config={quantization_config!r}")
         self.units = int(units)
         self.activation = activations.get(activation)
         self.use_bias = use_bias
@@ -115,6 +140,9 @@ class Dense(Layer):
         self.bias_regularizer = regularizers.get(bias_regularizer)
         self.kernel_constraint = _get_constraint(kernel_constraint)
         self.bias_constraint = _get_constraint(bias_constraint)
+        self.lora_rank = lora_rank
+        self.lora_alpha = lora_alpha if lora_alpha is not None else lora_rank
+        self.lora_enabled = False
         self.input_spec = InputSpec(min_ndim=2)
 
     def build(self, input_shape):
@@ -130,22 +158,129 @@ class Dense(Layer):
                 f"Layer '{self.name}' needs a known last input dimension. Received: "
                 f"input_shape={input_shape}."
             )
-        self.kernel = self.add_weight("kernel", (in_dim, self.units),
-                                      self.kernel_initializer,
-                                      self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
+        if self.quantization_mode == "int8":  # rebuilt from a quantized config
+            self._int8_build((in_dim, self.units))
+        else:
+            self._kernel = self.add_weight("kernel", (in_dim, self.units),
+                                           self.kernel_initializer,
+                                           self.kernel_regularizer,
+                                           constraint=self.kernel_constraint)
         self.bias = (self.add_weight("bias", (self.units,), self.bias_initializer,
                                      self.bias_regularizer,
                                      constraint=self.bias_constraint)
                      if self.use_bias else None)
         self.input_spec = InputSpec(min_ndim=2, axes={-1: in_dim})
         self.built = True
+        if self.lora_rank and not self.lora_enabled:
+            self.enable_lora(self.lora_rank, lora_alpha=self.lora_alpha)
+
+    @property
+    def kernel(self):
+        """The (input_dim, units) kernel the layer multiplies by: the
+        Variable; with LoRA on, the sum with the scaled low-rank update in
+        the compute dtype (a graph tensor); the int8 Variable once quantized.
+
+        Raises:
+            AttributeError: the layer is not built.
+        """
+        if "_kernel" not in self.__dict__:
+            raise AttributeError("You must build the layer before accessing "
+                                 "`kernel`.")
+        kernel = self._kernel
+        if self.lora_enabled:
+            a, b = _lora_weights(self)
+            kernel = _cast(kernel, self.compute_dtype) + (
+                self.lora_alpha / self.lora_rank) * K.matmul(a, b)
+        return kernel
+
+    @kernel.setter
+    def kernel(self, value):
+        self._kernel = value
 
     def call(self, inputs):
-        x = K.matmul(inputs, self.kernel)
+        if self.quantization_mode == "int8":
+            x = self._int8_call(inputs)
+        else:
+            x = K.matmul(inputs, self.kernel)
         if self.bias is not None:
             x = x + self.bias
         return self.activation(x)
+
+    # -- LoRA ---------------------------------------------------------------------
+    def enable_lora(self, rank, lora_alpha=None, a_initializer="he_uniform",
+                    b_initializer="zeros"):
+        """Freezes the kernel and trains a low-rank update of it instead (LoRA,
+        Hu et al., ICLR 2022; Keras 3's ``Dense.enable_lora``).
+
+        Adds float32 weights ``lora_kernel_a`` (input_dim, rank) and
+        ``lora_kernel_b`` (rank, units), with the kernel's regularizer; the
+        effective kernel is ``kernel + a @ b * lora_alpha / rank``, which B's
+        zero start leaves equal to the kernel. The trainable weights become
+        the bias (if any) and the two LoRA kernels; compile a model again
+        after enabling it.
+
+        Args:
+            rank: positive int, the rank of the update.
+            lora_alpha: the update's scale numerator (default ``rank``).
+            a_initializer, b_initializer: initializers of A and B.
+
+        Raises:
+            ValueError: a kernel constraint, a layer not built, or LoRA already
+                enabled (Keras' messages).
+        """
+        _check_lora(self)
+        in_dim, units = self._kernel.shape
+        _add_lora_weights(self, (in_dim, rank), (rank, units), a_initializer,
+                          b_initializer)
+        self.lora_rank = rank
+        self.lora_alpha = lora_alpha if lora_alpha is not None else rank
+
+    # -- int8 quantization ----------------------------------------------------------
+    def quantize(self, mode=None, type_check=True, config=None):
+        """Quantizes the kernel to int8 per output unit (Keras 3's
+        ``Dense.quantize("int8")``): ``kernel_scale = 127 / (max_i |w_ij| +
+        1e-7)`` of shape (units,), an int8 kernel ``round(w * kernel_scale)``;
+        inputs are quantized per row in ``call``. The layer's policy becomes
+        "int8_from_<policy>" and its bias stays float.
+
+        Args:
+            mode: "int8".
+            type_check: refuse subclasses of Dense (Keras).
+            config: only None.
+
+        Raises:
+            ValueError: an unknown mode, naming the supported ones; a layer
+                not built or already quantized; a float16 compute dtype.
+            NotImplementedError: a Keras mode other than "int8" ("int4",
+                "float8", "gptq", "awq"), naming it; a subclass with
+                ``type_check``; a ``config``.
+        """
+        self._check_quantize_args(mode, config)
+        if type_check and type(self) is not Dense:
+            raise self._not_implemented_error(self.quantize)
+        q, scale = _quantize.abs_max_quantize(self._kernel.numpy(), axis=0)
+        _quantize.set_quantized_policy(self, mode)
+        self._int8_build(q.shape)
+        self._kernel.assign(q)
+        self.kernel_scale.assign(np.squeeze(scale, axis=0))
+
+    def _int8_build(self, kernel_shape):
+        if "_kernel" in self.__dict__:
+            self._untrack_weight(self._kernel)
+        self._kernel = self.add_weight("kernel", tuple(kernel_shape), "zeros",
+                                       dtype="int8", trainable=False)
+        self.kernel_scale = self.add_weight("kernel_scale", (self.units,),
+                                            "ones", trainable=False)
+
+    def _int8_call(self, inputs):
+        q, scale = _quantize.quantize_inputs(inputs, axis=-1)
+        x = K.matmul(q, K.cast(self._kernel, q.dtype))
+        x = x / (self.kernel_scale * scale)
+        if self.lora_enabled:
+            a, b = _lora_weights(self)
+            x = x + (self.lora_alpha / self.lora_rank) * K.matmul(
+                K.matmul(inputs, a), b)
+        return x
 
     def get_config(self):
         config = super().get_config()
@@ -162,7 +297,47 @@ class Dense(Layer):
             kernel_constraint=_serialize_constraint(self.kernel_constraint),
             bias_constraint=_serialize_constraint(self.bias_constraint),
         )
+        if self.lora_rank:
+            config.update(lora_rank=self.lora_rank, lora_alpha=self.lora_alpha)
         return config
+
+
+def _cast(x, dtype):
+    return x if x.dtype == np.dtype(dtype) else K.cast(x, dtype)
+
+
+def _check_lora(layer):
+    """Keras 3's refusals before ``enable_lora``."""
+    if layer.kernel_constraint:
+        raise ValueError("Lora is incompatible with kernel constraints. In order "
+                         "to enable lora on this layer, remove the "
+                         "`kernel_constraint` argument.")
+    if not layer.built:
+        raise ValueError("Cannot enable lora on a layer that isn't yet built.")
+    if layer.lora_enabled:
+        raise ValueError("lora is already enabled. This can only be done once "
+                         "per layer.")
+
+
+def _add_lora_weights(layer, a_shape, b_shape, a_initializer, b_initializer):
+    """Adds LoRA's A and B (float32, as Keras: no underflow while tuning) and
+    freezes the kernel."""
+    layer.lora_kernel_a = layer.add_weight(
+        "lora_kernel_a", tuple(a_shape), initializers.get(a_initializer),
+        layer.kernel_regularizer, dtype="float32")
+    layer.lora_kernel_b = layer.add_weight(
+        "lora_kernel_b", tuple(b_shape), initializers.get(b_initializer),
+        layer.kernel_regularizer, dtype="float32")
+    layer._kernel.trainable = False
+    layer.lora_enabled = True
+    layer._clear_eager_traces()
+
+
+def _lora_weights(layer):
+    """A and B in the layer's compute dtype (a float64 layer has float32 LoRA
+    weights, as Keras, and kerasflow's matmul takes one dtype)."""
+    dtype = layer.compute_dtype
+    return _cast(layer.lora_kernel_a, dtype), _cast(layer.lora_kernel_b, dtype)
 
 
 def _get_constraint(identifier):

@@ -10,8 +10,12 @@ import numpy as np
 
 from kerasflow import activations, initializers
 from kerasflow import backend as K
+from kerasflow.layers import _quantize
 from kerasflow.layers._utils import WeightArgs
 from kerasflow.layers.base import InputSpec, Layer
+from kerasflow.layers.core import (
+    _add_lora_weights, _cast, _check_lora, _lora_weights,
+)
 
 __all__ = ["EinsumDense"]
 
@@ -116,14 +120,25 @@ class EinsumDense(Layer):
         kernel_/bias_ initializer, regularizer, constraint: as Dense's; a
             variance-scaling initializer (glorot, he, lecun) takes as fans the
             products of the kernel's input and output axes, as Keras.
+        lora_rank, lora_alpha: ``enable_lora(lora_rank, lora_alpha)`` at
+            build, as Keras.
 
     Input: float tensor of the rank the equation names. Output: float tensor
-    of shape (batch, *output_shape) (with the elided axes), the input's dtype.
+    of shape (batch, *output_shape) (with the elided axes), the compute dtype.
+
+    After ``quantize("int8")`` the kernel is int8 and ``kernel_scale`` holds
+    one scale per kernel entry of the output's subscripts, shaped to broadcast
+    against the output (1 for output subscripts the kernel lacks); after
+    ``enable_lora(rank)``, ``lora_kernel_a`` has the kernel's shape with its
+    last axis ``rank`` and ``lora_kernel_b`` is (rank, last kernel axis), as
+    Keras 3's ``EinsumDense``.
 
     Raises:
         ValueError: an equation not of those forms; output and input sizes that
             differ on a shared letter; a kernel or output letter found nowhere
             else; a bias letter not in the output.
+        NotImplementedError: a ``quantization_config`` or
+            ``gptq_unpacked_column_size``.
 
     Example:
         >>> layer = EinsumDense("abc,cd->abd", output_shape=(None, 64),
@@ -131,14 +146,17 @@ class EinsumDense(Layer):
     """
 
     def __init__(self, equation, output_shape, activation=None, bias_axes=None,
-                 **kwargs):
+                 lora_rank=None, lora_alpha=None, **kwargs):
         self._w = WeightArgs(kwargs, "kernel", "bias")
-        for unsupported in ("lora_rank", "lora_alpha", "quantization_config",
-                            "gptq_unpacked_column_size"):
+        for unsupported in ("quantization_config", "gptq_unpacked_column_size"):
             if kwargs.pop(unsupported, None) is not None:
-                raise NotImplementedError(f"EinsumDense supports no `{unsupported}`"
-                                          f" here (no LoRA or quantization).")
+                raise NotImplementedError(
+                    f"EinsumDense quantizes with Keras' default int8 "
+                    f"quantizers only: no `{unsupported}`.")
         super().__init__(**kwargs)
+        self.lora_rank = lora_rank
+        self.lora_alpha = lora_alpha if lora_alpha is not None else lora_rank
+        self.lora_enabled = False
         _split(equation)
         self.equation = equation
         self.partial_output_shape = (output_shape,) if isinstance(
@@ -155,12 +173,50 @@ class EinsumDense(Layer):
                              f"kernel axis. Received: input_shape="
                              f"{tuple(input_shape)}, kernel shape {kernel}.")
         self.input_spec = InputSpec(ndim=len(input_shape))
-        self.kernel = self.add_weight(
-            "kernel", tuple(kernel), self._kernel_initial(input_shape),
-            self._w.reg["kernel"], constraint=self._w.con["kernel"])
+        if self.quantization_mode == "int8":  # rebuilt from a quantized config
+            self._int8_build()
+        else:
+            self._kernel = self.add_weight(
+                "kernel", tuple(kernel), self._kernel_initial(input_shape),
+                self._w.reg["kernel"], constraint=self._w.con["kernel"])
         self.bias = self._w.add(self, "bias", tuple(bias)) if bias is not None \
             else None
         self.built = True
+        if self.lora_rank and not self.lora_enabled:
+            self.enable_lora(self.lora_rank, lora_alpha=self.lora_alpha)
+
+    @property
+    def kernel_regularizer(self):
+        """The kernel's regularizer (LoRA's A and B get it too), or None."""
+        return self._w.reg["kernel"]
+
+    @property
+    def kernel_constraint(self):
+        """The kernel's constraint, or None (LoRA refuses one)."""
+        return self._w.con["kernel"]
+
+    @property
+    def kernel(self):
+        """The kernel of the einsum: the Variable; with LoRA on, the sum with
+        ``lora_kernel_a @ lora_kernel_b * lora_alpha / rank`` in the compute
+        dtype (a graph tensor); the int8 Variable once quantized.
+
+        Raises:
+            AttributeError: the layer is not built.
+        """
+        if "_kernel" not in self.__dict__:
+            raise AttributeError("You must build the layer before accessing "
+                                 "`kernel`.")
+        kernel = self._kernel
+        if self.lora_enabled:
+            a, b = _lora_weights(self)
+            kernel = _cast(kernel, self.compute_dtype) + (
+                self.lora_alpha / self.lora_rank) * K.matmul(a, b)
+        return kernel
+
+    @kernel.setter
+    def kernel(self, value):
+        self._kernel = value
 
     def _kernel_initial(self, input_shape):
         """The kernel initializer, with Keras' fans for variance scaling: the
@@ -181,17 +237,102 @@ class EinsumDense(Layer):
         return initial
 
     def call(self, inputs):
-        x = K.einsum(self._explicit, inputs, self.kernel)
+        if self.quantization_mode == "int8":
+            x = self._int8_call(inputs)
+        else:
+            x = K.einsum(self._explicit, inputs, self.kernel)
         if self.bias is not None:
             x = x + self.bias
         return self.activation(x)
+
+    # -- LoRA ---------------------------------------------------------------------
+    def enable_lora(self, rank, lora_alpha=None, a_initializer="he_uniform",
+                    b_initializer="zeros"):
+        """Freezes the kernel and trains a low-rank update of it (LoRA, Hu et
+        al., ICLR 2022; Keras 3's ``EinsumDense.enable_lora``): float32
+        ``lora_kernel_a`` of the kernel's shape with its last axis ``rank``
+        and ``lora_kernel_b`` (rank, last kernel axis); the kernel read is
+        ``kernel + a @ b * lora_alpha / rank``.
+
+        Raises:
+            ValueError: a kernel constraint, a layer not built, or LoRA already
+                enabled (Keras' messages).
+        """
+        _check_lora(self)
+        shape = tuple(self._kernel.shape)
+        _add_lora_weights(self, shape[:-1] + (rank,), (rank, shape[-1]),
+                          a_initializer, b_initializer)
+        self.lora_rank = rank
+        self.lora_alpha = lora_alpha if lora_alpha is not None else rank
+
+    # -- int8 quantization ----------------------------------------------------------
+    def _subscripts(self):
+        """(input, kernel, output subscripts, ellipses spelled out), and the
+        input and kernel subscripts the einsum sums over."""
+        ins, rest = self._explicit.split(",")
+        ws, outs = rest.split("->")
+        return ins, ws, outs, [c for c in ins if c not in outs], \
+            [c for c in ws if c not in outs]
+
+    def quantize(self, mode=None, type_check=True, config=None):
+        """Quantizes the kernel to int8 (Keras 3's
+        ``EinsumDense.quantize("int8")``): one scale ``127 / (max|w| +
+        1e-7)`` over the kernel axes the einsum sums over, per entry of the
+        others; inputs are quantized the same way over their summed axes in
+        ``call``. The policy becomes "int8_from_<policy>".
+
+        Raises:
+            ValueError: an unknown mode, naming the supported ones; a layer
+                not built or already quantized; a float16 compute dtype.
+            NotImplementedError: a Keras mode other than "int8", naming it;
+                a subclass with ``type_check``; a ``config``.
+        """
+        self._check_quantize_args(mode, config)
+        if type_check and type(self) is not EinsumDense:
+            raise self._not_implemented_error(self.quantize)
+        _, ws, outs, _, reduced = self._subscripts()
+        q, scale = _quantize.abs_max_quantize(
+            self._kernel.numpy(), axis=tuple(ws.index(c) for c in reduced))
+        scale = np.asarray(_quantize.arrange_scale(scale, ws, outs, reduced))
+        _quantize.set_quantized_policy(self, mode)
+        self._int8_build()
+        self._kernel.assign(q)
+        self.kernel_scale.assign(scale)
+
+    def _int8_build(self):
+        _, ws, outs, _, _ = self._subscripts()
+        if "_kernel" in self.__dict__:
+            self._untrack_weight(self._kernel)
+        self._kernel = self.add_weight("kernel", self._kernel_shape, "zeros",
+                                       dtype="int8", trainable=False)
+        sizes = dict(zip(ws, self._kernel_shape))
+        self.kernel_scale = self.add_weight(
+            "kernel_scale", tuple(sizes.get(c, 1) for c in outs), "ones",
+            trainable=False)
+
+    def _int8_call(self, inputs):
+        ins, _, outs, reduced, _ = self._subscripts()
+        q, scale = _quantize.quantize_inputs(
+            inputs, axis=tuple(ins.index(c) for c in reduced))
+        scale = _quantize.arrange_scale(scale, ins, outs, reduced)
+        x = K.einsum(self._explicit, q, K.cast(self._kernel, q.dtype))
+        x = x / (scale * self.kernel_scale)
+        if self.lora_enabled:
+            a, b = _lora_weights(self)
+            lora = K.matmul(K.einsum(self._explicit, inputs, a), b)
+            x = x + (self.lora_alpha / self.lora_rank) * lora
+        return x
 
     def compute_output_shape(self, input_shape):
         return tuple(analyze(self.equation, self.bias_axes, input_shape,
                              self.partial_output_shape)[2])
 
     def get_config(self):
-        return {**super().get_config(), "output_shape": self.partial_output_shape,
-                "equation": self.equation,
-                "activation": activations.serialize(self.activation),
-                "bias_axes": self.bias_axes, **self._w.config()}
+        config = {**super().get_config(),
+                  "output_shape": self.partial_output_shape,
+                  "equation": self.equation,
+                  "activation": activations.serialize(self.activation),
+                  "bias_axes": self.bias_axes, **self._w.config()}
+        if self.lora_rank:
+            config.update(lora_rank=self.lora_rank, lora_alpha=self.lora_alpha)
+        return config

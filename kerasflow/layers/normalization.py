@@ -2,6 +2,10 @@
 BatchNormalization (moving averages for inference) and LayerNormalization,
 and GroupNormalization, UnitNormalization and RMSNormalization (per-sample
 statistics, no moving averages, the same in training and inference).
+
+All of them compute in at least float32 and return the layer's compute
+dtype: under "mixed_float16" a float16 input is normalized in float32 with
+float32 weights (read uncast) and the result is float16, as in Keras 3.
 """
 
 from __future__ import annotations
@@ -62,8 +66,11 @@ def _build_scale_offset(layer, input_shape, keep_order=False):
     listed = [layer.axis] if isinstance(layer.axis, (int, np.integer)) else \
         list(dict.fromkeys(int(a) % rank for a in sorted(layer.axis)))
     shape = _param_shape(input_shape, listed if keep_order else layer._axes, layer)
-    layer.gamma = layer._w.add(layer, "gamma", shape) if layer.scale else None
-    layer.beta = layer._w.add(layer, "beta", shape) if layer.center else None
+    # Read in float32 under mixed precision: the layers compute in float32.
+    layer.gamma = layer._w.add(layer, "gamma", shape, autocast=False) \
+        if layer.scale else None
+    layer.beta = layer._w.add(layer, "beta", shape, autocast=False) \
+        if layer.center else None
     layer.input_spec = InputSpec(ndim=rank, axes={a: input_shape[a]
                                                   for a in layer._axes})
     return shape
@@ -119,17 +126,16 @@ class BatchNormalization(Layer):
 
     def build(self, input_shape):
         shape = _build_scale_offset(self, input_shape)
-        self.moving_mean = self._w.add(self, "moving_mean", shape, trainable=False)
+        self.moving_mean = self._w.add(self, "moving_mean", shape, trainable=False,
+                                       autocast=False)
         self.moving_variance = self._w.add(self, "moving_variance", shape,
-                                           trainable=False)
+                                           trainable=False, autocast=False)
         self.built = True
 
     def call(self, inputs, training=None, mask=None):
         rank = len(inputs.shape)
         axes, param = self._axes, lambda t: _broadcastable(t, rank, self._axes)
-        x = inputs
-        if x.dtype != np.dtype(self.dtype):
-            x = K.cast(x, self.dtype)
+        x = _wide(inputs)
         reduce = tuple(a for a in range(rank) if a not in axes)
         if mask is None:
             mask = get_mask(inputs)
@@ -152,7 +158,7 @@ class BatchNormalization(Layer):
                 self.moving_variance.assign(
                     self.moving_variance * m + var * (1 - m)),
             ])
-            return y
+            return _as(y, self.compute_dtype)
         centered = x - param(self.moving_mean)
         var = param(self.moving_variance)
         scale = K.rsqrt(var + self.epsilon)
@@ -161,7 +167,7 @@ class BatchNormalization(Layer):
         y = centered * scale
         if self.beta is not None:
             y = y + param(self.beta)
-        return y
+        return _as(y, self.compute_dtype)
 
     def _masked_batch_norm(self, x, mask, gamma, beta, reduce, param):
         """Batch statistics over the unmasked positions only (Keras 3): the
@@ -220,21 +226,34 @@ class LayerNormalization(Layer):
 
     def call(self, inputs):
         axes = tuple(self._axes)
-        mean = K.mean(inputs, axis=axes, keepdims=True)
-        centered = inputs - mean
+        x = _wide(inputs)
+        mean = K.mean(x, axis=axes, keepdims=True)
+        centered = x - mean
         var = K.mean(K.square(centered), axis=axes, keepdims=True)
         y = centered * K.rsqrt(var + self.epsilon)
         if self.gamma is not None:
             y = y * K.reshape(self.gamma, self._param_view)
         if self.beta is not None:
             y = y + K.reshape(self.beta, self._param_view)
-        return y
+        return _as(y, self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()
         config.update(axis=self.axis, epsilon=self.epsilon, center=self.center,
                       scale=self.scale, **self._w.config(with_constraints=True))
         return config
+
+
+def _as(x, dtype):
+    """``x`` cast to ``dtype`` (itself when it already is)."""
+    return x if x.dtype == np.dtype(dtype) else K.cast(x, dtype)
+
+
+def _wide(x):
+    """``x`` in at least float32: float16 sums of squares overflow (Keras 3
+    normalizes half-precision inputs in float32; float64 stays float64, where
+    Keras' result_type would narrow it)."""
+    return _as(x, np.promote_types(x.dtype, np.float32))
 
 
 def _check_axes(layer, axes, ndim):
@@ -277,7 +296,11 @@ class GroupNormalization(Layer):
         beta_/gamma_ initializer, regularizer, constraint: as
             ``BatchNormalization``'s.
 
-    Input: float tensor of any rank >= 2; output of the same shape and dtype.
+    Input: float tensor of any rank >= 2; output of the same shape, in the
+    layer's compute dtype. Statistics and the affine map run in at least
+    float32 (Keras 3: float16 statistics overflow), so under
+    "mixed_float16" the float32 ``gamma``/``beta`` are read uncast
+    (``autocast=False``) and only the result is float16.
 
     Raises:
         ValueError: ``groups`` not a positive int or -1; an unknown channel
@@ -320,8 +343,10 @@ class GroupNormalization(Layer):
                              f"groups={self.groups}.")
         self._axis = axis
         self.input_spec = InputSpec(ndim=ndim, axes={self.axis: dim})
-        self.gamma = self._w.add(self, "gamma", (dim,)) if self.scale else None
-        self.beta = self._w.add(self, "beta", (dim,)) if self.center else None
+        self.gamma = self._w.add(self, "gamma", (dim,), autocast=False) \
+            if self.scale else None
+        self.beta = self._w.add(self, "beta", (dim,), autocast=False) \
+            if self.center else None
         self.built = True
 
     def call(self, inputs):
@@ -338,18 +363,20 @@ class GroupNormalization(Layer):
         if any(d is None for d in grouped_shape):
             raise ValueError(f"Layer '{self.name}' needs known non-batch "
                              f"dimensions. Received: shape={tuple(shape)}.")
-        x = K.reshape(inputs, grouped_shape)
+        x = _wide(K.reshape(inputs, grouped_shape))
+        wide = x.dtype
         axes = [i for i in range(1, len(shape) + 1) if i != a]
         mean, var = K.moments(x, axes=axes, keepdims=True)
         inv = K.rsqrt(var + self.epsilon)
         bshape = [1] * (len(shape) + 1)
         bshape[a], bshape[a + 1] = g, dim // g
         if self.gamma is not None:
-            inv = inv * K.reshape(self.gamma, bshape)
+            inv = inv * _as(K.reshape(self.gamma, bshape), wide)
         res = -mean * inv
         if self.beta is not None:
-            res = res + K.reshape(self.beta, bshape)
-        return K.reshape(x * inv + res, [-1] + list(shape[1:]))
+            res = res + _as(K.reshape(self.beta, bshape), wide)
+        out = _as(x * inv + res, inputs.dtype)
+        return _as(K.reshape(out, [-1] + list(shape[1:])), self.compute_dtype)
 
     def get_config(self):
         return {**super().get_config(), "groups": self.groups, "axis": self.axis,
@@ -378,8 +405,9 @@ class UnitNormalization(Layer):
     def call(self, inputs):
         axes = self.axis if isinstance(self.axis, list) else [self.axis]
         axes = _check_axes(self, axes, len(inputs.shape))
-        inv = K.rsqrt(K.sum(K.square(inputs), axis=axes, keepdims=True))
-        return inputs * K.minimum(inv, 1e12)
+        x = _wide(inputs)  # 1e12 and float16 squares overflow float16
+        inv = K.rsqrt(K.sum(K.square(x), axis=axes, keepdims=True))
+        return _as(x * K.minimum(inv, 1e12), self.compute_dtype)
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis}
@@ -420,8 +448,10 @@ class RMSNormalization(Layer):
     def call(self, inputs):
         axes = self.axis if isinstance(self.axis, list) else [self.axis]
         axes = _check_axes(self, axes, len(inputs.shape))
-        ms = K.mean(K.square(inputs), axis=axes, keepdims=True)
-        return inputs * K.rsqrt(ms + self.epsilon) * self.scale
+        x = _wide(inputs)
+        ms = K.mean(K.square(x), axis=axes, keepdims=True)
+        y = x * K.rsqrt(ms + self.epsilon) * _as(self.scale, x.dtype)
+        return _as(y, self.compute_dtype)
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis, "epsilon": self.epsilon}

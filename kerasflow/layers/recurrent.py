@@ -199,7 +199,7 @@ class _RNN(_Recurrence):
             units=self.units, activation=self.activation,
             recurrent_activation=self.recurrent_activation, dropout=self.dropout,
             recurrent_dropout=self.recurrent_dropout, seed=self.seed, mask=mask,
-            states=states, training=training, dtype=self.dtype)
+            states=states, training=training, dtype=self.compute_dtype)
         last = hs[:, -1]
         if self._state_vars is not None:  # the next batch starts from here
             finals = [last] + ([cs[:, -1]] if self.cell == "lstm" else [])

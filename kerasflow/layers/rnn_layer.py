@@ -112,8 +112,8 @@ class RNN(_Recurrence):
         x, mask, initial_state = self._sequence(inputs, mask, initial_state)
         if mask is not None and mask.dtype != np.dtype(bool):
             mask = K.cast(mask, "bool")
-        if x.dtype != np.dtype(self.dtype):
-            x = K.cast(x, self.dtype)
+        if x.dtype != np.dtype(self.compute_dtype):
+            x = K.cast(x, self.compute_dtype)
         states = self._initial_states(x, initial_state)
         cells = self._loop_cells()
         if cells is not None:
@@ -147,7 +147,7 @@ class RNN(_Recurrence):
             if like is not None:  # states whose shape follows the input's
                 return like(x[:, 0])
             zero = K.zeros_like(x[:, 0, :1])
-            return [zero * np.zeros(n, self.dtype) for n in sizes]
+            return [zero * np.zeros(n, self.compute_dtype) for n in sizes]
         given = tree.flatten(initial_state)
         if len(given) != len(sizes):
             raise ValueError(
@@ -159,7 +159,7 @@ class RNN(_Recurrence):
                 raise ValueError(
                     f"Layer '{self.name}' expects initial states of sizes "
                     f"{sizes}. Received: shape={tuple(shape)} for size {n}.")
-        return [s if K.is_symbolic(s) else np.asarray(s, self.dtype)
+        return [s if K.is_symbolic(s) else np.asarray(s, self.compute_dtype)
                 for s in given]
 
     def _loop_cells(self):
@@ -180,7 +180,7 @@ class RNN(_Recurrence):
                 units=c.units, activation=act, recurrent_activation=rec,
                 dropout=c.dropout, recurrent_dropout=c.recurrent_dropout,
                 seed=c.seed, mask=mask, states=states[pos:pos + n],
-                training=training, dtype=self.dtype)
+                training=training, dtype=self.compute_dtype)
             finals += [hs[:, -1]] + ([cs[:, -1]] if c.kind == "lstm" else [])
             pos += n
             x = hs
@@ -210,8 +210,8 @@ class RNN(_Recurrence):
         for c in cells:
             if isinstance(c, _Cell):
                 c._sequence_masks = c._masks(
-                    zero * np.zeros(width, self.dtype),
-                    zero * np.zeros(c.units, self.dtype), training)
+                    zero * np.zeros(width, self.compute_dtype),
+                    zero * np.zeros(c.units, self.compute_dtype), training)
             width = getattr(c, "output_size", None) or state_sizes(c)[0]
         outs, prev = [], None
         try:

@@ -156,7 +156,10 @@ class TracingMixin:
         if entry is None:
             phs = tree.map_structure(
                 lambda a: None if a is None else K.placeholder(
-                    _placeholder_dtype(a.dtype, self.dtype), (None,) + a.shape[1:]),
+                    _placeholder_dtype(a.dtype, self.compute_dtype
+                                       if self._convert_input_args
+                                       else self.dtype),
+                    (None,) + a.shape[1:]),
                 arrays)
             before = {id(l): l.__dict__.get("_activity_penalty")
                       for l in self._flatten_layers()} if taped else {}

@@ -11,6 +11,7 @@ API); ``functional_config`` saves and rebuilds them.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 from kerasflow import backend as K
@@ -57,6 +58,8 @@ class Model(Trainer, Layer):
     """
 
     _builds_in_call = True
+    # Each layer casts its own float inputs (Keras 3's Functional does not).
+    _convert_input_args = False
 
     def __init__(self, *args, **kwargs):
         inputs = kwargs.pop("inputs", None)
@@ -236,6 +239,60 @@ class Model(Trainer, Layer):
         text = summary_text(self, line_length)
         (print_fn or print)(text)
 
+    def quantize(self, mode=None, config=None, filters=None, **kwargs):
+        """Quantizes the weights of every layer that can (Keras 3's
+        ``Model.quantize``): each leaf layer's ``quantize(mode)`` runs; a layer
+        without one is skipped with a warning carrying its message. ``Dense``
+        and ``EinsumDense`` implement "int8".
+
+        Args:
+            mode: "int8".
+            config: only None (Keras' default int8 quantizers).
+            filters: a regex (or list of them) matched against layer names, or
+                a callable ``f(layer) -> bool``: only those layers quantize.
+            type_check: (keyword) False lets subclasses of Dense/EinsumDense
+                quantize too.
+
+        Raises:
+            ValueError: no mode, or an unknown one, naming the supported ones;
+                unknown keyword arguments; ``filters`` of another type.
+            NotImplementedError: a Keras 3 mode other than "int8" (Keras'
+                "int4", "float8", "gptq", "awq"), or a ``config``, before any
+                layer changes.
+
+        Example:
+            >>> model = kf.Sequential([kf.Input((10,)), kf.layers.Dense(4)])
+            >>> model.quantize("int8")
+            >>> model.layers[0].kernel.dtype
+            dtype('int8')
+        """
+        type_check = kwargs.pop("type_check", True)
+        if kwargs:
+            raise ValueError(f"Unrecognized keyword arguments passed to "
+                             f"{type(self).__name__}: {kwargs}")
+        if filters is not None and not isinstance(filters, (str, list, tuple)) \
+                and not callable(filters):
+            raise ValueError(f"The `filters` argument must be a regex string, a "
+                             f"list of regex strings, or a callable. Received: "
+                             f"{type(filters)}")
+        layer_base.check_quantize_request(mode, config)
+        changed = False
+        for layer in self._flatten_layers():
+            if not _matches(layer, filters) or len(layer._flatten_layers()) != 1:
+                continue
+            try:
+                layer.quantize(mode, type_check=type_check, config=config)
+                changed = True
+            except NotImplementedError as e:
+                warnings.warn(str(e), stacklevel=2)
+        if changed:  # steps traced with float kernels are stale
+            self._reset_steps()
+            self._clear_eager_traces()
+            live = {id(v) for v in self.weights}
+            if self._trained_weights is not None:
+                self._trained_weights = [v for v in self._trained_weights
+                                         if id(v) in live]
+
     def save(self, filepath, overwrite=True):
         """Writes Keras 3's ``.keras`` file (config, weights, compile state and
         optimizer variables; atomic), which Keras 3 loads too."""
@@ -349,6 +406,18 @@ class Model(Trainer, Layer):
                 names.append(name)
             return names
         return [f"output_{i + 1}" for i in range(n)]
+
+
+def _matches(layer, filters):
+    """Whether ``filters`` (None, regex, list of them or callable) selects
+    ``layer`` (Keras 3's ``should_quantize_layer``)."""
+    if filters is None:
+        return True
+    if isinstance(filters, str):
+        return bool(re.search(filters, layer.name))
+    if isinstance(filters, (list, tuple)):
+        return any(re.search(f, layer.name) for f in filters)
+    return bool(filters(layer))
 
 
 def _describe(x):

@@ -56,7 +56,28 @@ def test_global_policy_sets_layer_dtypes():
     keras_dtype = {"module": "keras", "class_name": "DTypePolicy",
                    "config": {"name": "float64"}, "registered_name": None}
     assert kf.layers.Dense(2, dtype=keras_dtype).dtype == "float64"
-    with pytest.raises(NotImplementedError, match=r"no mixed precision.*Received: "
-                                                  r"dtype policy 'mixed_float16'"):
-        kf.layers.Dense(2, dtype="mixed_float16")
     assert kf.mixed_precision.LossScaleOptimizer is kf.optimizers.LossScaleOptimizer
+
+
+def test_mixed_policy_keeps_float32_weights_and_computes_in_float16():
+    keras = keras_numpy()
+    ours = kf.layers.Dense(2, dtype="mixed_float16")
+    theirs = keras.layers.Dense(2, dtype="mixed_float16")
+    for attr in ("dtype", "compute_dtype", "variable_dtype"):
+        assert getattr(ours, attr) == getattr(theirs, attr), attr
+    assert ours.dtype_policy == kf.DTypePolicy("mixed_float16")
+    x = np.linspace(-2, 2, 6, dtype="float32").reshape(2, 3)
+    out = np.asarray(ours(x))
+    theirs(x)
+    theirs.set_weights(ours.get_weights())
+    assert ours.kernel.dtype == np.float32 and out.dtype == np.float16
+    np.testing.assert_allclose(out, np.asarray(theirs(x)), rtol=1e-3, atol=1e-3)
+    # A symbolic float32 input is cast to float16 (Keras' input autocast).
+    y = ours(kf.backend.placeholder("float32", (None, 3)))
+    assert y.dtype == np.float16
+    clone = kf.layers.Dense.from_config(ours.get_config())
+    assert clone.get_config()["dtype"] == "mixed_float16"
+    assert clone.compute_dtype == "float16"
+    with pytest.raises(NotImplementedError, match=r"no bfloat16.*Received: "
+                                                  r"dtype policy 'mixed_bfloat16'"):
+        kf.layers.Dense(2, dtype="mixed_bfloat16")

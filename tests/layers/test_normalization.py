@@ -193,6 +193,66 @@ def test_group_normalization_statistics_per_group():
     np.testing.assert_allclose(groups.var(axis=(1, 3)), 1.0, rtol=1e-4)
 
 
+def test_group_normalization_mixed_float16_matches_keras(mixed_float16):
+    keras = mixed_float16
+    # |x| up to ~1e3: x**2 overflows float16 (max 65504), so float16
+    # statistics would be inf; the layer takes them in float32, as Keras.
+    x = (RNG.randn(2, 3, 4, 6) * 300 + 50).astype("float32")
+    ours = L.GroupNormalization(groups=2, name="gn_mixed")
+    theirs = keras.layers.GroupNormalization(groups=2)
+    ours(x)
+    theirs(x)
+    assert (ours.dtype, ours.compute_dtype) == (theirs.dtype, theirs.compute_dtype) \
+        == ("float32", "float16")
+    assert [w.dtype for w in ours.weights] == [np.float32, np.float32]
+    weights = [(w + RNG.randn(*w.shape) * 0.3).astype(w.dtype)
+               for w in ours.get_weights()]
+    ours.set_weights(weights)
+    theirs.set_weights(weights)
+    got, want = ours(x), np.asarray(theirs(x))
+    assert got.dtype == want.dtype == np.float16
+    assert np.isfinite(got).all()
+    # One float16 rounding of results of magnitude < 4: within 2 ulps (2e-3).
+    np.testing.assert_allclose(got.astype("float32"), want.astype("float32"),
+                               rtol=0, atol=4e-3)
+    # The float32 layer on the same float16-rounded input, rounded once.
+    ref = L.GroupNormalization(groups=2, dtype="float32", name="gn_ref")
+    ref(x)
+    ref.set_weights(weights)
+    np.testing.assert_allclose(got, ref(x.astype("float16").astype("float32")),
+                               rtol=1e-3, atol=2e-3)
+    assert ours.get_config()["dtype"] == "mixed_float16"
+    # A symbolic float32 input is cast to float16 on the way in.
+    assert ours(K.placeholder("float32", (None, 3, 4, 6))).dtype == np.float16
+
+
+def _gn_model(dtype=None):
+    return kf.Sequential([L.InputLayer(shape=(3, 4, 6)),
+                          L.GroupNormalization(groups=2, dtype=dtype),
+                          L.Flatten(), L.Dense(1, dtype=dtype)])
+
+
+def test_group_normalization_mixed_float16_trains_one_step(mixed_float16):
+    x = (RNG.randn(8, 3, 4, 6) * 3 + 1).astype("float32")
+    y = RNG.randn(8, 1).astype("float32")
+    mixed, full = _gn_model(), _gn_model(dtype="float32")
+    assert mixed.layers[0].compute_dtype == "float16"
+    full.set_weights(mixed.get_weights())
+    before = mixed.get_weights()
+    for model in (mixed, full):
+        model.compile(optimizer=kf.optimizers.SGD(0.1), loss="mse")
+    loss_mixed = mixed.train_on_batch(x, y)
+    loss_full = full.train_on_batch(x, y)
+    np.testing.assert_allclose(loss_mixed, loss_full, rtol=1e-2)
+    for b, m, f in zip(before, mixed.get_weights(), full.get_weights()):
+        assert m.dtype == np.float32  # the float32 weights took the update
+        # The same step as in float32, up to float16 rounding of the
+        # activations and gradients.
+        np.testing.assert_allclose(m - b, f - b, rtol=2e-2, atol=2e-3)
+    assert any(not np.allclose(b, m) for b, m in zip(before, mixed.get_weights()))
+    assert mixed.predict(x, verbose=0).dtype == np.float16
+
+
 @pytest.mark.parametrize("kw", [{}, {"axis": [1, 2]}, {"axis": 1}])
 def test_unit_normalization_matches_keras(kw):
     y = _same_as_keras("UnitNormalization", kw,
