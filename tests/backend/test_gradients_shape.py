@@ -56,6 +56,11 @@ SHAPE_CASES = {
                   [(2, 3)]),
     "pad_3d": (lambda t: K.pad(t, ((1, 0), (0, 0), (2, 1))), [(2, 2, 2)]),
     "reshape_like": (lambda t: K.reshape_like(t, np.zeros((3, 4))), [(2, 6)]),
+    # Run-time shapes (ReshapeTo, Fill); the outer reshape makes them static.
+    "reshape_to": (lambda t: K.reshape(K.reshape(
+        t, (K.shape_of(t)[0], K.shape_of(t)[1], 2, 2)), (2, 3, 2, 2)), [(2, 3, 4)]),
+    "fill": (lambda v, t: K.reshape(K.fill((K.shape_of(t)[0], 3), v) * t, (2, 3)),
+             [(), (2, 3)]),
 }
 
 

@@ -186,6 +186,93 @@ def test_math_ops_match_hand_values():
     assert outs[8] == 5.0
 
 
+def test_zeros_ones_and_fill_take_shapes_known_at_run_time():
+    x = tf.placeholder(tf.float32, [None, 3])
+    s = tf.shape(x)
+    z = tf.zeros([s[0], s[1]])
+    o = tf.ones(s, tf.int64)
+    f = tf.fill([s[0], 2], 7)
+    g = tf.fill(tf.stack([s[1]]), tf.reduce_sum(x))  # a computed value
+    k = tf.zeros([s[0], 4], tf.int32)
+    assert z.shape == (None, None) and z.dtype == np.float32
+    assert o.dtype == np.int64 and f.dtype == np.int32
+    assert k.shape == (None, 4)  # the int dims stay known
+    with tf.Session() as sess:
+        for n in (2, 5):
+            zv, ov, fv, gv, kv = sess.run([z, o, f, g, k], {x: np.ones((n, 3))})
+            np.testing.assert_array_equal(zv, np.zeros((n, 3)))
+            np.testing.assert_array_equal(ov, np.ones((n, 3)))
+            np.testing.assert_array_equal(fv, np.full((n, 2), 7))
+            np.testing.assert_array_equal(gv, [3.0 * n] * 3)
+            assert kv.shape == (n, 4) and kv.dtype == np.int32
+    # Static shapes still give constants, with TF's dtypes.
+    assert tf.zeros([2], tf.int64).dtype == np.int64
+    np.testing.assert_array_equal(run(tf.fill([2, 1], 2.5)), [[2.5], [2.5]])
+    with pytest.raises(TypeError, match="int shape tensor"):
+        tf.zeros([tf.constant(2.0), 3])
+    with pytest.raises(ValueError, match="scalar int tensor"):
+        tf.zeros([s, 3])
+
+
+def test_reshape_to_shapes_known_at_run_time():
+    x = tf.placeholder(tf.float32, [None, 3, 4])
+    s = tf.shape(x)
+    flat = tf.reshape(x, [s[0] * s[1], 4])
+    split = tf.reshape(x, [s[0], s[1], 2, 2])
+    vec = tf.reshape(x, tf.stack([s[0], 12]))
+    back = tf.reshape(split, s)
+    assert flat.shape == (None, 4) and split.shape == (None, None, 2, 2)
+    assert vec.shape == (None, None) and back.shape == (None, None, None)
+    # With the input's size known, the one unknown dim is deduced.
+    c = tf.constant(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+    sc = tf.shape(c)
+    assert tf.reshape(c, [sc[0], sc[1], 2, -1]).shape == (None, None, 2, None)
+    assert tf.reshape(c, [sc[0] * sc[1], 4]).shape == (6, 4)
+    assert tf.reshape(c, tf.reshape(tf.size(c), [1])).shape == (24,)
+    value = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    grad = tf.gradients(tf.reduce_sum(split * tf.constant([[1.0, 2.0], [3.0, 4.0]])),
+                        x)[0]
+    with tf.Session() as sess:
+        fv, sv, vv, bv, gv = sess.run([flat, split, vec, back, grad], {x: value})
+        np.testing.assert_array_equal(fv, value.reshape(6, 4))
+        np.testing.assert_array_equal(sv, value.reshape(2, 3, 2, 2))
+        np.testing.assert_array_equal(vv, value.reshape(2, 12))
+        np.testing.assert_array_equal(bv, value)
+        np.testing.assert_array_equal(gv, np.tile([1.0, 2.0, 3.0, 4.0], (2, 3, 1)))
+        bad = tf.reshape(x, [s[0], 5, s[1]])
+        with pytest.raises(ValueError, match="cannot reshape"):
+            sess.run(bad, {x: value})
+
+
+def test_random_ops_take_run_time_shapes():
+    x = tf.placeholder(tf.float32, [None, 3])
+    normal = tf.random_normal(tf.shape(x))
+    uniform = tf.random_uniform([tf.shape(x)[0]], maxval=4, dtype=tf.int32)
+    trunc = tf.truncated_normal([tf.shape(x)[0], 2], stddev=0.5)
+    assert normal.shape == (None, None) and uniform.shape == (None,)
+    with tf.Session() as sess:
+        a = sess.run(normal, {x: np.zeros((4, 3))})
+        b = sess.run(normal, {x: np.zeros((4, 3))})
+        u, t = sess.run([uniform, trunc], {x: np.zeros((50, 3))})
+    assert a.shape == (4, 3) and not np.array_equal(a, b)  # drawn per run
+    assert u.shape == (50,) and set(u) <= {0, 1, 2, 3} and len(set(u)) > 1
+    assert t.shape == (50, 2) and np.abs(t).max() <= 1.0  # within 2 stddev
+
+
+def test_reverse_flips_the_listed_axes():
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    outs = run([tf.reverse(x, [1]), tf.reverse(x, [0, -1]), tf.reverse_v2(x, [])])
+    np.testing.assert_array_equal(outs[0], x[:, ::-1])
+    np.testing.assert_array_equal(outs[1], x[::-1, :, ::-1])
+    np.testing.assert_array_equal(outs[2], x)
+    with pytest.raises(ValueError, match=r"distinct axes in \[-3, 3\).*\[1, 1\]"):
+        tf.reverse(x, [1, 1])
+    with pytest.raises(ValueError, match="distinct axes"):
+        tf.reverse(x, [3])
+    with pytest.raises(TypeError, match="list of ints"):
+        tf.reverse(x, [0.5])
+
+
 def test_placeholder_with_default_uses_the_default_unless_fed():
     p = tf.placeholder_with_default(tf.constant([1.0, 2.0]), shape=[None])
     doubled = p * 2.0

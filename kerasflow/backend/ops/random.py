@@ -16,8 +16,7 @@ import numpy as np
 
 from kerasflow.backend import array as _array
 from kerasflow.backend.graph import SymbolicTensor
-from kerasflow.backend.ops.math import cast
-from kerasflow.backend.ops.shape import concatenate, reshape
+from kerasflow.backend.ops.shape import shape_vector
 from kerasflow.backend.registry import apply, register_op
 
 __all__ = ["random_uniform", "random_normal", "truncated_normal", "set_random_seed",
@@ -114,25 +113,11 @@ def _random_shaped(xp, shape, dtype, kind, a, b, seed, static, rng):
                  a, b)
 
 
-def _shape_vector(shape):
-    """(int64 shape vector, static shape) for a shape that is a symbolic vector
-    or a sequence holding symbolic scalars (``(K.shape(z)[0], 2)``)."""
-    if isinstance(shape, SymbolicTensor):
-        if shape.shape is None or len(shape.shape) != 1 or shape.shape[0] is None:
-            raise ValueError(f"A random op's shape tensor must be a vector of known "
-                             f"length. Received: {shape!r}.")
-        return cast(shape, "int64"), (None,) * shape.shape[0]
-    parts = [reshape(cast(d, "int64"), (1,)) if isinstance(d, SymbolicTensor)
-             else np.asarray([int(d)], np.int64) for d in shape]
-    static = tuple(None if isinstance(d, SymbolicTensor) else int(d) for d in shape)
-    return concatenate(parts, axis=0), static
-
-
 def _apply(kind, shape, a, b, dtype, seed):
     dtype = np.dtype(dtype or _array.floatx()).name
     if isinstance(shape, SymbolicTensor) or any(
             isinstance(d, SymbolicTensor) for d in shape):
-        vector, static = _shape_vector(shape)
+        vector, static = shape_vector(shape, "a random op")
         return apply("RandomShaped", vector, dtype=dtype, kind=kind, a=float(a),
                      b=float(b), seed=_next_seed(seed), static=static)
     if any(d is None for d in shape):

@@ -11,15 +11,17 @@ import builtins
 
 import numpy as np
 
+from kerasflow.backend import array as _array
 from kerasflow.backend.graph import SymbolicTensor
 from kerasflow.backend.ops import infer as I
+from kerasflow.backend.ops.math import cast
 from kerasflow.backend.registry import (
     apply, register_gradient, register_op, register_op_family,
 )
 
 __all__ = ["reshape", "transpose", "concatenate", "stack", "split", "expand_dims",
            "squeeze", "broadcast_to", "broadcast_like", "tile", "one_hot",
-           "reshape_like", "shape_of", "flatten"]
+           "reshape_like", "shape_of", "flatten", "fill", "shape_vector"]
 
 
 # -- reshape -----------------------------------------------------------------------
@@ -61,15 +63,147 @@ def _reshape_grad(node, g):
 
 
 def reshape(x, shape):
-    """Reshapes ``x``; one entry of ``shape`` may be -1 (None, or a run-time
-    scalar tensor such as ``ops.shape(x)[0]``, also means -1).
+    """Reshapes ``x`` to ``shape``.
+
+    Args:
+        x: tensor or array of any shape and dtype.
+        shape: a sequence of ints, one of which may be -1 (None, or a single
+            run-time scalar tensor such as ``ops.shape(x)[0]``, also means
+            -1); or a shape known only at run time (TF's ``tf.reshape``): a
+            1-D int tensor, or a sequence holding several scalar int tensors
+            (``(s[0], s[1], 2, 2)`` with ``s = shape_of(x)``).
+
+    Returns:
+        ``x``'s elements in ``shape``, same dtype. The static shape keeps the
+        int entries; a single unknown one is deduced when ``x``'s size is known.
 
     Raises:
-        ValueError: when the element counts cannot match, naming both shapes.
+        ValueError: when the element counts cannot match, naming both shapes
+            (at run time for a run-time shape); more than one -1.
     """
+    if isinstance(shape, SymbolicTensor) or builtins.sum(
+            isinstance(d, SymbolicTensor) for d in shape) > 1:
+        vector, static = shape_vector(shape, "reshape")
+        return apply("ReshapeTo", x, vector, static=static)
     shape = tuple(-1 if d is None or isinstance(d, SymbolicTensor) else int(d)
                   for d in shape)
     return apply("Reshape", x, shape=shape)
+
+
+def shape_vector(shape, who="a shape"):
+    """``(int64 vector, static shape)`` of a shape known only at run time:
+    a 1-D int tensor of known length, or a sequence mixing ints and scalar
+    int tensors (``(K.shape(z)[0], 2)``); the static shape has None where
+    the value is a tensor.
+
+    Raises:
+        ValueError: a vector of unknown length, or a tensor entry that is not
+            a scalar, naming ``who``.
+        TypeError: a tensor of a non-integer dtype.
+    """
+    def check_int(t):
+        if t.dtype.kind not in "iu":
+            raise TypeError(f"{who} expects an int shape tensor. Received: "
+                            f"{I.fmt(t)}.")
+
+    if isinstance(shape, SymbolicTensor):
+        check_int(shape)
+        if shape.shape is None or len(shape.shape) != 1 or shape.shape[0] is None:
+            raise ValueError(f"{who} expects a shape tensor that is a vector of "
+                             f"known length. Received: {shape!r}.")
+        return cast(shape, "int64"), (None,) * shape.shape[0]
+    parts, static = [], []
+    for d in shape:
+        if isinstance(d, SymbolicTensor):
+            check_int(d)
+            if d.shape is not None and tuple(d.shape) not in ((), (1,)):
+                raise ValueError(f"{who} expects each entry of a shape to be an "
+                                 f"int or a scalar int tensor. Received: {d!r}.")
+            parts.append(reshape(cast(d, "int64"), (1,)))
+            static.append(None)
+        else:
+            parts.append(np.asarray([int(d)], np.int64))
+            static.append(int(d))
+    return concatenate(parts, axis=0), tuple(static)
+
+
+def _dims(shape_vec) -> tuple:
+    """A run-time shape vector as a tuple of Python ints."""
+    return tuple(int(d) for d in _array.as_numpy(shape_vec))
+
+
+def _reshape_to_infer(x, shape, static):
+    if list(static).count(-1) > 1:
+        raise ValueError(f"reshape takes at most one -1. Received: shape={static}.")
+    out = [None if d == -1 else d for d in static]
+    unknown = [i for i, d in enumerate(out) if d is None]
+    if x.shape is not None and None not in x.shape:
+        size = int(np.prod(x.shape))
+        rest = int(np.prod([d for d in out if d is not None]))
+        if (not unknown and size != rest) or (
+                len(unknown) == 1 and size and (not rest or size % rest)):
+            raise ValueError(f"cannot reshape a tensor of shape {x.shape} ({size} "
+                             f"elements) to {tuple(static)}.")
+        if len(unknown) == 1 and rest:
+            out[unknown[0]] = size // rest
+    return tuple(out), x.dtype
+
+
+@register_op("ReshapeTo", _reshape_to_infer)
+def _reshape_to(xp, x, shape, static):
+    return xp.reshape(x, _dims(shape))
+
+
+@register_gradient("ReshapeTo")
+def _reshape_to_grad(node, g):
+    return reshape_like(g, node.inputs[0]), None
+
+
+def _fill_infer(shape, value, static):
+    if shape.dtype.kind not in "iu":
+        raise TypeError(f"fill expects an int shape. Received: {I.fmt(shape)}.")
+    if value.shape is not None and tuple(value.shape) != ():
+        raise ValueError(f"fill expects a scalar value. Received: {I.fmt(value)}.")
+    return tuple(static), value.dtype
+
+
+@register_op("Fill", _fill_infer)
+def _fill(xp, shape, value, static):
+    return xp.full(_dims(shape), value, dtype=value.dtype)
+
+
+@register_gradient("Fill")
+def _fill_grad(node, g):
+    return None, g  # gradients() sums g back to the scalar value's shape
+
+
+def fill(shape, value):
+    """A tensor of ``shape`` holding ``value`` everywhere (TF's ``tf.fill``).
+
+    Args:
+        shape: ints, or a shape known only at run time (a 1-D int tensor, or
+            a sequence mixing ints and scalar int tensors, as ``reshape``).
+        value: a scalar tensor, array or number; it gives the dtype (a Python
+            float: floatx).
+
+    Returns:
+        Tensor of ``shape`` and ``value``'s dtype; its static shape has None
+        where the shape holds a tensor. Eager (an array) when neither
+        ``shape`` nor ``value`` is symbolic.
+
+    Raises:
+        ValueError: a non-scalar value; a shape vector of unknown length.
+        TypeError: a non-integer shape tensor.
+    """
+    if isinstance(value, float):
+        value = np.asarray(value, _array.floatx())
+    if isinstance(shape, SymbolicTensor) or any(
+            isinstance(d, SymbolicTensor) for d in shape):
+        vector, static = shape_vector(shape, "fill")
+    else:
+        static = tuple(int(d) for d in shape)
+        vector = np.asarray(static, np.int64).reshape(len(static))
+    return apply("Fill", vector, value, static=static)
 
 
 @register_op("ReshapeLike", lambda x, like: (like.shape, x.dtype))

@@ -32,6 +32,7 @@ from kerasflow import data  # tf.data: the same objects as kerasflow.data
 from kerasflow import errors as _errors
 from kerasflow.compat.v1 import dtypes, flags, layers, losses, nn, train
 from kerasflow.compat.v1 import gfile as _gfile
+from kerasflow.compat.v1 import image as _image
 from kerasflow.compat.v1 import sparse as _sparse
 from kerasflow.compat.v1 import strings as _strings
 from kerasflow.compat.v1 import summary_ops as summary
@@ -40,6 +41,7 @@ from kerasflow.compat.v1._missing import Namespace as _Namespace
 from kerasflow.compat.v1._missing import missing_attribute as _missing_attribute
 from kerasflow.compat.v1.array_ops import *  # noqa: F403
 from kerasflow.compat.v1.array_ops import __all__ as _array_all
+from kerasflow.compat.v1.control_flow import cond, map_fn, vectorized_map
 from kerasflow.compat.v1.dtypes import (  # noqa: F401
     DType,
     as_dtype,
@@ -158,6 +160,8 @@ SparseTensor = _sparse.SparseTensor
 sparse = _Namespace("tf.sparse", {"SparseTensor": _sparse.SparseTensor,
                                   "to_dense": _sparse.to_dense})
 sparse_tensor_to_dense = _sparse.to_dense
+image = _Namespace("tf.image", {n: getattr(_image, n) for n in _image.__all__})
+random_crop = _image.random_crop
 string_split = _strings.split
 
 _gfile_v2 = {n: getattr(_gfile, n) for n in _gfile.__all__}
@@ -208,7 +212,8 @@ initializers = _Namespace("tf.initializers", {
 __all__ = [
     *_array_all, *_math_all, *_variables_all, "dtypes", "flags", "layers",
     "data", "losses", "nn", "strings", "gfile", "io", "decode_csv", "SparseTensor",
-    "sparse", "sparse_tensor_to_dense",
+    "sparse", "sparse_tensor_to_dense", "image", "random_crop", "map_fn",
+    "vectorized_map", "cond",
     "string_to_number", "string_split", "summary", "train", "app", "logging", "errors", "math",
     "linalg", "random", "initializers", "DType", "as_dtype", "float16", "half",
     "float32", "float64", "double", "int8", "int16", "int32", "int64", "uint8",

@@ -2,7 +2,10 @@
 
 Every function returns a graph tensor recorded in the default graph; numeric
 inputs are turned into constants first, as TF1 did (``tf.add(1, 2)`` is a
-tensor ``sess.run`` evaluates). Shapes and axes are static Python values.
+tensor ``sess.run`` evaluates). Axes are static Python values; the shapes of
+``zeros``, ``ones``, ``fill``, ``reshape`` and the random ops may also be
+known only at run time, as in TF: a 1-D int tensor (``tf.shape(x)``) or a
+list mixing ints and scalar int tensors (``[s[0] * s[1], 4]``).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ __all__ = [
     "slice", "expand_dims", "squeeze", "tile", "pad", "where", "shape", "size",
     "rank", "one_hot", "cast", "identity", "stop_gradient", "to_float",
     "to_int32", "to_int64", "to_double", "newaxis", "convert_to_tensor",
-    "group", "no_op", "tuple",
+    "group", "no_op", "tuple", "reverse", "reverse_v2",
 ]
 
 newaxis = None
@@ -31,13 +34,20 @@ _t = G.as_tensor
 
 
 def _static_shape(shape, who):
-    if isinstance(shape, K.SymbolicTensor):
+    if _at_run_time(shape):
         raise TypeError(f"{who} in kerasflow.compat.v1 needs a static shape (ints). "
                         f"Received: a tensor {shape!r}; use zeros_like/ones_like "
                         f"for a shape known only at run time.")
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
     return builtins.tuple(int(d) for d in shape)
+
+
+def _at_run_time(shape) -> bool:
+    """Whether ``shape`` is a tensor or a list holding one (TF's dynamic shapes)."""
+    return isinstance(shape, K.SymbolicTensor) or (
+        isinstance(shape, (list, builtins.tuple))
+        and any(isinstance(d, K.SymbolicTensor) for d in shape))
 
 
 def placeholder(dtype, shape=None, name=None):
@@ -86,22 +96,43 @@ def constant(value, dtype=None, shape=None, name=None, verify_shape=False):
 
 
 def zeros(shape, dtype="float32", name=None):
-    return constant(np.zeros(_static_shape(shape, "zeros"), resolve(dtype)))
+    """Zeros of ``shape``: ints (a constant), or a shape known at run time
+    (a 1-D int tensor, or ints mixed with scalar int tensors)."""
+    return fill(shape, np.zeros((), resolve(dtype)))
 
 
 def ones(shape, dtype="float32", name=None):
-    return constant(np.ones(_static_shape(shape, "ones"), resolve(dtype)))
+    """Ones of ``shape`` (ints, or a run-time shape as ``zeros``)."""
+    return fill(shape, np.ones((), resolve(dtype)))
 
 
 def fill(dims, value, name=None):
-    """A tensor of shape ``dims`` (static ints) filled with ``value``, which
-    may be a graph tensor (a scalar computed in a ``Dataset.map`` function)."""
-    if isinstance(value, K.SymbolicTensor):
+    """A tensor of shape ``dims`` filled with the scalar ``value``.
+
+    Args:
+        dims: ints, or a shape known at run time: a 1-D int tensor
+            (``tf.shape(x)``) or a list mixing ints and scalar int tensors.
+        value: a scalar (a Python float is float32, an int int32) or a scalar
+            graph tensor (e.g. computed in a ``Dataset.map`` function).
+
+    Returns:
+        A tensor of ``value``'s dtype; its static shape keeps the int dims.
+
+    Raises:
+        ValueError: a non-scalar ``value``. TypeError: a float shape tensor.
+    """
+    if not isinstance(value, K.SymbolicTensor):
+        typed = isinstance(value, (np.ndarray, np.generic))
+        value = np.asarray(value)
+        if not typed and value.dtype == np.float64:
+            value = value.astype(K.floatx())
+        elif not typed and value.dtype == np.int64:
+            value = value.astype(np.int32)
+        if not _at_run_time(dims):
+            return constant(np.full(_static_shape(dims, "fill"), value, value.dtype))
+    elif not _at_run_time(dims):
         return G.track(K.broadcast_to(value, _static_shape(dims, "fill")))
-    value = np.asarray(value)
-    if value.dtype == np.float64:
-        value = value.astype(K.floatx())
-    return constant(np.full(_static_shape(dims, "fill"), value, value.dtype))
+    return G.track(K.fill(dims, value))
 
 
 def zeros_like(tensor, dtype=None, name=None, optimize=True):
@@ -140,6 +171,9 @@ def set_random_seed(seed: int) -> None:
 
 
 def _anchor(shape, dtype):
+    """A zeros tensor of ``shape`` (static or run-time) for a ``*_like`` draw."""
+    if _at_run_time(shape):
+        return K.fill(shape, np.zeros((), dtype))
     return K.constant(np.zeros(_static_shape(shape, "a random op"), dtype))
 
 
@@ -180,16 +214,59 @@ def random_uniform(shape, minval=0, maxval=None, dtype="float32", seed=None,
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None,
                      name=None):
-    """Normal values redrawn beyond 2 stddev; drawn once, when the graph is
-    built (kerasflow has no per-run truncated normal op; TF1 programs use it
-    for initial values, where this is the same)."""
+    """Normal values redrawn beyond 2 stddev. With a static shape, drawn once,
+    when the graph is built (TF1 programs use it for initial values, where
+    this is the same); with a run-time shape, drawn anew at every run."""
+    if _at_run_time(shape):
+        return G.track(K.truncated_normal(shape, mean, stddev, resolve(dtype).name,
+                                          seed))
     return constant(K.truncated_normal(_static_shape(shape, "truncated_normal"),
                                        mean, stddev, resolve(dtype).name, seed))
 
 
 # -- shapes -------------------------------------------------------------------------
 def reshape(tensor, shape, name=None):
+    """``tensor`` in ``shape``: ints (one may be -1), or a shape known at run
+    time (a 1-D int tensor, or a list mixing ints and scalar int tensors such
+    as ``[s[0] * s[1], 4]`` with ``s = tf.shape(x)``).
+
+    Raises:
+        ValueError: element counts that cannot match (when the graph is built
+            if both shapes are known, else when it runs); more than one -1.
+    """
+    if _at_run_time(shape):
+        return G.track(K.reshape(_t(tensor), shape))
     return G.track(K.reshape(_t(tensor), _static_shape(shape, "reshape")))
+
+
+def reverse(tensor, axis, name=None):
+    """``tensor`` reversed along each axis in ``axis`` (TF's ``tf.reverse``:
+    a list of distinct ints; TF1's ``reverse_v2``).
+
+    Raises:
+        TypeError: ``axis`` not an int or a list of ints.
+        ValueError: an axis out of range or listed twice.
+    """
+    x = _t(tensor)
+    axes = [axis] if isinstance(axis, (int, np.integer)) else axis
+    if isinstance(axes, K.SymbolicTensor) or not all(
+            isinstance(a, (int, np.integer)) for a in axes):
+        raise TypeError(f"tf.reverse expects axis as a list of ints. Received: "
+                        f"axis={axis!r}.")
+    if x.shape is None:
+        raise ValueError("tf.reverse expects a tensor of known rank. Received: "
+                         f"{x!r}.")
+    n = len(x.shape)
+    norm = [int(a) % n if n and -n <= int(a) < n else None for a in axes]
+    if None in norm or len(set(norm)) != len(norm):
+        raise ValueError(f"tf.reverse expects distinct axes in [-{n}, {n}) for a "
+                         f"tensor of rank {n}. Received: axis={list(axes)}.")
+    if not norm:
+        return identity(x)
+    return G.track(K.flip(x, builtins.tuple(norm)))
+
+
+reverse_v2 = reverse
 
 
 def transpose(a, perm=None, name="transpose", conjugate=False):
