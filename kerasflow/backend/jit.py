@@ -41,11 +41,11 @@ import os
 import sys
 import threading
 
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import ThreadpoolController, threadpool_info, threadpool_limits
 
 __all__ = ["PARALLEL_MIN", "THREAD_VARIABLES", "blas_threads", "cache_dir",
            "kernels", "launch", "load_source", "num_threads", "numba_module",
-           "refresh_threads", "share_threads"]
+           "refresh_threads", "serial_blas", "share_threads"]
 
 # The variables through which a user sets BLAS's and numba's thread counts.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -127,6 +127,53 @@ def share_threads(threads: int) -> dict:
         refresh_threads()
         return {"blas": blas_threads(), "numba": _STATE.get("threads") if numba
                 else None, "user": user}
+
+
+class _SerialBlas:
+    """Context manager: BLAS runs in the calling thread while inside.
+
+    For loops of many small dependent products (a recurrent layer's ``h @ R``
+    per time step, (128, 64) x (64, 192) for the GRU benchmark): OpenBLAS
+    splits such a product over its threads, and waking them costs more than
+    the product; on a loaded 2-core machine one product took 636 us on 2
+    threads and 72 us on 1, and the GRU's forward and backward loops 81 + 144
+    ms against 40 + 56 ms (``benchmarks/bench_vs_keras.py --models gru``).
+
+    Re-entrant and shared by threads: the first entry saves the thread counts
+    and sets 1, the last exit restores them (OpenBLAS's count is per process).
+    Setting a count is a direct call into the library (about 1 us).
+    """
+
+    def __init__(self):
+        self._depth = 0
+        self._saved = None
+        self._libs = None
+        self._lock = threading.Lock()
+
+    def __enter__(self):
+        with self._lock:
+            if self._depth == 0:
+                if self._libs is None:
+                    self._libs = ThreadpoolController().select(
+                        user_api="blas").lib_controllers
+                self._saved = [lib.num_threads for lib in self._libs]
+                for lib, n in zip(self._libs, self._saved):
+                    if n != 1:
+                        lib.set_num_threads(1)
+            self._depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0:
+                for lib, n in zip(self._libs, self._saved):
+                    if n != 1:
+                        lib.set_num_threads(n)
+        return False
+
+
+serial_blas = _SerialBlas()
 
 
 # Below this many elements a kernel runs in the calling thread: waking the

@@ -6,8 +6,11 @@ check through a fused plan, the fallbacks, and the float32 tanh."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 import kerasflow as kf
 from kerasflow import backend as K
@@ -278,3 +281,22 @@ def test_float32_tanh():
     nan = np.array([np.nan], np.float32)
     kernel(nan, out[:1])
     assert np.isnan(out[0])
+
+
+def test_serial_blas_runs_the_step_products_in_one_thread_and_restores():
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = jit.blas_threads()
+        inner = []
+
+        def nested():
+            with jit.serial_blas:
+                inner.append(jit.blas_threads())
+
+        with jit.serial_blas:
+            inner.append(jit.blas_threads())
+            worker = threading.Thread(target=nested)
+            worker.start()
+            worker.join()
+            inner.append(jit.blas_threads())  # the other thread's exit kept 1
+        assert inner == [1, 1, 1]
+        assert jit.blas_threads() == before

@@ -150,13 +150,13 @@ def test_updates_run_serial_below_the_memory_bound_threshold(monkeypatch):
     assert sorted(sizes) == [80, 64 * 80]
 
 
-def _sparse_train(make_opt, dtype, fused, ids_batches):
-    """Lazy row updates of a (30, 2, 3) table (rows of shape (2, 3))."""
+def _sparse_train(make_opt, dtype, fused, ids_batches, row=(2, 3)):
+    """Lazy row updates of a (30, *row) table."""
     fusion.set_fusion(fused)
     rng = np.random.RandomState(1)
-    table = K.Variable(rng.randn(30, 2, 3).astype(dtype), name="table", dtype=dtype)
+    table = K.Variable(rng.randn(30, *row).astype(dtype), name="table", dtype=dtype)
     ids = K.placeholder("int32", (None, None))
-    target = K.constant(rng.randn(2, 3).astype(dtype))
+    target = K.constant(rng.randn(*row).astype(dtype))
     loss = K.sum(K.square(K.embedding_lookup(table, ids) - target))
     opt = make_opt()
     fn = K.Function([ids], [loss], opt.get_updates(loss, [table]))
@@ -165,25 +165,26 @@ def _sparse_train(make_opt, dtype, fused, ids_batches):
     assert ("_sparse_adam" in getattr(kernel, "__qualname__", "")) == fused
     for batch in ids_batches:
         fn(np.asarray(batch, "int32"))
-    slots = [v.numpy() for v in opt.variables if v.shape == (30, 2, 3)]
+    slots = [v.numpy() for v in opt.variables if v.shape == (30, *row)]
     fusion.set_fusion(None)
     return table.numpy(), slots
 
 
+@pytest.mark.parametrize("row", [(2, 3), (40,)], ids=["narrow", "wide"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("amsgrad", [False, True])
-def test_fused_sparse_adam_matches_numpy_rows(dtype, amsgrad):
+def test_fused_sparse_adam_matches_numpy_rows(dtype, amsgrad, row):
     # Duplicates within a batch (summed before the step), rows seen once and
     # rows seen at every step; the untouched rows must stay bitwise as they were.
     batches = [[[4, 4, 9], [0, 4, 29]], [[9, 9, 9], [1, 2, 3]], [[4, 0, 0], [0, 0, 7]]]
     make = lambda: O.Adam(0.05, amsgrad=amsgrad)  # noqa: E731
-    got, got_slots = _sparse_train(make, dtype, True, batches)
-    want, want_slots = _sparse_train(make, dtype, False, batches)
+    got, got_slots = _sparse_train(make, dtype, True, batches, row)
+    want, want_slots = _sparse_train(make, dtype, False, batches, row)
     np.testing.assert_allclose(got, want, **TOL[dtype])
     assert len(got_slots) == len(want_slots) == (3 if amsgrad else 2)
     for g, w in zip(got_slots, want_slots):
         np.testing.assert_allclose(g, w, **TOL[dtype])
-    initial = np.random.RandomState(1).randn(30, 2, 3).astype(dtype)
+    initial = np.random.RandomState(1).randn(30, *row).astype(dtype)
     untouched = sorted(set(range(30)) - {0, 1, 2, 3, 4, 7, 9, 29})
     np.testing.assert_array_equal(got[untouched], initial[untouched])
     assert not np.array_equal(got[[4, 9]], initial[[4, 9]])

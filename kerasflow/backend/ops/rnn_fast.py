@@ -251,10 +251,13 @@ def lstm_forward(x, w, r, b, h0=None, c0=None, mask=None, rmask=None):
     z = np.empty((n, 4 * u), dt)
     hin = np.empty((n, u), dt) if rmask is not None else None
     ones = np.ones((n, 1), dt)
-    for s in range(t):
-        np.matmul(h if rmask is None else np.multiply(h, rmask, out=hin), r, out=z)
-        fwd(z, xw[s], c, h, ones if ms is None else ms[s], cache[s], cs[s], hs[s])
-        h, c = hs[s], cs[s]
+    with jit.serial_blas:
+        for s in range(t):
+            np.matmul(h if rmask is None else np.multiply(h, rmask, out=hin), r,
+                      out=z)
+            fwd(z, xw[s], c, h, ones if ms is None else ms[s], cache[s], cs[s],
+                hs[s])
+            h, c = hs[s], cs[s]
     return hs.swapaxes(0, 1), cs.swapaxes(0, 1), cache
 
 
@@ -289,10 +292,11 @@ def lstm_backward(x, w, r, b, h0, c0, mask, rmask, hs, cs, cache, g_hs, g_cs):
     keep = np.zeros((n, u), dt)
     dc = np.zeros((n, u), dt)
     dct, dhn = np.empty((n, u), dt), np.empty((n, u), dt)
-    for s in range(t - 1, -1, -1):
-        bwd(cache[s], cs[s - 1] if s > 0 else c_init, back, rm, keep, g_hs, g_cs, s,
-            dc, ones if ms is None else ms[s], dct, dhn, dz[s])
-        np.matmul(dz[s], rt, out=back)
+    with jit.serial_blas:
+        for s in range(t - 1, -1, -1):
+            bwd(cache[s], cs[s - 1] if s > 0 else c_init, back, rm, keep, g_hs,
+                g_cs, s, dc, ones if ms is None else ms[s], dct, dhn, dz[s])
+            np.matmul(dz[s], rt, out=back)
     dh0 = back if rmask is None else back * rm
     if ms is not None:
         dh0 = dh0 + keep

@@ -19,6 +19,7 @@ import functools
 
 import numpy as np
 
+from kerasflow.backend import jit
 from kerasflow.backend.ops import scan as _scan
 from kerasflow.backend.ops.rnn_fast import _fields, compile_kernel
 
@@ -121,10 +122,13 @@ def gru_forward(x, w, r, b, h0=None, mask=None, rmask=None):
     cache = np.empty((t, n, 4 * u), dt)
     hr, gates = np.empty((n, 3 * u), dt), np.empty((n, 2 * u), dt)
     hin = np.empty((n, u), dt) if rmask is not None else None
-    for s in range(t):
-        np.matmul(h if rmask is None else np.multiply(h, rmask, out=hin), r, out=hr)
-        fwd(hr, b1, xw[s], h, ones if ms is None else ms[s], gates, cache[s], hs[s])
-        h = hs[s]
+    with jit.serial_blas:
+        for s in range(t):
+            np.matmul(h if rmask is None else np.multiply(h, rmask, out=hin), r,
+                      out=hr)
+            fwd(hr, b1, xw[s], h, ones if ms is None else ms[s], gates, cache[s],
+                hs[s])
+            h = hs[s]
     return hs.swapaxes(0, 1), np.empty((n, t, 0), dt), cache
 
 
@@ -147,10 +151,11 @@ def gru_backward(x, w, r, b, h0, mask, rmask, hs, cache, g_hs):
     dz, rec = np.empty((t, n, 3 * u), dt), np.empty((t, n, 3 * u), dt)
     back, carry, keep = (np.zeros((n, u), dt) for _ in range(3))
     dah, dhn = np.empty((n, u), dt), np.empty((n, u), dt)
-    for s in range(t - 1, -1, -1):
-        bwd(cache[s], hs[s - 1] if s > 0 else h_init, back, rm, carry, keep, g_hs, s,
-            ones if ms is None else ms[s], dah, dhn, dz[s], rec[s])
-        np.matmul(rec[s], rt, out=back)
+    with jit.serial_blas:
+        for s in range(t - 1, -1, -1):
+            bwd(cache[s], hs[s - 1] if s > 0 else h_init, back, rm, carry, keep,
+                g_hs, s, ones if ms is None else ms[s], dah, dhn, dz[s], rec[s])
+            np.matmul(rec[s], rt, out=back)
     dh0 = back if rmask is None else back * rm
     dh0 = dh0 + carry
     if ms is not None:
