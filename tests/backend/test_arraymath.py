@@ -82,3 +82,33 @@ def test_einsum_symbolic_batch_and_errors():
     np.testing.assert_allclose(K.Function([ph], [out])(M)[0], M @ M)
     with pytest.raises(ValueError, match=r"'\.\.\.'"):
         K.einsum("...i,i", X, X[0, 0])
+
+
+PAIR_EQUATIONS = [
+    ("abcd,aecd->acbe", (3, 5, 2, 4), (3, 6, 2, 4)),   # attention scores
+    ("acbe,aecd->abcd", (3, 2, 5, 6), (3, 6, 2, 4)),   # attention combine
+    ("ij,jk->ik", (3, 4), (4, 5)), ("ij,jk->ki", (3, 4), (4, 5)),
+    ("bij,bjk->bik", (2, 3, 4), (2, 4, 5)), ("abc,cde->abde", (2, 3, 4), (4, 5, 6)),
+    ("ab,cd->abcd", (2, 3), (4, 5)), ("ab,ab->a", (3, 4), (3, 4)),
+    ("ab,ab->", (3, 4), (3, 4)), ("abc,bd->ad", (2, 3, 4), (3, 5)),
+    ("ijk,ik->j", (2, 3, 4), (2, 4)), ("a,a->a", (4,), (4,)),
+    ("ba,ca->abc", (3, 4), (5, 4)),
+    # numpy's own path: a repeated index
+    ("ii,ij->j", (3, 3), (3, 4)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("eq,sa,sb", PAIR_EQUATIONS, ids=[e[0] for e in PAIR_EQUATIONS])
+def test_two_operand_einsum_as_one_gemm_equals_numpy(eq, sa, sb, dtype):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(sa).astype(dtype)
+    b = rng.standard_normal(sb).astype(dtype)
+    got = K.einsum(eq, K.constant(a), K.constant(b))
+    fn = K.Function([], [got])
+    (value,) = fn()
+    want = np.einsum(eq, a, b)
+    assert value.shape == want.shape and value.dtype == want.dtype
+    assert value.flags.c_contiguous
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(value, want, rtol=tol, atol=tol)

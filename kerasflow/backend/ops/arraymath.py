@@ -302,8 +302,81 @@ def _einsum_infer(*specs, equation):
     return probe.shape, I.result_dtype(*specs)
 
 
+class _PairPlan:
+    """A two-operand einsum as one (batched) GEMM: each operand transposed to
+    (batch, free, contracted) / (batch, contracted, free), reshaped to 3-D,
+    one ``matmul``, then reshaped and transposed to the output's order (made
+    contiguous). Indices of one operand only, absent from the output, are
+    summed first. ``numpy.einsum(optimize=True)`` runs contractions that keep
+    a batch index (attention's ``bhqk,bkhd->bqhd``) in its own loops, not
+    BLAS: 2x slower on the transformer benchmark's shapes."""
+
+    __slots__ = ("lone", "perm_a", "perm_b", "shape_a", "shape_b", "mid", "perm_out")
+
+    def __init__(self, equation, shape_a, shape_b):
+        ins, out = equation.split("->")
+        a, b = ins.split(",")
+        self.lone = (tuple(i for i, c in enumerate(a) if c not in b and c not in out),
+                     tuple(i for i, c in enumerate(b) if c not in a and c not in out))
+        a = "".join(c for i, c in enumerate(a) if i not in self.lone[0])
+        b = "".join(c for i, c in enumerate(b) if i not in self.lone[1])
+        size = dict(zip(a, (d for i, d in enumerate(shape_a) if i not in self.lone[0])))
+        size.update(zip(b, (d for i, d in enumerate(shape_b) if i not in self.lone[1])))
+        batch = [c for c in out if c in a and c in b]
+        left = [c for c in out if c in a and c not in b]
+        right = [c for c in out if c in b and c not in a]
+        con = [c for c in a if c in b and c not in out]
+        n = [_pymath.prod(size[c] for c in part) for part in (batch, left, con, right)]
+        self.perm_a = tuple(a.index(c) for c in batch + left + con)
+        self.perm_b = tuple(b.index(c) for c in batch + con + right)
+        self.shape_a, self.shape_b = (n[0], n[1], n[2]), (n[0], n[2], n[3])
+        mid = batch + left + right
+        self.mid = tuple(size[c] for c in mid)
+        self.perm_out = tuple(mid.index(c) for c in out)
+
+    def __call__(self, xp, a, b):
+        if self.lone[0]:
+            a = a.sum(axis=self.lone[0])
+        if self.lone[1]:
+            b = b.sum(axis=self.lone[1])
+        a = a.transpose(self.perm_a).reshape(self.shape_a)
+        b = b.transpose(self.perm_b).reshape(self.shape_b)
+        out = xp.matmul(a, b).reshape(self.mid).transpose(self.perm_out)
+        return out if out.flags.c_contiguous else out.copy()
+
+
+_PLANS: dict = {}
+
+
+def _pair_plan(equation, a, b):
+    """The cached ``_PairPlan`` of ``equation`` for these shapes, or None when
+    the equation needs numpy's einsum (an index repeated within an operand,
+    an ellipsis, an implicit output, a non-float operand)."""
+    key = (equation, a.shape, b.shape)
+    plan = _PLANS.get(key, False)
+    if plan is False:
+        plan = None
+        terms = equation.split("->")
+        ok = (len(terms) == 2 and "." not in equation and a.dtype == b.dtype
+              and a.dtype.kind == "f")
+        if ok:
+            ta, tb = terms[0].split(",")
+            ok = (len(set(ta)) == len(ta) == a.ndim and len(set(tb)) == len(tb) == b.ndim
+                  and len(set(terms[1])) == len(terms[1]))
+        if ok:
+            plan = _PairPlan(equation, a.shape, b.shape)
+        if len(_PLANS) > 4096:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
+
+
 @register_op("Einsum", _einsum_infer)
 def _einsum(xp, *operands, equation):
+    if len(operands) == 2:
+        plan = _pair_plan(equation, operands[0], operands[1])
+        if plan is not None:
+            return plan(xp, operands[0], operands[1])
     return xp.einsum(equation, *operands, optimize=True)
 
 
