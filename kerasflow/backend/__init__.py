@@ -8,6 +8,7 @@ TF1 names are importable from here directly, as TF1 users wrote ``tf.square``::
 import numpy as np
 
 from kerasflow.backend import graph_pickle, ops
+from kerasflow.backend.host_memory import tune_allocator
 from kerasflow.backend.array import (
     floatx, get_device, get_xp, gpu_available, set_device, set_floatx, to_device,
     to_numpy,
@@ -62,3 +63,5 @@ __all__ = [
     "uid_scope",
     *_ops_all, *_keras_all,
 ]
+
+tune_allocator()  # freed step buffers stay mapped for the next step (host_memory)
