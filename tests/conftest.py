@@ -1,5 +1,5 @@
-"""Shared fixtures: data location, GPU skipping, float64 for gradient checks;
-the repository root on sys.path."""
+"""Shared fixtures: data location, GPU skipping, float64 for gradient checks,
+the global "mixed_float16" policy; the repository root on sys.path."""
 
 from __future__ import annotations
 
@@ -26,8 +26,10 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 from threadpoolctl import threadpool_limits  # noqa: E402
 
+import kerasflow as kf  # noqa: E402
 from kerasflow import backend as K  # noqa: E402
 from kerasflow.backend import jit  # noqa: E402
+from tests.keras_oracle import keras_numpy  # noqa: E402
 
 _THREADS = (os.environ.get("OMP_NUM_THREADS"), jit.blas_threads())
 
@@ -67,6 +69,22 @@ def data_dir():
     # guess above, the data must be found by them too, not downloaded.
     os.environ.setdefault("KERASFLOW_DATA_DIR", str(d))
     return d
+
+
+@pytest.fixture
+def mixed_float16():
+    """The global policy "mixed_float16" in kerasflow and in Keras' oracle
+    (yielded); both back to unset / "float32" afterwards."""
+    keras = keras_numpy()
+    kf.mixed_precision.set_global_policy("mixed_float16")
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        yield keras
+    finally:
+        # Unset, not a pinned float32: later tests switch floatx and expect
+        # layers to follow it.
+        kf.dtype_policies._GLOBAL[0] = None
+        keras.mixed_precision.set_global_policy("float32")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -17,7 +17,7 @@ from kerasflow import backend as K
 from kerasflow import dtype_policies
 
 __all__ = ["abs_max_quantize", "arrange_scale", "quantize_inputs",
-           "set_quantized_policy"]
+           "set_quantized_policy", "unarrange_scale"]
 
 # Keras 3's ``backend.epsilon()`` default, which its quantizers bake in.
 EPSILON = 1e-7
@@ -86,6 +86,18 @@ def arrange_scale(scale, spec, out_spec, reduced):
         if c not in kept:
             scale = K.expand_dims(scale, axis=i)
     return scale
+
+
+def unarrange_scale(scale, spec, out_spec, reduced):
+    """The inverse of ``arrange_scale`` on numpy arrays: a scale laid out
+    against the output ``out_spec`` back in the layout of ``spec`` with the
+    ``reduced`` subscripts as size-1 axes, to divide the int8 tensor by."""
+    kept = [c for c in spec if c not in reduced]
+    in_out = [c for c in out_spec if c in kept]
+    scale = np.reshape(scale, [scale.shape[out_spec.index(c)] for c in in_out])
+    scale = np.transpose(scale, [in_out.index(c) for c in kept])
+    return np.reshape(scale, [1 if c in reduced else scale.shape[kept.index(c)]
+                              for c in spec])
 
 
 def set_quantized_policy(layer, mode):

@@ -395,6 +395,55 @@ class Layer(TracingMixin):
         """Total number of weight scalars."""
         return int(sum(int(np.prod(w.shape)) for w in self.weights))
 
+    # -- Keras 3 weight files ------------------------------------------------------
+    def _stored_variables(self) -> list:
+        """The Variables of this layer's slots "0", "1"... in a Keras 3
+        weights file: its own (not its sublayers'), trainable first, each
+        once (Keras 3's ``Layer.save_own_variables``)."""
+        return dedupe(self._trainable_weights + self._non_trainable_weights)
+
+    def save_own_variables(self, store):
+        """Writes this layer's own variables (not its sublayers') into
+        ``store`` as Keras 3's ``Layer.save_own_variables`` does; ``model.save``
+        and ``save_weights("x.weights.h5")`` write these slots.
+
+        Args:
+            store: a dict, filled in place: ``"0"``, ``"1"``... -> numpy
+                arrays of the variables' shapes and dtypes, in creation order,
+                trainable ones first.
+        """
+        for i, v in enumerate(self._stored_variables()):
+            store[str(i)] = np.asarray(v.numpy())
+
+    def load_own_variables(self, store):
+        """Assigns this layer's own variables from the slots
+        ``save_own_variables`` writes (Keras 3's ``Layer.load_own_variables``),
+        all or nothing.
+
+        Args:
+            store: a mapping ``"0"``, ``"1"``... -> array-likes.
+
+        Raises:
+            ValueError: a slot count other than the layer's (Keras' message),
+                or an array whose shape differs from its variable's, naming
+                it; nothing is assigned then.
+        """
+        stored = self._stored_variables()
+        if len(store) != len(stored):
+            raise ValueError(
+                f"Layer '{self.name}' expected {len(stored)} variables, but "
+                f"received {len(store)} variables during loading. Expected: "
+                f"{[v.name for v in stored]}")
+        pairs = self._load_assignments([store[str(i)]
+                                        for i in range(len(stored))])
+        K.assign_all([v for v, _ in pairs], [a for _, a in pairs],
+                     f"Layer '{self.name}'")
+
+    def _load_assignments(self, arrays) -> list:
+        """The (variable, array) pairs that loading ``arrays``, one per
+        ``_stored_variables()`` slot in order, assigns."""
+        return list(zip(self._stored_variables(), arrays))
+
     # -- lifecycle --------------------------------------------------------------------
     def build(self, input_shape):
         """Creates the weights for inputs of ``input_shape`` (batch axis included)."""

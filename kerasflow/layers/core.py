@@ -282,6 +282,29 @@ class Dense(Layer):
                 K.matmul(inputs, a), b)
         return x
 
+    # -- Keras 3 weight files -------------------------------------------------------
+    def _stored_variables(self):
+        return _stored_kernel_variables(self)
+
+    def save_own_variables(self, store):
+        """Writes the slots Keras 3's ``Dense.save_own_variables`` writes:
+        kernel, bias (if any), kernel_scale (int8). With LoRA on, A and B
+        are not stored: the kernel slot holds ``kernel + a @ b * lora_alpha
+        / rank`` in the compute dtype, or for an int8 layer that sum
+        quantized again per output unit, with its new scale (Keras'
+        ``_get_kernel_with_merged_lora``), so Keras reads the same layer.
+
+        Args:
+            store: a dict, filled in place with ``"0"``, ``"1"``... -> numpy
+                arrays ((input_dim, units) kernel, (units,) bias and scale).
+        """
+        _save_kernel_slots(self, store, "ij", "j")
+
+    def _load_assignments(self, arrays):
+        # The kernel slot holds the merged update: A and B start again from
+        # zeros, as Keras' load_own_variables.
+        return super()._load_assignments(arrays) + _lora_reset(self)
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -331,6 +354,58 @@ def _add_lora_weights(layer, a_shape, b_shape, a_initializer, b_initializer):
     layer._kernel.trainable = False
     layer.lora_enabled = True
     layer._clear_eager_traces()
+
+
+def _stored_kernel_variables(layer):
+    """Keras 3's slot order for Dense and EinsumDense
+    (``variable_serialization_spec``): kernel, bias if any, kernel_scale if
+    int8; LoRA's A and B have no slot. None before build ([])."""
+    if not layer.built:
+        return []
+    out = [layer._kernel] + ([] if layer.bias is None else [layer.bias])
+    return out + ([layer.kernel_scale] if layer.quantization_mode == "int8"
+                  else [])
+
+
+def _save_kernel_slots(layer, store, ws, outs):
+    """Fills ``store`` with ``layer``'s slots, the LoRA update merged into
+    the kernel; ``ws``/``outs`` are the kernel's and the output's einsum
+    subscripts (where the int8 scales lie)."""
+    values = [np.asarray(v.numpy()) for v in _stored_kernel_variables(layer)]
+    if layer.lora_enabled:
+        kernel, scale = _merged_kernel(layer, ws, outs)
+        values[0] = kernel
+        if scale is not None:
+            values[-1] = scale
+    for i, value in enumerate(values):
+        store[str(i)] = value
+
+
+def _merged_kernel(layer, ws, outs):
+    """(kernel, int8 scale or None) with the LoRA update merged in (Keras 3's
+    ``_get_kernel_with_merged_lora``): a float kernel in the compute dtype; an
+    int8 kernel de-quantized, merged and quantized again over the axes the
+    product sums over."""
+    delta = (layer.lora_alpha / layer.lora_rank) * np.matmul(
+        layer.lora_kernel_a.numpy(), layer.lora_kernel_b.numpy())
+    kernel = np.asarray(layer._kernel.numpy())
+    if layer.quantization_mode != "int8":
+        return (kernel + delta).astype(layer.compute_dtype), None
+    reduced = [c for c in ws if c not in outs]
+    scale = _quantize.unarrange_scale(layer.kernel_scale.numpy(), ws, outs,
+                                      reduced)
+    merged = kernel.astype(layer.compute_dtype) / scale + delta
+    q, scale = _quantize.abs_max_quantize(
+        merged, axis=tuple(ws.index(c) for c in reduced))
+    return q, np.asarray(_quantize.arrange_scale(scale, ws, outs, reduced))
+
+
+def _lora_reset(layer):
+    """(A, zeros), (B, zeros) for a LoRA layer, else []."""
+    if not layer.lora_enabled:
+        return []
+    return [(w, np.zeros(w.shape, w.dtype))
+            for w in (layer.lora_kernel_a, layer.lora_kernel_b)]
 
 
 def _lora_weights(layer):

@@ -14,7 +14,13 @@ from kerasflow.layers import _quantize
 from kerasflow.layers._utils import WeightArgs
 from kerasflow.layers.base import InputSpec, Layer
 from kerasflow.layers.core import (
-    _add_lora_weights, _cast, _check_lora, _lora_weights,
+    _add_lora_weights,
+    _cast,
+    _check_lora,
+    _lora_reset,
+    _lora_weights,
+    _save_kernel_slots,
+    _stored_kernel_variables,
 )
 
 __all__ = ["EinsumDense"]
@@ -322,6 +328,32 @@ class EinsumDense(Layer):
             lora = K.matmul(K.einsum(self._explicit, inputs, a), b)
             x = x + (self.lora_alpha / self.lora_rank) * lora
         return x
+
+    # -- Keras 3 weight files -------------------------------------------------------
+    def _stored_variables(self):
+        return _stored_kernel_variables(self)
+
+    def save_own_variables(self, store):
+        """Writes the slots Keras 3's ``EinsumDense.save_own_variables``
+        writes: kernel, bias (if any), kernel_scale (int8). With LoRA on, A
+        and B are not stored: the kernel slot holds ``kernel + a @ b *
+        lora_alpha / rank`` in the compute dtype, or for an int8 layer that
+        sum quantized again over the summed axes, with its new scale (Keras'
+        ``_get_kernel_with_merged_lora``).
+
+        Args:
+            store: a dict, filled in place with ``"0"``, ``"1"``... -> numpy
+                arrays of the variables' shapes.
+        """
+        if not self.built:  # no variables yet, no subscripts: nothing to write
+            return
+        _, ws, outs, _, _ = self._subscripts()
+        _save_kernel_slots(self, store, ws, outs)
+
+    def _load_assignments(self, arrays):
+        # The kernel slot holds the merged update: A and B start again from
+        # zeros, as Keras' load_own_variables.
+        return super()._load_assignments(arrays) + _lora_reset(self)
 
     def compute_output_shape(self, input_shape):
         return tuple(analyze(self.equation, self.bias_axes, input_shape,

@@ -70,6 +70,7 @@ class Trainer:
         self._added_metrics: dict = {}  # add_metric name -> Mean
         self._loss_tracker = None  # a Mean once compiled (Keras 3)
         self._data_keys = None  # a subclassed model's dict inputs: their keys
+        self._loss_scale_wrapped = False  # compile's auto_scale_loss wrapped it
 
     def _reset_steps(self):
         self._steps = {}
@@ -77,7 +78,7 @@ class Trainer:
     # -- compile -----------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None,
                 weighted_metrics=None, run_eagerly=False, steps_per_execution=None,
-                jit_compile=None, auto_scale_loss=None):
+                jit_compile=None, auto_scale_loss=True):
         """Configures training (Keras' ``Model.compile``).
 
         Args:
@@ -92,6 +93,11 @@ class Trainer:
             steps_per_execution: batches per strategy call (replicas run that
                 many steps per driver round trip); default 1 in process, the
                 strategy's ``default_steps_per_execution`` under a strategy.
+            auto_scale_loss: True wraps the optimizer in a
+                ``LossScaleOptimizer`` (dynamic loss scaling) when the model's
+                dtype policy is "mixed_float16" and it is not one already
+                (Keras 3's ``Trainer.compile``): float16 gradients of small
+                losses would underflow to zero.
 
         Raises:
             ValueError: unknown names (from the registries), naming them, or a
@@ -103,6 +109,16 @@ class Trainer:
             raise ValueError(f"steps_per_execution must be a positive int. "
                              f"Received: steps_per_execution={steps_per_execution!r}.")
         self.optimizer = optimizers.get(optimizer)
+        policy = self._dtype_policy
+        # Saved files name the optimizer given here (Keras' compile_config);
+        # loading compiles with it and wraps it again.
+        self._loss_scale_wrapped = bool(
+            auto_scale_loss and policy is not None
+            and policy.name == "mixed_float16" and self.optimizer is not None
+            and not isinstance(self.optimizer, optimizers.LossScaleOptimizer))
+        if self._loss_scale_wrapped:
+            self.optimizer = optimizers.LossScaleOptimizer(
+                self.optimizer, name="loss_scale_optimizer")
         self._compiled_losses = cu.CompiledLosses(loss, loss_weights)
         self._loss_spec, self._metrics_spec = loss, metrics
         self._loss_weights = loss_weights

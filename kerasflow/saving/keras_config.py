@@ -2,8 +2,10 @@
 translated to kerasflow's and back.
 
 ``from_keras`` reads a Keras spec tree into one kerasflow's layers accept:
-``DTypePolicy`` dicts become dtype names, Keras-only arguments left at their
-inert defaults (``quantization_config=None``, ``sparse=False``, ...) are
+``DTypePolicy`` dicts become dtype names, the default
+``Int8QuantizationConfig`` of an int8 layer becomes None, Keras-only
+arguments left at their inert defaults (``quantization_config=None``,
+``sparse=False``, ...) are
 dropped and any other argument kerasflow lacks is named in the error; a
 class is looked up only in kerasflow's registries and ``custom_objects``
 (never imported by module name), so a spec naming any other module is
@@ -314,6 +316,21 @@ def _objects(value):
     return value
 
 
+def _default_int8_config(value) -> bool:
+    """True for Keras 3's ``Int8QuantizationConfig`` with its default
+    quantizers, as ``quantize("int8")`` writes it: kerasflow's int8 layers
+    use exactly those, so it reads as ``quantization_config=None``."""
+    if not (isinstance(value, dict)
+            and value.get("class_name") == "Int8QuantizationConfig"):
+        return False
+    inner = value.get("config") or {}
+    act = inner.get("activation_quantizer") or {}
+    return (inner.get("weight_quantizer") is None
+            and act.get("class_name") == "AbsMaxQuantizer"
+            and act.get("config") == {"value_range": [-127, 127],
+                                      "epsilon": 1e-07, "output_dtype": "int8"})
+
+
 def _dtype(value):
     if isinstance(value, dict) and value.get("class_name") in (
             "DTypePolicy", "Policy", "FloatDTypePolicy"):
@@ -339,6 +356,8 @@ def from_keras(spec, custom_objects=None, safe_mode=True, source="config",
     inner = dict(spec["config"])
     if "dtype" in inner:
         inner["dtype"] = _dtype(inner["dtype"])
+    if _default_int8_config(inner.get("quantization_config")):
+        inner["quantization_config"] = None
     name = spec["class_name"]
     if name in _MODELS and isinstance(inner.get("layers"), list):
         layers = []

@@ -2,14 +2,19 @@
 (written and read) and Keras 2's ``.h5`` (read).
 
 Keras 3 stores each layer's own variables, in creation order, as datasets
-``<path>/vars/0``, ``<path>/vars/1``...; ``<path>`` is the walk from the model
+``<path>/vars/0``, ``<path>/vars/1``...; a layer may choose its slots
+(``Layer.save_own_variables`` / ``load_own_variables``, as in Keras: Dense
+and EinsumDense write kernel, bias, kernel_scale and merge LoRA's update into
+the kernel); ``<path>`` is the walk from the model
 down to the layer: a list of layers (a model's ``layers``) names each by its
 class in snake case with a counter per class (``layers/dense``,
 ``layers/dense_1``), an attribute holding a layer by the attribute's name
 (``layers/lstm/cell``). kerasflow's recurrent layers hold their cell's
 variables themselves, so theirs go under ``cell/vars``. The optimizer's
 variables go under ``optimizer/vars`` (Keras' ``iterations``,
-``learning_rate``, then the slots in kerasflow's order).
+``learning_rate``, then the slots in kerasflow's order; a
+``LossScaleOptimizer``'s own four, then its inner optimizer's, which also go
+under ``optimizer/inner_optimizer/vars``).
 
 Keras 2 stores a group per layer (root attribute ``layer_names``; in a whole
 model file under ``model_weights``), each with a ``weight_names`` attribute
@@ -28,6 +33,7 @@ import io
 import numpy as np
 
 from kerasflow import backend as K
+from kerasflow.optimizers import LossScaleOptimizer
 from kerasflow.utils import file_io
 from kerasflow.utils.serialization import to_snake_case
 
@@ -74,15 +80,6 @@ def open_h5(data: bytes, source):
 
 
 # -- Keras 3 paths ---------------------------------------------------------------------
-def _own(layer):
-    seen, out = set(), []
-    for v in layer._trainable_weights + layer._non_trainable_weights:
-        if id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-    return out
-
-
 def _children(layer):
     """(path part, sub-layer) for each sub-layer: by attribute name, lists of
     layers (a model's ``layers``) by class name with a counter (Keras 3's
@@ -125,13 +122,18 @@ def _children(layer):
     return out
 
 
-def keras3_paths(model) -> list[tuple[str, str, list]]:
-    """(HDF5 group of the layer's ``vars``, layer name, variables) per layer
-    holding variables, in Keras 3's layout; each variable once."""
+def keras3_paths(model) -> list[tuple[str, str, list, object]]:
+    """(HDF5 group of the layer's ``vars``, layer name, variables of its
+    slots, the layer whose ``save_own_variables`` / ``_load_assignments``
+    fill them or None) per layer holding variables, in Keras 3's layout; each
+    variable once. The layer is None where the slots are plain variables: a
+    group split out of a layer (MultiHeadAttention's projections), or a layer
+    some of whose variables an earlier layer stored."""
     out, seen = [], set()
 
     def walk(layer, path):
-        own = [v for v in _own(layer) if id(v) not in seen]
+        stored = layer._stored_variables()
+        own = [v for v in stored if id(v) not in seen]
         seen.update(id(v) for v in own)
         split = _KERAS_SUBLAYER_VARS.get(type(layer).__name__)
         if own and split:
@@ -139,12 +141,13 @@ def keras3_paths(model) -> list[tuple[str, str, list]]:
             for v in own:
                 group = v.name.rsplit("/", 2)[-2]
                 groups.setdefault(split.get(group, group), []).append(v)
-            out.extend((f"{path}{sub}/vars", f"{layer.name}/{sub}", vs)
+            out.extend((f"{path}{sub}/vars", f"{layer.name}/{sub}", vs, None)
                        for sub, vs in groups.items())
         elif own:
             cell = type(layer).__name__ in _RNN_WITH_CELL
             out.append((f"{path}cell/vars" if cell else f"{path}vars",
-                        layer.name, own))
+                        layer.name, own, layer if len(own) == len(stored)
+                        else None))
         for part, sub in _children(layer):
             walk(sub, f"{path}{part}/")
 
@@ -220,7 +223,7 @@ def load_keras3_weights(model, h5, source, skip_mismatch=False, optimizer=None):
             lacks; nothing is assigned then.
     """
     pairs, used = [], set()
-    for group, layer_name, variables in keras3_paths(model):
+    for group, layer_name, variables, layer in keras3_paths(model):
         arrays = []
         i = 0
         while True:
@@ -237,7 +240,9 @@ def load_keras3_weights(model, h5, source, skip_mismatch=False, optimizer=None):
                 f"'{source}': layer '{layer_name}' expects {len(variables)} "
                 f"variables at '{group}'. Received: {len(arrays)}; nothing was "
                 f"loaded (skip_mismatch=True skips such layers).")
-        pairs.extend((layer_name, v, a) for v, a in zip(variables, arrays))
+        assigned = (zip(variables, arrays) if layer is None
+                    else layer._load_assignments(arrays))
+        pairs.extend((layer_name, v, a) for v, a in assigned)
     extra = sorted(g for g in _var_groups(h5) if g not in used
                    and not g.startswith("optimizer/"))
     if extra and not skip_mismatch:
@@ -263,10 +268,27 @@ def _var_groups(h5):
     return out
 
 
+def _optimizer_slots(optimizer) -> list:
+    """What fills each of Keras 3's ``optimizer/vars`` slots: kerasflow's
+    Variable, or a numpy value where kerasflow keeps none. A plain optimizer:
+    iterations, the learning rate (a config value here), its slots; a
+    ``LossScaleOptimizer``: its own iterations (0: Keras reads the inner
+    one's) and learning rate (0.0), ``step_counter``, ``dynamic_scale``, then
+    its inner optimizer's (Keras' ``LossScaleOptimizer.variables``)."""
+    if isinstance(optimizer, LossScaleOptimizer):
+        return [np.asarray(0, "int64"), np.asarray(0.0, "float32"),
+                optimizer.step_counter, optimizer.dynamic_scale
+                ] + _optimizer_slots(optimizer.inner_optimizer)
+    ours = list(optimizer.variables)
+    if not ours:
+        return []
+    return [ours[0], np.asarray(_learning_rate(optimizer), "float32")] + ours[1:]
+
+
 def _optimizer_pairs(optimizer, h5, source):
     """(variable, array) for the optimizer's variables found in the file
-    (Keras: iterations, learning_rate, then the slots); [] when it has none
-    or they do not line up (the optimizer then starts afresh)."""
+    (``_optimizer_slots``); [] when it has none or they do not line up (the
+    optimizer then starts afresh)."""
     arrays, i = [], 0
     while True:
         a = _dataset(h5, f"optimizer/vars/{i}", source)
@@ -274,14 +296,13 @@ def _optimizer_pairs(optimizer, h5, source):
             break
         arrays.append(a)
         i += 1
-    ours = list(optimizer.variables)
-    if len(arrays) < 2 or not ours:
+    slots = _optimizer_slots(optimizer)
+    pairs = [(v, a) for v, a in zip(slots, arrays)
+             if not isinstance(v, np.ndarray)]
+    if len(arrays) != len(slots) or not pairs or any(
+            tuple(a.shape) != tuple(v.shape) for v, a in pairs):
         return []
-    theirs = [arrays[0]] + arrays[2:]  # Keras' learning_rate is a config value
-    if len(theirs) != len(ours) or any(tuple(a.shape) != tuple(v.shape)
-                                       for a, v in zip(theirs, ours)):
-        return []
-    return list(zip(ours, theirs))
+    return pairs
 
 
 def optimizer_learning_rate(h5, source):
@@ -297,18 +318,27 @@ def save_keras3_weights(model, optimizer=None) -> bytes:
     buf = io.BytesIO()
     with h5py.File(buf, "w") as h5:
         h5.create_group("vars").attrs["name"] = model.name
-        for group, layer_name, variables in keras3_paths(model):
+        for group, layer_name, variables, layer in keras3_paths(model):
             g = h5.require_group(group)
             g.attrs["name"] = layer_name
-            for i, v in enumerate(variables):
-                g.create_dataset(str(i), data=np.asarray(v.numpy()))
-        if optimizer is not None and list(optimizer.variables):
-            g = h5.require_group("optimizer/vars")
+            store: dict = {}
+            if layer is None:
+                store.update((str(i), v.numpy()) for i, v in enumerate(variables))
+            else:
+                layer.save_own_variables(store)
+            for i in range(len(store)):
+                g.create_dataset(str(i), data=np.asarray(store[str(i)]))
+        path = "optimizer"
+        while optimizer is not None and _optimizer_slots(optimizer):
+            # Keras also writes a LossScaleOptimizer's inner optimizer on its
+            # own, as the attribute it is.
+            g = h5.require_group(f"{path}/vars")
             g.attrs["name"] = getattr(optimizer, "name", "optimizer")
-            ours = [np.asarray(v.numpy()) for v in optimizer.variables]
-            lr = _learning_rate(optimizer)
-            for i, a in enumerate([ours[0], np.asarray(lr, "float32")] + ours[1:]):
-                g.create_dataset(str(i), data=a)
+            for i, v in enumerate(_optimizer_slots(optimizer)):
+                g.create_dataset(str(i), data=v if isinstance(v, np.ndarray)
+                                 else np.asarray(v.numpy()))
+            optimizer = getattr(optimizer, "inner_optimizer", None)
+            path += "/inner_optimizer"
     return buf.getvalue()
 
 

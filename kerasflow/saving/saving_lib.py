@@ -74,8 +74,11 @@ def _compile_config(model):
         except TypeError:
             return None
 
+    optimizer = model.optimizer
+    if getattr(model, "_loss_scale_wrapped", False):
+        optimizer = optimizer.inner_optimizer  # what compile was given
     try:
-        return {"optimizer": optimizers.serialize(model.optimizer),
+        return {"optimizer": optimizers.serialize(optimizer),
                 "loss": plain(model._loss_spec), "metrics": plain(model._metrics_spec),
                 "loss_weights": plain(model._loss_weights)}
     except Exception:  # an optimizer without a config: the file stays loadable
@@ -86,12 +89,22 @@ def _keras_compile_config(model):
     cc = _compile_config(model)
     if cc is None:
         return None
-    opt = dict(cc["optimizer"])
-    opt["module"] = "keras.optimizers"
-    opt.setdefault("registered_name", None)
-    return {"optimizer": opt, "loss": cc["loss"], "loss_weights": cc["loss_weights"],
+    return {"optimizer": _keras_optimizer_spec(cc["optimizer"]), "loss": cc["loss"],
+            "loss_weights": cc["loss_weights"],
             "metrics": cc["metrics"], "weighted_metrics": None, "run_eagerly": False,
             "steps_per_execution": 1, "jit_compile": False}
+
+
+def _keras_optimizer_spec(spec):
+    """An optimizer spec as Keras 3 writes it (a LossScaleOptimizer's inner
+    one too)."""
+    spec = {**spec, "module": "keras.optimizers"}
+    spec.setdefault("registered_name", None)
+    inner = spec.get("config", {}).get("inner_optimizer")
+    if isinstance(inner, dict):
+        spec["config"] = {**spec["config"],
+                          "inner_optimizer": _keras_optimizer_spec(inner)}
+    return spec
 
 
 def _build_shape(model):
@@ -329,6 +342,11 @@ def _keras_optimizer(config, source):
     if not isinstance(config, dict):
         return config
     inner = {k: v for k, v in (config.get("config") or {}).items() if v is not None}
+    if isinstance(inner.get("inner_optimizer"), dict):  # a LossScaleOptimizer
+        return optimizers.LossScaleOptimizer(
+            _keras_optimizer(inner.pop("inner_optimizer"), source),
+            **{k: v for k, v in inner.items()
+               if k in ("name", "initial_scale", "dynamic_growth_steps")})
     cls = optimizers.deserialize({"class_name": config.get("class_name"),
                                   "config": {}}).__class__
     allowed = keras_config._params(cls)

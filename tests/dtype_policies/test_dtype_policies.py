@@ -81,3 +81,53 @@ def test_mixed_policy_keeps_float32_weights_and_computes_in_float16():
     with pytest.raises(NotImplementedError, match=r"no bfloat16.*Received: "
                                                   r"dtype policy 'mixed_bfloat16'"):
         kf.layers.Dense(2, dtype="mixed_bfloat16")
+
+
+def _regression(seed=0):
+    """(x, y) of a small linear problem whose float16 gradients from a zero
+    kernel, times Keras' initial loss scale 2**15, stay finite (|y| ~ 0.2)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(64, 3)).astype("float32")
+    return x, (x @ np.float32([[0.1], [-0.2], [0.05]]) + 0.03).astype("float32")
+
+
+def test_compile_wraps_the_optimizer_for_loss_scaling_under_mixed_float16(
+        mixed_float16):
+    keras = mixed_float16
+    ours = kf.Sequential([kf.Input((3,)),
+                          kf.layers.Dense(1, kernel_initializer="zeros")])
+    theirs = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    ours.compile(optimizer=kf.optimizers.SGD(0.1), loss="mse")
+    theirs.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    assert type(ours.optimizer).__name__ == type(theirs.optimizer).__name__ \
+        == "LossScaleOptimizer"
+    assert ours.optimizer.name == theirs.optimizer.name == "loss_scale_optimizer"
+    assert isinstance(ours.optimizer.inner_optimizer, kf.optimizers.SGD)
+    x, y = _regression()
+    losses = ours.fit(x, y, batch_size=16, epochs=5, verbose=0).history["loss"]
+    assert losses[-1] < 0.1 * losses[0]
+    # 20 finite steps: every one applied, the scale untouched (2000 to grow).
+    assert int(ours.optimizer.iterations.numpy()) == 20
+    assert float(ours.optimizer.dynamic_scale.numpy()) == 2.0 ** 15
+    # A LossScaleOptimizer is kept as given; auto_scale_loss=False opts out.
+    own = kf.optimizers.LossScaleOptimizer(kf.optimizers.SGD(0.1), 256.0)
+    ours.compile(optimizer=own, loss="mse")
+    assert ours.optimizer is own
+    ours.compile(optimizer="sgd", loss="mse", auto_scale_loss=False)
+    assert type(ours.optimizer) is kf.optimizers.SGD
+    # The model's own policy decides (Keras), not its layers' nor the global.
+    plain = kf.Sequential([kf.Input((3,)), kf.layers.Dense(1)], dtype="float32")
+    plain.compile(optimizer="sgd", loss="mse")
+    assert type(plain.optimizer) is kf.optimizers.SGD
+
+
+def test_compile_keeps_the_optimizer_under_float32():
+    model = kf.Sequential([kf.Input((3,)),
+                           kf.layers.Dense(1, kernel_initializer="zeros")])
+    assert model.dtype_policy.name == "float32"
+    sgd = kf.optimizers.SGD(0.1)
+    model.compile(optimizer=sgd, loss="mse")
+    assert model.optimizer is sgd
+    x, y = _regression(1)
+    losses = model.fit(x, y, batch_size=16, epochs=5, verbose=0).history["loss"]
+    assert losses[-1] < 0.1 * losses[0]

@@ -449,3 +449,211 @@ def test_adapted_normalization_travels_both_ways(tmp_path):
                                    atol=1e-5)
         np.testing.assert_allclose(dst.predict(x, verbose=0),
                                    src.predict(x, verbose=0), rtol=1e-5, atol=1e-5)
+
+
+def _kernel_model(lib, layers):
+    """EinsumDense (kernel (6, 3, 4)) -> Flatten -> Dense, alike in both."""
+    i = lib.Input((5, 6))
+    h = layers.EinsumDense("abc,cde->abde", (5, 3, 4), bias_axes="de",
+                           activation="tanh", name="ed")(i)
+    return lib.Model(i, layers.Dense(2, name="head")(layers.Flatten()(h)))
+
+
+def _kernel_pair(keras, quantize, lora):
+    """(ours, theirs, x): the same weights, both quantized to int8 and/or
+    LoRA-enabled (rank 2, alpha 4) with A and B nonzero."""
+    ours, theirs = _kernel_model(kf, L), _kernel_model(keras, keras.layers)
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(3, 5, 6)).astype("float32")
+    ours.set_weights([rng.normal(size=w.shape).astype(w.dtype) * 0.5
+                      for w in ours.get_weights()])
+    theirs.set_weights(ours.get_weights())
+    for model in (ours, theirs):
+        if quantize:
+            model.quantize("int8")
+        for layer in model.layers:
+            if lora and hasattr(layer, "enable_lora"):
+                layer.enable_lora(2, lora_alpha=4)
+    weights = [w + rng.normal(size=w.shape).astype(w.dtype) * 0.3
+               if w.dtype.kind == "f" else w for w in ours.get_weights()]
+    ours.set_weights(weights)
+    theirs.set_weights(weights)
+    return ours, theirs, x
+
+
+def _slots(path):
+    """{'layers/<layer>/vars/<i>': array} of a .keras or .weights.h5 file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as z:
+            data = z.read("model.weights.h5")
+    out = {}
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset) and name.startswith("layers/"):
+            out[name] = obj[()]
+
+    with h5py.File(io.BytesIO(data)) as h5:
+        h5.visititems(visit)
+    return out
+
+
+def _assert_same_slots(ours, theirs):
+    assert sorted(ours) == sorted(theirs)
+    for name, want in theirs.items():
+        assert ours[name].dtype == want.dtype, name
+        np.testing.assert_allclose(ours[name], want, rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize("quantize", [False, True])
+def test_lora_layers_write_and_read_the_merged_kernel_as_keras(tmp_path,
+                                                               quantize):
+    keras = keras_numpy()
+    ours, theirs, x = _kernel_pair(keras, quantize, lora=True)
+    np.testing.assert_allclose(ours.predict(x, verbose=0),
+                               theirs.predict(x, verbose=0), rtol=1e-5, atol=1e-5)
+    ours.save(tmp_path / "f.keras")
+    theirs.save(tmp_path / "k.keras")
+    # Keras' slots: kernel (the update merged in; re-quantized when int8),
+    # bias, kernel_scale; no A or B.
+    slots = _slots(tmp_path / "f.keras")
+    _assert_same_slots(slots, _slots(tmp_path / "k.keras"))
+    assert sorted(slots) == (["layers/dense/vars/0", "layers/dense/vars/1"]
+                             + ["layers/dense/vars/2"] * quantize
+                             + ["layers/einsum_dense/vars/0",
+                                "layers/einsum_dense/vars/1"]
+                             + ["layers/einsum_dense/vars/2"] * quantize)
+    if not quantize:  # kernel + a @ b * alpha / rank, alpha / rank = 2
+        kernel, _, a, b = ours.get_layer("head").get_weights()
+        np.testing.assert_allclose(slots["layers/dense/vars/0"],
+                                   kernel + 2 * a @ b, rtol=1e-6, atol=1e-6)
+    want = keras.saving.load_model(tmp_path / "k.keras").predict(x, verbose=0)
+    if not quantize:  # merging in float32 moves nothing
+        np.testing.assert_allclose(want, ours.predict(x, verbose=0), rtol=1e-5,
+                                   atol=1e-5)
+    for path, load in [(tmp_path / "f.keras", keras.saving.load_model),
+                       (tmp_path / "k.keras", kf.models.load_model),
+                       (tmp_path / "f.keras", kf.models.load_model)]:
+        loaded = load(path)
+        np.testing.assert_allclose(loaded.predict(x, verbose=0), want,
+                                   rtol=1e-5, atol=1e-5)
+        # Keras reads the merged kernel into a LoRA layer whose A and B it
+        # zeroes; kerasflow too.
+        head = loaded.get_layer("head")
+        assert head.lora_enabled and head.lora_rank == 2
+        assert not np.asarray(head.lora_kernel_a.numpy()).any()
+        assert not np.asarray(head.lora_kernel_b.numpy()).any()
+    # .weights.h5, both ways, into LoRA-enabled models.
+    ours.save_weights(tmp_path / "f.weights.h5")
+    theirs.save_weights(tmp_path / "k.weights.h5")
+    _assert_same_slots(_slots(tmp_path / "f.weights.h5"),
+                       _slots(tmp_path / "k.weights.h5"))
+    fresh_ours, fresh_theirs, _ = _kernel_pair(keras, quantize, lora=True)
+    fresh_ours.load_weights(tmp_path / "k.weights.h5")
+    fresh_theirs.load_weights(tmp_path / "f.weights.h5")
+    for model in (fresh_ours, fresh_theirs):
+        np.testing.assert_allclose(model.predict(x, verbose=0), want,
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_save_and_load_own_variables_match_keras():
+    keras = keras_numpy()
+    ours, theirs = L.Dense(3, name="own"), keras.layers.Dense(3, name="own")
+    x = np.random.default_rng(2).normal(size=(2, 4)).astype("float32")
+    ours(x)
+    theirs(x)
+    for layer in (ours, theirs):
+        layer.enable_lora(2)
+    weights = [np.full(w.shape, 0.1 * (k + 1), "float32")
+               for k, w in enumerate(ours.get_weights())]
+    ours.set_weights(weights)
+    theirs.set_weights(weights)
+    mine, keras_store = {}, {}
+    ours.save_own_variables(mine)
+    theirs.save_own_variables(keras_store)
+    assert sorted(mine) == sorted(keras_store) == ["0", "1"]
+    for key in mine:
+        np.testing.assert_allclose(mine[key], np.asarray(keras_store[key]),
+                                   rtol=1e-6)
+    # kernel 0.1 + (0.3 * 0.4 summed over rank 2) = 0.34 everywhere.
+    np.testing.assert_allclose(mine["0"], np.full((4, 3), 0.34), rtol=1e-6)
+    fresh = L.Dense(3, lora_rank=2)
+    fresh(x)
+    before = fresh.get_weights()
+    with pytest.raises(ValueError, match=r"expected 2 variables, but received "
+                                         r"3 variables"):
+        fresh.load_own_variables({**mine, "2": mine["1"]})
+    for a, b in zip(before, fresh.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    fresh.load_own_variables(mine)
+    np.testing.assert_allclose(fresh(x), ours(x), rtol=1e-6, atol=1e-6)
+    assert not fresh.lora_kernel_a.numpy().any()
+
+
+def test_int8_layers_travel_both_ways_in_keras_slot_order(tmp_path):
+    keras = keras_numpy()
+    ours, theirs, x = _kernel_pair(keras, quantize=True, lora=False)
+    want = theirs.predict(x, verbose=0)
+    np.testing.assert_allclose(ours.predict(x, verbose=0), want, rtol=1e-5,
+                               atol=1e-5)
+    ours.save(tmp_path / "f.keras")
+    theirs.save(tmp_path / "k.keras")
+    slots = _slots(tmp_path / "f.keras")
+    _assert_same_slots(slots, _slots(tmp_path / "k.keras"))
+    # kernel int8, bias, kernel_scale: Keras' order, not creation order.
+    assert [slots[f"layers/dense/vars/{i}"].dtype.name
+            for i in range(3)] == ["int8", "float32", "float32"]
+    assert slots["layers/einsum_dense/vars/2"].shape == (1, 1, 3, 4)
+    in_keras = keras.saving.load_model(tmp_path / "f.keras")
+    in_ours = kf.models.load_model(tmp_path / "k.keras")
+    assert in_ours.get_layer("ed").quantization_mode == "int8"
+    for model in (in_keras, in_ours):
+        np.testing.assert_allclose(model.predict(x, verbose=0), want,
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_loss_scaled_model_keeps_its_optimizer_state_both_ways(tmp_path,
+                                                               mixed_float16):
+    keras = mixed_float16
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(16, 4)).astype("float32")
+    y = rng.normal(size=(16, 3)).astype("float32") * 0.1
+    model = kf.Sequential([kf.Input((4,)), L.Dense(3)])
+    model.compile(optimizer=kf.optimizers.Adam(0.01), loss="mse")
+    opt = model.optimizer
+    opt.dynamic_scale.assign(np.float32(1024.0))  # not the initial 2**15
+    model.fit(x, y, batch_size=2, epochs=1, verbose=0, shuffle=False)
+    scale, steps = float(opt.dynamic_scale.numpy()), int(opt.iterations.numpy())
+    assert (scale, steps, int(opt.step_counter.numpy())) == (1024.0, 8, 8)
+    model.save(tmp_path / "m.keras")
+    with zipfile.ZipFile(tmp_path / "m.keras") as z:  # what compile was given
+        spec = json.loads(z.read("config.json"))["compile_config"]["optimizer"]
+    assert spec["class_name"] == "Adam"
+    theirs = keras.saving.load_model(tmp_path / "m.keras")
+    assert type(theirs.optimizer).__name__ == "LossScaleOptimizer"
+    # Keras: its own iterations and learning rate, step_counter,
+    # dynamic_scale, then Adam's iterations, learning rate and slots.
+    kvars = [np.asarray(v.value) for v in theirs.optimizer.variables]
+    assert float(kvars[3]) == scale and int(kvars[4]) == steps
+    ours_state = [v.numpy() for v in opt.variables]
+    np.testing.assert_array_equal(kvars[2], ours_state[0])
+    for a, b in zip(kvars[6:], ours_state[3:], strict=True):
+        np.testing.assert_array_equal(a, b)
+    theirs.save(tmp_path / "k.keras")
+    for path in (tmp_path / "m.keras", tmp_path / "k.keras"):
+        loaded = kf.models.load_model(path)
+        assert isinstance(loaded.optimizer, kf.optimizers.LossScaleOptimizer)
+        for a, b in zip(loaded.optimizer.variables, ours_state, strict=True):
+            np.testing.assert_array_equal(a.numpy(), b)
+    # A LossScaleOptimizer given to compile is written as one, its inner
+    # optimizer in Keras' form.
+    model.compile(optimizer=kf.optimizers.LossScaleOptimizer(
+        kf.optimizers.SGD(0.1), initial_scale=64.0), loss="mse")
+    model.save(tmp_path / "e.keras")
+    for load in (keras.saving.load_model, kf.models.load_model):
+        opt = load(tmp_path / "e.keras").optimizer
+        assert type(opt).__name__ == "LossScaleOptimizer"
+        assert type(opt.inner_optimizer).__name__ == "SGD"
+        assert float(opt.initial_scale) == 64.0
