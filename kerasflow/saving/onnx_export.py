@@ -296,6 +296,17 @@ def _reduce(onnx_op):
     return rule
 
 
+def _softmax(b, node, ins, axis):
+    axes = _axes(node, axis)
+    if len(axes) == 1:
+        return b.add("Softmax", ins, axis=axes[0])
+    # Over several axes: e / sum(e), e = exp(x - max(x)), as the backend's kernel.
+    top = _reduce("ReduceMax")(b, node, ins, axis=axes, keepdims=True)
+    e = b.add("Exp", [b.add("Sub", [ins[0], top])])
+    total = b.add("ReduceSum", [e, b.ints(axes)], keepdims=1)
+    return b.add("Div", [e, total])
+
+
 def _cast(b, node, ins, dtype, **_):
     return b.add("Cast", ins, to=_elem_type(b.onnx, dtype))
 
@@ -564,6 +575,7 @@ _CONVERTERS = {
     "MatMul": _matmul, "Cast": _cast, "Reshape": _reshape,
     "Transpose": _transpose, "ExpandDims": _expand_dims, "Squeeze": _squeeze,
     "Concat": _concat, "ClipByValue": _clip, "StridedSlice": _strided_slice,
+    "Softmax": _softmax,
     "Sum": _reduce("ReduceSum"), "Mean": _reduce("ReduceMean"),
     "Max": _reduce("ReduceMax"), "Min": _reduce("ReduceMin"),
     "Prod": _reduce("ReduceProd"),

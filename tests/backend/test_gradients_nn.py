@@ -21,6 +21,7 @@ pytestmark = pytest.mark.usefixtures("float64")
 NN = {
     "softmax": (K.softmax, [x(3, 4)]),
     "softmax_axis0": (lambda t: K.softmax(t, axis=0), [x(3, 4)]),
+    "softmax_axes12": (lambda t: K.softmax(t, axis=(1, 2)), [x(2, 3, 2)]),
     "log_softmax": (K.log_softmax, [x(3, 4)]),
     "log_softmax_3d": (lambda t: K.log_softmax(t, axis=1), [x(2, 3, 2)]),
     "softmax_xent": (K.softmax_cross_entropy_with_logits, [pos(3, 4), x(3, 4)]),

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.ops.elementwise import abs, exp, log1p, sign, square
 from kerasflow.backend.ops.math import (
-    add, divide, greater, maximum, minimum, multiply, negative, stop_gradient,
-    subtract, where,
+    add, divide, greater, maximum, minimum, multiply, negative, subtract, where,
 )
 from kerasflow.backend.ops.dropout_mask import dropout_mask
 from kerasflow.backend.ops.reduction import logsumexp, sum
-from kerasflow.backend.ops.reduction import max as max_
 from kerasflow.backend.ops.shape import expand_dims, one_hot
 from kerasflow.backend.registry import apply, register_gradient, register_op
 
@@ -180,13 +180,53 @@ def hard_sigmoid(x):
     return minimum(maximum(add(multiply(x, 1.0 / 6.0), 0.5), 0.0), 1.0)
 
 
+def _softmax_infer(x, axis):
+    shape, dtype = I.same_float(x)
+    if shape is not None:
+        I.norm_axis(axis, len(shape))  # an axis out of range fails here
+    return shape, dtype
+
+
+@register_op("Softmax", _softmax_infer)
+def _softmax(xp, x, axis):
+    # One output buffer, three passes over it after the max: x - max, exp in
+    # place, divided in place by the sums (the graph of exp/sum/divide wrote
+    # three arrays of x's size and its gradient ~6 more).
+    out = xp.subtract(x, x.max(axis=axis, keepdims=True))
+    xp.exp(out, out=out)
+    out /= out.sum(axis=axis, keepdims=True)
+    return out
+
+
+@register_gradient("Softmax")
+def _softmax_grad(node, g):
+    # dx = y * (g - sum(g * y)) along the axis: graph ops, so differentiable again.
+    y, axis = node.outputs[0], node.attrs["axis"]
+    return (multiply(y, subtract(g, sum(multiply(g, y), axis=axis, keepdims=True))),)
+
+
 def softmax(x, axis=-1):
-    """exp(x) / sum(exp(x)) along ``axis``, computed as e / sum(e) with
-    e = exp(x - max(x)): finite for large logits, and a row of equal huge
-    negatives (a fully masked row) comes out uniform, as in Keras, where
-    exp(x - logsumexp(x)) would round to 1 everywhere in float32."""
-    e = exp(subtract(x, stop_gradient(max_(x, axis=axis, keepdims=True))))
-    return divide(e, sum(e, axis=axis, keepdims=True))
+    """exp(x) / sum(exp(x)) along ``axis`` (an int or a tuple of ints).
+
+    Computed as e / sum(e) with e = exp(x - max(x)): finite for large logits,
+    and a row of equal huge negatives (a fully masked row) comes out uniform,
+    as in Keras, where exp(x - logsumexp(x)) would round to 1 everywhere in
+    float32. One ``Softmax`` node; its gradient y * (g - sum(g * y)) is built
+    from graph ops (so it is differentiable again).
+
+    Args:
+        x: float tensor of any shape.
+        axis: the axis or axes normalized over.
+
+    Returns:
+        Tensor of x's shape and dtype.
+
+    Raises:
+        TypeError: a non-float input. ValueError: an axis out of range.
+    """
+    axis = int(axis) if isinstance(axis, (int, np.integer)) else tuple(
+        int(a) for a in axis)
+    return apply("Softmax", x, axis=axis)
 
 
 def log_softmax(x, axis=-1):
