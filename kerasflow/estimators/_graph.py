@@ -31,6 +31,7 @@ __all__ = [
     "local_variable",
     "local_variable_scope",
     "make_placeholders",
+    "seeded",
     "signature_of",
 ]
 
@@ -41,20 +42,30 @@ _lock = threading.RLock()
 @contextlib.contextmanager
 def fresh_names(seed=None):
     """Empty node- and layer-name counters (and an optional seed) inside."""
-    with _lock, K.uid_scope():
+    with _lock, K.uid_scope(), seeded(seed):
         saved = graph_mod._name_counts
         graph_mod._name_counts = defaultdict(int)
-        rng_state = None
-        if seed is not None:
-            rng_state = np.random.get_state()
-            np.random.seed(int(seed) % (2 ** 32))
-            K.set_random_seed(int(seed))
         try:
             yield
         finally:
             graph_mod._name_counts = saved
-            if rng_state is not None:
-                np.random.set_state(rng_state)
+
+
+@contextlib.contextmanager
+def seeded(seed=None):
+    """numpy's global RNG and the backend's seed set to ``seed`` inside (TF's
+    graph seed, ``RunConfig.tf_random_seed``); numpy's state restored after.
+    None: nothing changes."""
+    if seed is None:
+        yield
+        return
+    rng_state = np.random.get_state()
+    np.random.seed(int(seed) % (2 ** 32))
+    K.set_random_seed(int(seed))
+    try:
+        yield
+    finally:
+        np.random.set_state(rng_state)
 
 
 @contextlib.contextmanager

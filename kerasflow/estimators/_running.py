@@ -282,7 +282,11 @@ def _call_input_fn(input_fn, mode, est):
                        ("config", est.config)):
         if key in names:
             kwargs[key] = value
-    return input_fn(**kwargs)
+    # TF calls input_fn in a graph seeded with tf_random_seed: an unseeded
+    # shuffle there takes the same order on every call and in every worker
+    # (which MultiWorkerMirroredStrategy's global batches rely on).
+    with _graph.seeded(est.config.tf_random_seed):
+        return input_fn(**kwargs)
 
 
 def _split(item):

@@ -266,6 +266,10 @@ def test_device_cpu_runs_and_absent_gpu_needs_soft_placement(capsys):
         in capsys.readouterr().err
     with pytest.raises(ValueError, match='no "bogus" field'):
         tf.ConfigProto(bogus=1)
+    # mnist_replica.py's session config: TF1's repeated field, kept as a list.
+    config = tf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:1"])
+    assert config.device_filters == ["/job:ps", "/job:worker/task:1"]
+    assert tf.ConfigProto().device_filters == []
 
 
 @pytest.mark.gpu

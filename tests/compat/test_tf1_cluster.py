@@ -91,6 +91,20 @@ def test_replica_device_setter_greedy_by_bytes():
     assert _placements(setter, [(100,), (10,), (10,), (100,)]) == [0, 1, 1, 1]
 
 
+def test_replica_device_setter_ps_device_with_a_device():
+    # mnist_replica.py's ps_device="/job:ps/cpu:0": job "ps" of the cluster,
+    # each variable's task merged in after the job, as TF1 does.
+    cluster = {"ps": ["a:1", "b:2"], "worker": ["c:3"]}
+    setter = tf.train.replica_device_setter(worker_device="/job:worker/task:0/cpu:0",
+                                            ps_device="/job:ps/cpu:0", cluster=cluster)
+    assert _placements(setter, [(3,), (4,), (5,)]) == [0, 1, 0]
+    setter = tf.train.replica_device_setter(ps_device="/job:ps/cpu:0", cluster=cluster)
+    var = type("Op", (), {"type": "VariableV2"})()
+    assert [setter(var), setter(var)] == ["/job:ps/task:0/cpu:0", "/job:ps/task:1/cpu:0"]
+    assert tf.train.replica_device_setter(ps_device="/job:param/cpu:0",
+                                          cluster=cluster) is None  # no such job
+
+
 def test_replica_device_setter_without_ps_is_none():
     assert tf.train.replica_device_setter(cluster={"worker": ["a:1"]}) is None
 
@@ -347,6 +361,30 @@ def test_monitored_training_session_stop_at_step(tmp_path):
         while not sess.should_stop():
             step = sess.run([train_op, gs], feed_dict={x: [1.0]})[1]
     assert step == 9  # resumed at 7, three more steps (fetched before the last +1)
+    tf.reset_default_graph()
+
+
+def test_sync_replicas_init_ops_and_supervisor_take_them(tmp_path):
+    # mnist_replica.py --sync_replicas: the ops TF1 builds for its token queues
+    # run (as no-ops), and the Supervisor accepts them.
+    tf.reset_default_graph()
+    gs = tf.train.get_or_create_global_step()
+    x = tf.placeholder(tf.float32, [None])
+    w = tf.Variable(1.0, name="w")
+    opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
+                                         replicas_to_aggregate=2, total_num_replicas=2)
+    train_op = opt.minimize(tf.reduce_mean(tf.square(w * x)), global_step=gs)
+    sv = tf.train.Supervisor(is_chief=True, logdir=str(tmp_path), global_step=gs,
+                             init_op=tf.global_variables_initializer(),
+                             local_init_op=opt.chief_init_op,
+                             ready_for_local_init_op=opt.ready_for_local_init_op,
+                             recovery_wait_secs=1)
+    sess = sv.prepare_or_wait_for_session()
+    sess.run([opt.local_step_init_op, opt.chief_init_op, opt.get_init_tokens_op()])
+    assert sv.start_queue_runners(sess, [opt.get_chief_queue_runner()]) == []
+    sess.run(train_op, feed_dict={x: [1.0]})  # one process: a plain step
+    assert int(sess.run(gs)) == 1 and float(sess.run(w)) == pytest.approx(0.8)
+    sv.stop()
     tf.reset_default_graph()
 
 

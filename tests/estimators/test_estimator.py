@@ -235,6 +235,29 @@ def test_input_fn_receives_input_context_and_params(tmp_path, xy):
     assert est.get_variable_value("global_step") == 3
 
 
+def test_input_fn_shuffles_alike_under_tf_random_seed(tmp_path, xy):
+    # TF calls input_fn in a graph seeded with tf_random_seed: an unseeded
+    # Dataset.shuffle takes the same order in every call and every process
+    # (the workers of MultiWorkerMirroredStrategy read the same global batches).
+    x, y = xy
+    orders = []
+
+    def input_fn():
+        ds = kf.data.Dataset.from_tensor_slices(({"x": x[:8]}, y[:8])).shuffle(8)
+        orders.append([float(f["x"][0]) for f, _ in ds.as_numpy_iterator()])
+        return ds.batch(4)
+
+    for seed in (5, 5, 6):
+        np.random.seed(len(orders))  # what the program drew before: ignored
+        Estimator(model_fn, model_dir=str(tmp_path / str(len(orders))),
+                  config=RunConfig(tf_random_seed=seed)).train(input_fn, steps=1)
+    assert orders[0] == orders[1] != orders[2]
+    assert sorted(orders[0]) == sorted(float(v) for v in x[:8, 0])
+    state = np.random.get_state()[1].copy()
+    _est(tmp_path / "3").train(input_fn, steps=1)
+    np.testing.assert_array_equal(np.random.get_state()[1], state)  # restored
+
+
 def test_numpy_input_fn_contract():
     with pytest.raises(ValueError, match="shuffle=True or False"):
         kf.estimators.inputs.numpy_input_fn({"x": np.zeros(3)})

@@ -92,10 +92,14 @@ def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:w
     Raises:
         TypeError: ``ps_strategy`` not callable.
     """
+    # "/job:ps/cpu:0" (mnist_replica.py's) names job "ps"; its task goes after
+    # the job (and replica), as TF1 merges it: "/job:ps/task:1/cpu:0".
+    parts = [p for p in ps_device.split("/") if p and not p.startswith("task:")]
+    job = next((p[len("job:"):] for p in parts if p.startswith("job:")), "ps")
+    at = sum(p.startswith(("job:", "replica:")) for p in parts)
     if cluster is not None:
         cluster = ClusterSpec(cluster)
-        ps_tasks = cluster.num_tasks(ps_device.split(":")[-1].split("/")[0]) \
-            if ps_device.split(":")[-1].split("/")[0] in cluster.jobs else 0
+        ps_tasks = cluster.num_tasks(job) if job in cluster.jobs else 0
     if not ps_tasks:
         return None
     if ps_strategy is None:
@@ -106,7 +110,8 @@ def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:w
 
     def _chooser(op):
         if getattr(op, "type", None) in ps_ops:
-            return f"{ps_device}/task:{ps_strategy(op)}"
+            task = [f"task:{ps_strategy(op)}"]
+            return "/" + "/".join(parts[:at] + task + parts[at:])
         return worker_device
 
     _chooser.worker_device = worker_device

@@ -57,7 +57,9 @@ _CONFIG_FIELDS = {
     "device_count": None, "intra_op_parallelism_threads": 0,
     "inter_op_parallelism_threads": 0, "use_per_session_threads": False,
     "operation_timeout_in_ms": 0, "graph_options": None, "isolate_session_state":
-    False, "experimental": None,
+    False, "experimental": None, "device_filters": None, "placement_period": 0,
+    "session_inter_op_thread_pool": None, "rpc_options": None, "cluster_def": None,
+    "share_cluster_devices_in_session": False,
 }
 
 
@@ -83,6 +85,7 @@ class ConfigProto:
         self.__dict__.update(_CONFIG_FIELDS)
         self.__dict__.update(kwargs)
         self.device_count = dict(self.device_count or {})
+        self.device_filters = list(self.device_filters or [])
         self.gpu_options = gpu_options or GPUOptions()
 
 

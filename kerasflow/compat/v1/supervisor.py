@@ -46,6 +46,8 @@ class Supervisor:
         save_model_secs: seconds between the chief's checkpoints (checked in
             :meth:`should_stop`); 0 or None: only at :meth:`stop`.
         recovery_wait_secs: seconds between a non-chief's readiness polls.
+        ready_op, ready_for_local_init_op, local_init_op: accepted (a
+            non-chief is ready once every ps variable of its graph is set).
 
     Example:
         >>> sv = tf.train.Supervisor(is_chief=(task_index == 0), logdir=logdir,
@@ -58,7 +60,8 @@ class Supervisor:
 
     USE_DEFAULT = _UseDefault()
 
-    def __init__(self, graph=None, ready_op=USE_DEFAULT, is_chief=True,
+    def __init__(self, graph=None, ready_op=USE_DEFAULT,
+                 ready_for_local_init_op=USE_DEFAULT, is_chief=True,
                  init_op=USE_DEFAULT, init_feed_dict=None, local_init_op=USE_DEFAULT,
                  logdir=None, summary_op=USE_DEFAULT, saver=USE_DEFAULT,
                  global_step=USE_DEFAULT, save_summaries_secs=120,

@@ -71,6 +71,12 @@ class SyncReplicasOptimizer:
         op = self._opt.minimize(loss, global_step=global_step, var_list=var_list)
         G.get_default_graph().sync_replicas[op] = (self.replicas_to_aggregate,
                                                    self.total_num_replicas)
+        # TF1 builds these for its token queues with the train op; the ps
+        # aggregates rounds by itself, so they are no-ops a program may run
+        # or hand to its Supervisor (mnist_replica.py does both).
+        self.local_step_init_op, self.chief_init_op, self.ready_for_local_init_op = (
+            G.track(K.no_op(name=f"{self.name}/{what}"))
+            for what in ("local_step_init", "chief_init", "ready_for_local_init"))
         return op
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
