@@ -161,7 +161,9 @@ def bench_dispatch(n_ops=1000, size=16, repeats=15, inner=100):
     got, want = fn(xv), raw()
     assert np.allclose(got, want, rtol=1e-6), "chain results differ"
 
-    run_fn = lambda: fn(xv)
+    def run_fn():
+        return fn(xv)
+
     for _ in range(20):  # warm-up
         run_fn(), raw()
     t_kf, t_np = _interleaved([run_fn, raw], repeats, inner, budget_s=8.0)
@@ -274,11 +276,18 @@ def bench_mlp(batch=128, sizes=(784, 512, 512, 10), repeats=120, inner=5,
     if not ok:
         raise SystemExit("kerasflow gradients differ from the numpy reference")
 
-    run_kf = lambda: fn(xv, yv)
-    run_np = lambda: numpy_step(xv, yv, *params)
     A = np.ascontiguousarray(xv)
     B = params[0]
-    run_mm = lambda: A @ B
+
+    def run_kf():
+        return fn(xv, yv)
+
+    def run_np():
+        return numpy_step(xv, yv, *params)
+
+    def run_mm():
+        return A @ B
+
     for _ in range(10):  # warm-up (BLAS threads, allocator)
         run_kf(), run_np(), run_mm()
     t_kf, t_np = _interleaved([run_kf, run_np], repeats, inner, budget_s=25.0)

@@ -23,7 +23,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import time
 
 BATCH = 256
 

@@ -7,7 +7,8 @@ TF1 names are importable from here directly, as TF1 users wrote ``tf.square``::
 
 import numpy as np
 
-from kerasflow.backend import graph_pickle, ops
+from kerasflow.backend import graph_pickle  # noqa: F401  (installs graph pickling)
+from kerasflow.backend import ops
 from kerasflow.backend.host_memory import tune_allocator
 from kerasflow.backend.array import (
     floatx, get_device, get_xp, gpu_available, set_device, set_floatx, to_device,

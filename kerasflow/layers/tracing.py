@@ -161,16 +161,16 @@ class TracingMixin:
                                        else self.dtype),
                     (None,) + a.shape[1:]),
                 arrays)
-            before = {id(l): l.__dict__.get("_activity_penalty")
-                      for l in self._flatten_layers()} if taped else {}
+            before = {id(layer): layer.__dict__.get("_activity_penalty")
+                      for layer in self._flatten_layers()} if taped else {}
             with collect_updates() as updates:
                 outputs = self(phs, *args, **kwargs)
             fed = [p for p in tree.flatten(phs) if p is not None]
             if taped:  # this call's add_loss terms and activity penalties too
                 added = list(updates.losses) + [
-                    l.__dict__["_activity_penalty"] for l in self._flatten_layers()
-                    if l.__dict__.get("_activity_penalty") is not None
-                    and l.__dict__["_activity_penalty"] is not before.get(id(l))]
+                    penalty for layer in self._flatten_layers()
+                    if (penalty := layer.__dict__.get("_activity_penalty")) is not None
+                    and penalty is not before.get(id(layer))]
                 entry = K.TapedCall(fed, (outputs, added), updates,
                                     name=f"{self.name}_taped")
             else:

@@ -36,11 +36,13 @@ def _entries(model):
         model, "_is_functional", False) else None
     layers = model.layers
     if steps is None:
-        return [(f"{l.name} ({type(l).__name__})", l._last_output_shape,
-                 l.count_params()) for l in layers]
-    names = functional_graph.op_names(steps, {l.name for l in layers})
+        return [(f"{layer.name} ({type(layer).__name__})",
+                 layer._last_output_shape, layer.count_params())
+                for layer in layers]
+    names = functional_graph.op_names(steps, {layer.name for layer in layers})
     out, seen = [], set()
-    inputs = [l for l in layers if not any(s.layer is l for s in steps)]
+    inputs = [layer for layer in layers
+              if not any(s.layer is layer for s in steps)]
     for layer in inputs:
         out.append((f"{layer.name} ({type(layer).__name__})",
                     layer._last_output_shape, 0))

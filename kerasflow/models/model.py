@@ -124,7 +124,7 @@ class Model(Trainer, Layer):
     @property
     def layers(self):
         """The model's layers (input layers first for functional models)."""
-        return list(getattr(self, "_layers", [l for l in self._sub_layers]))
+        return list(getattr(self, "_layers", self._sub_layers))
 
     def get_layer(self, name=None, index=None):
         """The layer called ``name``, or at position ``index``.
@@ -142,7 +142,7 @@ class Model(Trainer, Layer):
             if layer.name == name:
                 return layer
         raise ValueError(f"No such layer: '{name}'. Existing layers are: "
-                         f"{[l.name for l in layers]}.")
+                         f"{[layer.name for layer in layers]}.")
 
     def _replay(self, inputs, training):
         return functional_graph.replay(self._graph_steps, self.inputs,

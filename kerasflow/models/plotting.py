@@ -96,15 +96,16 @@ def model_to_dot(model, show_shapes=False, show_dtype=False, show_layer_names=Tr
         return dot
     producer = {}
     for i, t in enumerate(tree.flatten(model.inputs)):
-        layer = next((l for l in model.layers
-                      if not any(s.layer is l for s in steps)
-                      and any(o is t for o in tree.flatten(l.output))), None)
+        layer = next((candidate for candidate in model.layers
+                      if not any(s.layer is candidate for s in steps)
+                      and any(o is t for o in tree.flatten(candidate.output))),
+                     None)
         node = f"in{i}"
         text = (_layer_label(layer, **label) if layer is not None
                 else _label(t.name, "Input", t.shape if show_shapes else None))
         dot.add_node(pydot.Node(node, label=text))
         producer[id(t)] = node
-    names = functional_graph.op_names(steps, {l.name for l in model.layers})
+    names = functional_graph.op_names(steps, {layer.name for layer in model.layers})
     for i, step in enumerate(steps):
         node = f"s{i}"
         if step.node is not None:

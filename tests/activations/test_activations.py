@@ -88,7 +88,9 @@ def test_softmax_and_sigmoid_record_logits_on_symbolic_outputs():
 def test_get_and_errors():
     assert A.get(None) is A.linear
     assert A.get("swish") is A.silu and A.get("hard_swish") is A.hard_silu
-    custom = lambda x: x * 2
+    def custom(x):
+        return x * 2
+
     assert A.get(custom) is custom
     with pytest.raises(ValueError, match="Unknown activation identifier: 'rellu'.*"
                                          "relu"):

@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-_ROOT = str(Path(__file__).resolve().parents[2])
-if _ROOT not in sys.path:  # plain `pytest` does not put the root on sys.path
-    sys.path.insert(0, _ROOT)
 
 import kerasflow.compat.v1 as tf
 

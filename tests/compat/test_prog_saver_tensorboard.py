@@ -135,6 +135,7 @@ def save_restore_model(data_dir, model_path, first_epochs=3, second_epochs=7,
         # Restore model weights from previously saved model
         load_path = saver.restore(sess, model_path)
         print("Model restored from file: %s" % save_path)
+        out['load_path'] = load_path
         out['restored_accuracy'] = accuracy.eval(
             {x: mnist.test.images, y: mnist.test.labels})
 
@@ -260,6 +261,7 @@ def test_save_restore_model_round_trip(mnist_dir, tmp_path):
     r = save_restore_model(mnist_dir, model_path, first_epochs=2, second_epochs=1,
                            train_size=5000, test_size=2000)  # 100 + 50 steps
     assert r['save_path'] == model_path
+    assert r['load_path'] is None  # TF1's Saver.restore returns None
     assert os.path.isfile(model_path)  # one file per checkpoint
     assert tf.train.latest_checkpoint(str(tmp_path)) == model_path
     assert r['saved_accuracy'] > r['initial_accuracy'] + 0.3

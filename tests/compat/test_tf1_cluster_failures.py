@@ -7,7 +7,6 @@ non-chief started before it waits)."""
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess

@@ -4,7 +4,6 @@ TF_CONFIG task (ps, chief, worker, evaluator), as a user launches it."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

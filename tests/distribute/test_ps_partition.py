@@ -111,7 +111,9 @@ def test_partitioned_embedding_sparse_push_equals_dense_single_process(float64):
     # Workers push only the table rows their batch touched (ids + rows); the
     # shards of the row-partitioned table sum them into a dense update, which
     # for SGD equals one process's update on the same global batches.
-    make_opt = lambda: kf.optimizers.SGD(0.5)
+    def make_opt():
+        return kf.optimizers.SGD(0.5)
+
     ref_model, ref_hist = _fit(None, make_opt, "embedding")
     strategy = kf.distribute.ParameterServerStrategy(
         num_ps=2, num_workers=2, staleness=0, steps_per_execution=8,

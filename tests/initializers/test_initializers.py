@@ -121,7 +121,9 @@ def test_get_by_name():
     for name, cls in names.items():
         assert type(I.get(name)) is cls
     assert I.get(None) is None
-    fn = lambda shape, dtype=None: np.zeros(shape)
+    def fn(shape, dtype=None):
+        return np.zeros(shape)
+
     assert I.get(fn) is fn
 
 

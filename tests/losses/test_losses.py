@@ -253,7 +253,7 @@ CLASSES = [
 ]
 
 
-@pytest.mark.parametrize("loss", CLASSES, ids=lambda l: type(l).__name__)
+@pytest.mark.parametrize("loss", CLASSES, ids=lambda loss: type(loss).__name__)
 def test_config_round_trip(loss):
     config = loss.get_config()
     assert type(loss)(**config).get_config() == config
@@ -267,7 +267,9 @@ def test_get_names_functions_and_errors():
     assert losses.serialize(losses.get("mae")) == "mean_absolute_error"
     assert isinstance(losses.get("Huber"), losses.Huber)
     assert losses.get(None) is None
-    custom = lambda y, p: p
+    def custom(y, p):
+        return p
+
     assert losses.get(custom) is custom
     for name in ("mse", "mean_squared_error", "mae", "mean_absolute_error", "mape",
                  "msle", "huber", "binary_crossentropy", "categorical_crossentropy",

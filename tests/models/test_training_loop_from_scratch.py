@@ -355,5 +355,8 @@ def test_apply_and_metric_updates_inside_a_recording_tape():
                 metric.update_state(np.array([1.0, 2.0], "float32"))
         assert metric.result() == 1.5 and optimizer.iterations.numpy() == 3
         models.append(model.get_weights())
-    for a, b in zip(*models):
+        optimizers.append([v.numpy() for v in optimizer.variables])
+    for a, b in zip(*models, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    for a, b in zip(*optimizers, strict=True):  # Adam's moments and step count
         np.testing.assert_allclose(a, b, rtol=1e-6)

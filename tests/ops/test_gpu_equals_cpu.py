@@ -16,7 +16,7 @@ R = np.random.RandomState(8)
 A = R.randn(3, 4)
 SPD = A[:, :3] @ A[:, :3].T + 3 * np.eye(3)
 IMG = R.rand(2, 5, 6, 3)
-I = R.randint(0, 9, (3, 4))
+INTS = R.randint(0, 9, (3, 4))
 
 # name: (fn of tensors, inputs, differentiable)
 CASES = {
@@ -58,8 +58,8 @@ CASES = {
     "stft": (lambda x: kf.ops.stft(x, 4, 2, 4)[0], [R.randn(2, 12)], True),
     "scan": (lambda x: kf.ops.scan(lambda c, v: (c * v + 1.0, c), x[0] * 0, x)[1],
              [A], True),
-    "bitwise_and": (lambda x: kf.ops.bitwise_and(x, 5), [I], False),
-    "isin": (lambda x: kf.ops.isin(x, np.array([1, 4, 7])), [I], False),
+    "bitwise_and": (lambda x: kf.ops.bitwise_and(x, 5), [INTS], False),
+    "isin": (lambda x: kf.ops.isin(x, np.array([1, 4, 7])), [INTS], False),
     "searchsorted": (lambda x: kf.ops.searchsorted(np.arange(9.0), x), [A * 3], False),
     "nanquantile": (lambda x: kf.ops.nanquantile(x, 0.3, axis=0), [A], False),
     "eig": (lambda a: kf.ops.eig(a)[0], [SPD], False),

@@ -126,7 +126,7 @@ def test_clone_sequential_new_weights_same_architecture():
                            kf.layers.Dense(2, name="b")])
     clone = kf.models.clone_model(model)
     assert isinstance(clone, kf.Sequential)
-    assert [l.name for l in clone.layers] == ["a", "b"]
+    assert [layer.name for layer in clone.layers] == ["a", "b"]
     assert all(n is not o for n, o in zip(clone.layers, model.layers))
     assert [w.shape for w in clone.weights] == [w.shape for w in model.weights]
     assert not np.allclose(clone.get_weights()[0], model.get_weights()[0])
@@ -169,10 +169,10 @@ def test_clone_errors():
             return x
 
     with pytest.raises(ValueError, match="only supported for Sequential"):
-        kf.models.clone_model(Sub(), clone_function=lambda l: l)
+        kf.models.clone_model(Sub(), clone_function=lambda layer: layer)
     model = kf.Sequential([kf.layers.Dense(2, input_shape=(3,))])
     with pytest.raises(ValueError, match="must return a Layer"):
-        kf.models.clone_model(model, clone_function=lambda l: 3)
+        kf.models.clone_model(model, clone_function=lambda layer: 3)
     with pytest.raises(ValueError, match="one input"):
         kf.models.clone_model(model, input_tensors=[kf.Input((3,)), kf.Input((3,))])
 

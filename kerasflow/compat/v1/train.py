@@ -11,26 +11,39 @@ or a scalar tensor (``tf.train.exponential_decay(...)``, a placeholder).
 
 from __future__ import annotations
 
+import importlib
+
 from kerasflow import backend as K
 from kerasflow import optimizers as kopt
 from kerasflow.compat.v1 import graph as G
 from kerasflow.compat.v1._missing import missing_attribute
 from kerasflow.compat.v1.saver import Saver, checkpoint_exists, latest_checkpoint
 from kerasflow.optimizers.schedules import ExponentialDecay, LearningRateSchedule
+from kerasflow.train_checkpoint import Checkpoint, CheckpointManager
+
+# TF1 clusters (``ClusterSpec``, ``Server``, ``replica_device_setter``,
+# ``Supervisor``): loaded on first use by ``__getattr__`` below, so the optimizers
+# import no cluster code (``supervisor`` and ``monitored_session`` import this
+# module). Listed once, here; ``__all__`` takes its names from this table.
+_LAZY = {"ClusterSpec": "kerasflow.distribute.cluster_resolver",
+         "Server": "kerasflow.distribute.tf1.server",
+         "replica_device_setter": "kerasflow.compat.v1.device_setter",
+         "GreedyLoadBalancingStrategy": "kerasflow.compat.v1.device_setter",
+         "byte_size_load_fn": "kerasflow.compat.v1.device_setter",
+         "Supervisor": "kerasflow.compat.v1.supervisor",
+         "SyncReplicasOptimizer": "kerasflow.compat.v1.sync_replicas",
+         **{n: "kerasflow.compat.v1.monitored_session" for n in (
+             "MonitoredTrainingSession", "MonitoredSession", "Scaffold",
+             "SessionRunHook", "SessionRunArgs", "SessionRunContext",
+             "SessionRunValues", "StopAtStepHook")}}
 
 __all__ = [
     "ApplyOp", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer",
     "AdamOptimizer", "AdagradOptimizer", "RMSPropOptimizer", "get_or_create_global_step",
     "get_global_step", "create_global_step", "global_step", "exponential_decay",
-    "Saver", "latest_checkpoint", "checkpoint_exists", "ClusterSpec", "Server",
-    "replica_device_setter", "GreedyLoadBalancingStrategy", "byte_size_load_fn",
-    "Supervisor", "SyncReplicasOptimizer", "MonitoredTrainingSession",
-    "MonitoredSession", "Scaffold", "SessionRunHook", "SessionRunArgs",
-    "SessionRunContext", "SessionRunValues", "StopAtStepHook", "Checkpoint",
-    "CheckpointManager",
+    "Saver", "latest_checkpoint", "checkpoint_exists", "Checkpoint",
+    "CheckpointManager", *_LAZY,
 ]
-
-from kerasflow.train_checkpoint import Checkpoint, CheckpointManager  # noqa: E402
 
 
 class _TensorRate(LearningRateSchedule):
@@ -282,26 +295,10 @@ def exponential_decay(learning_rate, global_step, decay_steps, decay_rate,
     return G.track(schedule(global_step))
 
 
-# TF1 clusters (``ClusterSpec``, ``Server``, ``replica_device_setter``,
-# ``Supervisor``): loaded on first use, so the optimizers import no cluster code.
-_LAZY = {"ClusterSpec": "kerasflow.distribute.cluster_resolver",
-         "Server": "kerasflow.distribute.tf1.server",
-         "replica_device_setter": "kerasflow.compat.v1.device_setter",
-         "GreedyLoadBalancingStrategy": "kerasflow.compat.v1.device_setter",
-         "byte_size_load_fn": "kerasflow.compat.v1.device_setter",
-         "Supervisor": "kerasflow.compat.v1.supervisor",
-         "SyncReplicasOptimizer": "kerasflow.compat.v1.sync_replicas",
-         **{n: "kerasflow.compat.v1.monitored_session" for n in (
-             "MonitoredTrainingSession", "MonitoredSession", "Scaffold",
-             "SessionRunHook",
-             "SessionRunArgs", "SessionRunContext", "SessionRunValues",
-             "StopAtStepHook")}}
 _missing = missing_attribute("tf.train", globals())
 
 
 def __getattr__(name):
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name]), name)
     return _missing(name)
