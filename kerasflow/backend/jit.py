@@ -35,6 +35,7 @@ fused kernel rounds each operation as numpy does.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -45,7 +46,8 @@ from threadpoolctl import ThreadpoolController, threadpool_info, threadpool_limi
 
 __all__ = ["PARALLEL_MIN", "THREAD_VARIABLES", "blas_threads", "cache_dir",
            "kernels", "launch", "load_source", "num_threads", "numba_module",
-           "refresh_threads", "serial_blas", "share_threads"]
+           "refresh_threads", "serial_blas", "share_threads", "small_products",
+           "SERIAL_BLAS_MACS"]
 
 # The variables through which a user sets BLAS's and numba's thread counts.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -174,6 +176,17 @@ class _SerialBlas:
 
 
 serial_blas = _SerialBlas()
+
+# Products below this many multiply-adds run on one BLAS thread inside
+# ``small_products`` (see ``_SerialBlas``; measured in benchmarks/README.md).
+SERIAL_BLAS_MACS = 4 << 20
+
+
+def small_products(macs: int):
+    """``serial_blas`` for a loop of products of ``macs`` multiply-adds each
+    when they are below ``SERIAL_BLAS_MACS``, else a context that changes
+    nothing (bigger products gain from BLAS's threads)."""
+    return serial_blas if macs < SERIAL_BLAS_MACS else contextlib.nullcontext()
 
 
 # Below this many elements a kernel runs in the calling thread: waking the

@@ -251,7 +251,7 @@ def lstm_forward(x, w, r, b, h0=None, c0=None, mask=None, rmask=None):
     z = np.empty((n, 4 * u), dt)
     hin = np.empty((n, u), dt) if rmask is not None else None
     ones = np.ones((n, 1), dt)
-    with jit.serial_blas:
+    with jit.small_products(n * u * 4 * u):
         for s in range(t):
             np.matmul(h if rmask is None else np.multiply(h, rmask, out=hin), r,
                       out=z)
@@ -292,7 +292,7 @@ def lstm_backward(x, w, r, b, h0, c0, mask, rmask, hs, cs, cache, g_hs, g_cs):
     keep = np.zeros((n, u), dt)
     dc = np.zeros((n, u), dt)
     dct, dhn = np.empty((n, u), dt), np.empty((n, u), dt)
-    with jit.serial_blas:
+    with jit.small_products(n * u * 4 * u):
         for s in range(t - 1, -1, -1):
             bwd(cache[s], cs[s - 1] if s > 0 else c_init, back, rm, keep, g_hs,
                 g_cs, s, dc, ones if ms is None else ms[s], dct, dhn, dz[s])

@@ -122,7 +122,7 @@ def gru_forward(x, w, r, b, h0=None, mask=None, rmask=None):
     cache = np.empty((t, n, 4 * u), dt)
     hr, gates = np.empty((n, 3 * u), dt), np.empty((n, 2 * u), dt)
     hin = np.empty((n, u), dt) if rmask is not None else None
-    with jit.serial_blas:
+    with jit.small_products(n * u * 3 * u):
         for s in range(t):
             np.matmul(h if rmask is None else np.multiply(h, rmask, out=hin), r,
                       out=hr)
@@ -151,7 +151,7 @@ def gru_backward(x, w, r, b, h0, mask, rmask, hs, cache, g_hs):
     dz, rec = np.empty((t, n, 3 * u), dt), np.empty((t, n, 3 * u), dt)
     back, carry, keep = (np.zeros((n, u), dt) for _ in range(3))
     dah, dhn = np.empty((n, u), dt), np.empty((n, u), dt)
-    with jit.serial_blas:
+    with jit.small_products(n * u * 3 * u):
         for s in range(t - 1, -1, -1):
             bwd(cache[s], hs[s - 1] if s > 0 else h_init, back, rm, carry, keep,
                 g_hs, s, ones if ms is None else ms[s], dah, dhn, dz[s], rec[s])
