@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info, threadpool_limits
 
 import kerasflow as kf
 from kerasflow import backend as K
@@ -283,20 +283,30 @@ def test_float32_tanh():
     assert np.isnan(out[0])
 
 
+def _numpy_blas_threads():
+    """Thread counts of the BLAS numpy's matmul calls (numba may load a second
+    OpenBLAS, scipy's, which the step products never use)."""
+    infos = [i for i in threadpool_info() if i["user_api"] == "blas"]
+    mine = [i for i in infos if "numpy" in i["filepath"]] or infos
+    return max(i["num_threads"] for i in mine)
+
+
 def test_serial_blas_runs_the_step_products_in_one_thread_and_restores():
     with threadpool_limits(limits=2, user_api="blas"):
-        before = jit.blas_threads()
+        before = _numpy_blas_threads()
         inner = []
 
         def nested():
             with jit.serial_blas:
-                inner.append(jit.blas_threads())
+                inner.append(_numpy_blas_threads())
 
         with jit.serial_blas:
-            inner.append(jit.blas_threads())
+            inner.append(_numpy_blas_threads())
             worker = threading.Thread(target=nested)
             worker.start()
             worker.join()
-            inner.append(jit.blas_threads())  # the other thread's exit kept 1
+            inner.append(_numpy_blas_threads())  # the other thread's exit kept 1
         assert inner == [1, 1, 1]
-        assert jit.blas_threads() == before
+        assert _numpy_blas_threads() == before == 2
+    assert jit.small_products(jit.SERIAL_BLAS_MACS - 1) is jit.serial_blas
+    assert jit.small_products(jit.SERIAL_BLAS_MACS) is not jit.serial_blas
