@@ -17,7 +17,9 @@ Without
 addresses (each task's gradient ring listens on its own address); no Ray is
 started. Every task trains on its share of each global batch and ends with
 the same weights; the chief (task 0) prints the test accuracy and, with
-``--out``, every task saves its weights to ``OUT.task<N>.npz``.
+``--out``, every task saves its weights to ``OUT.task<N>.npz``. ``RESULT``
+names what summed the gradients (``transport``: ``shm`` when every task is on
+this host, else ``tcp``; ``KERASFLOW_COLLECTIVE=tcp`` keeps the TCP ring).
 
 Run: KERASFLOW_DATA_DIR=../shared/data python examples/multi_worker_tf_config.py
 (MNIST, 784-128-10, 3 epochs of 12,000 samples, global batch 64: ~0.93
@@ -99,7 +101,8 @@ def train_custom_loop(args, strategy, rank, x, y):
             losses.append(total)
     if args.out:
         np.savez(f"{args.out}.task{rank}.npz", *model.get_weights())
-    out = dict(task=rank, replicas=strategy.num_replicas_in_sync, loss=losses)
+    out = dict(task=rank, replicas=strategy.num_replicas_in_sync, loss=losses,
+               transport=getattr(strategy, "transport", None))
     print("RESULT " + json.dumps(out), flush=True)
     return out
 
@@ -150,7 +153,8 @@ def main(argv=None):
         hist = model.fit(x, y, batch_size=args.batch_size, epochs=args.epochs,
                          verbose=0, callbacks=callbacks)
     result = dict(task=rank, replicas=strategy.num_replicas_in_sync,
-                  loss=[float(v) for v in hist.history["loss"]])
+                  loss=[float(v) for v in hist.history["loss"]],
+                  transport=getattr(strategy, "transport", None))
     if rank == 0:
         result["test_accuracy"] = float(model.evaluate(x_test, y_test, verbose=0)[1])
     if args.out:

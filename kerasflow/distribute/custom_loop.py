@@ -170,7 +170,9 @@ def run(strategy, fn, args=(), kwargs=None):
             raise ValueError(f"strategy.run expects PerReplica values of "
                              f"{n} replicas. Received: {len(leaf)} values.")
     if n == 1:
-        unwrap = (lambda v: v.values[0] if isinstance(v, PerReplica) else v)
+        def unwrap(v):
+            return v.values[0] if isinstance(v, PerReplica) else v
+
         a, kw = tree.map_structure(unwrap, (list(args), kwargs))
         with context.entered("replica", ReplicaContext(strategy)):
             return fn(*a, **kw)

@@ -1,7 +1,9 @@
 """One OS process per worker with TF_CONFIG (SPMD): launched as a user
 launches TF's multi-worker jobs; every process ends with the same weights,
-equal to one process on the global batch; a dead peer ends the others'
-training with an error naming it; malformed TF_CONFIG is refused."""
+equal to one process on the global batch; tasks on one host sum in shared
+memory, bit for bit as the TCP ring does, and any task asked for the ring
+keeps the whole job on it; a dead peer ends the others' training with an
+error naming it; malformed TF_CONFIG is refused."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import pytest
 import kerasflow as kf
 from kerasflow.backend import jit
 from kerasflow.distribute import task_threads
-from kerasflow.distribute.mirrored.spmd import SpmdStrategy
+from kerasflow.distribute.mirrored.spmd import ENV_COLLECTIVE, SpmdStrategy
 from tests.compat.test_tf1_cluster import _free_ports as _ports
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,13 +41,32 @@ def _env(tf_config=None, timeout="60"):
     return env
 
 
-def _launch(n, out, extra=(), timeout="60"):
+def _launch(n, out, extra=(), timeout="60", task_env=None):
+    """``n`` worker processes on loopback; ``task_env``: extra environment
+    variables per task index."""
     addrs = [f"127.0.0.1:{p}" for p in _ports(n)]
+    envs = [_env({"cluster": {"worker": addrs}, "task": {"type": "worker", "index": i}},
+                 timeout) for i in range(n)]
+    for i, extra_env in (task_env or {}).items():
+        envs[i].update(extra_env)
     return [subprocess.Popen(
         [sys.executable, str(EXAMPLE), f"--out={out}", *ARGS, *extra],
-        env=_env({"cluster": {"worker": addrs}, "task": {"type": "worker", "index": i}},
-                 timeout), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        env=envs[i], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for i in range(n)]
+
+
+def _finish(procs):
+    """The RESULT dicts of ``procs``, once every one exited with 0."""
+    try:
+        outs = [p.communicate(timeout=300)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-3000:]
+    return [json.loads(o.splitlines()[-1][len("RESULT "):]) for o in outs]
 
 
 def _weights(path):
@@ -75,7 +96,50 @@ def test_processes_end_with_one_process_weights(tmp_path, n):
             np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
     results = [json.loads(o.splitlines()[-1][len("RESULT "):]) for o in outs]
     assert all(r["replicas"] == n for r in results)
+    assert [r["transport"] for r in results] == ["shm"] * n  # all on this host
     assert results[0]["test_accuracy"] > 0.85
+
+
+def test_ring_asked_by_one_task_keeps_the_job_on_it_with_the_same_bits(tmp_path):
+    """Task 1 alone asks for the ring: the tasks agree on it (none waits in
+    shared memory for a peer on the ring), and the weights equal the
+    shared-memory job's bit for bit (two tasks: each sum is one addition)."""
+    shm = _finish(_launch(2, tmp_path / "shm", ["--epochs=1"]))
+    tcp = _finish(_launch(2, tmp_path / "tcp", ["--epochs=1"],
+                          task_env={1: {ENV_COLLECTIVE: "tcp"}}))
+    assert [r["transport"] for r in shm] == ["shm", "shm"]
+    assert [r["transport"] for r in tcp] == ["tcp", "tcp"]
+    assert shm[0]["loss"] == tcp[0]["loss"] == tcp[1]["loss"]
+    for rank in range(2):
+        for a, b in zip(_weights(tmp_path / f"shm.task{rank}.npz"),
+                        _weights(tmp_path / f"tcp.task{rank}.npz")):
+            np.testing.assert_array_equal(b, a)
+
+
+def test_transport_options_and_remote_tasks(monkeypatch):
+    """CommunicationOptions' RING (or $KERASFLOW_COLLECTIVE=tcp) asks for the
+    ring; 'shm' with a task on another host is refused, naming it."""
+    _two_local_workers(monkeypatch)
+    monkeypatch.setenv("OMP_NUM_THREADS", "")  # restored after the test
+    ring = kf.distribute.experimental.CommunicationOptions(implementation="RING")
+    s = kf.distribute.MultiWorkerMirroredStrategy(communication_options=ring)
+    assert isinstance(s, SpmdStrategy)
+    assert (s.implementation, s.transport) == ("tcp", None)  # None: not met yet
+    assert kf.distribute.MultiWorkerMirroredStrategy().implementation == "auto"
+    monkeypatch.setenv(ENV_COLLECTIVE, "TCP")
+    assert kf.distribute.MultiWorkerMirroredStrategy().implementation == "tcp"
+    monkeypatch.setenv(ENV_COLLECTIVE, "gloo")
+    with pytest.raises(ValueError, match=r"Received: \$KERASFLOW_COLLECTIVE='gloo'"):
+        kf.distribute.MultiWorkerMirroredStrategy()
+    monkeypatch.delenv(ENV_COLLECTIVE)
+    conf = {"cluster": {"worker": [f"127.0.0.1:{_ports(1)[0]}", "198.51.100.7:2222"]},
+            "task": {"type": "worker", "index": 0}}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(conf))
+    monkeypatch.setenv("KERASFLOW_CLUSTER_SECRET", "s" * 32)
+    assert kf.distribute.MultiWorkerMirroredStrategy().implementation == "auto"
+    with pytest.raises(ValueError, match=r"expects every TF_CONFIG task on this host. "
+                                         r"Received: tasks \['198.51.100.7:2222'\]"):
+        SpmdStrategy(implementation="shm")
 
 
 def test_a_dead_peer_ends_the_others_naming_it(tmp_path):

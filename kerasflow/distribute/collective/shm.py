@@ -159,10 +159,8 @@ class ShmAllreduce(Collective):
         self._seq = 0
         self._named = rank == 0  # rank 0 unlinks the name once all attached
         self._shm = None
-        n, item = self.size, self.dtype.itemsize
-        ctr_bytes = _round_up(_CTRL * 8 + 3 * world_size * _LINE * 4)
-        slot_bytes = _round_up(n * item)
-        self._nbytes = ctr_bytes + (world_size + 4) * slot_bytes
+        ctr_bytes, slot_bytes = self._layout(world_size, self.size, self.dtype)
+        self._nbytes = self.segment_bytes(world_size, self.size, self.dtype)
         self._shm = self._open(rank == 0)
         try:
             self._map(ctr_bytes, slot_bytes)
@@ -172,6 +170,21 @@ class ShmAllreduce(Collective):
         except BaseException:
             self.close()
             raise
+
+    @staticmethod
+    def _layout(world_size, size, dtype):
+        # (control block bytes, bytes per slot), page-aligned
+        return (_round_up(_CTRL * 8 + 3 * world_size * _LINE * 4),
+                _round_up(int(size) * np.dtype(dtype).itemsize))
+
+    @classmethod
+    def segment_bytes(cls, world_size, size, dtype) -> int:
+        """Bytes of the segment a group of ``world_size`` ranks reducing
+        ``size`` elements of ``dtype`` maps: a ``/dev/shm`` too small for it
+        (Docker's default is 64 MiB) would kill rank 0 with SIGBUS when it
+        pre-touches the pages."""
+        ctr_bytes, slot_bytes = cls._layout(world_size, size, dtype)
+        return ctr_bytes + (world_size + 4) * slot_bytes
 
     def _map(self, ctr_bytes, slot_bytes):
         n, world, buf = self.size, self.world_size, self._shm.buf

@@ -22,6 +22,11 @@ secret never crosses the wire and a recorded handshake cannot be replayed. A
 connection that fails it (a port scanner, another job, a stranger who knows
 the cluster's addresses) is closed and logged, and the rank goes on waiting for
 its real neighbour.
+
+A group whose sums travel another way (shared memory, ranks on one host) keeps
+its ring for the handshake and broadcasts, and :meth:`TcpRing.watch` turns the
+ring into its liveness check: a neighbour whose process dies closes its
+connections, which a daemon thread notices while the ring idles.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import hmac
 import logging
 import os
 import queue
+import select
 import socket
 import struct
 import threading
@@ -110,6 +116,8 @@ class TcpRing(Collective):
         self._seq = 0
         self._next = self._prev = None
         self._sender = None
+        self._watcher = None
+        self._watch_stop = threading.Event()
         self._server = bind_listener(host, port, backlog=world_size + 2)
         self.address = (host, self._server.getsockname()[1])
         self._scratch = np.empty(0, np.uint8)
@@ -395,7 +403,79 @@ class TcpRing(Collective):
             self._drain(1, step, deadline)
         return buf
 
+    # -- liveness --------------------------------------------------------------
+    def watch(self, on_lost, interval=0.1):
+        """Calls ``on_lost(peer, message)`` once, from a daemon thread, when a
+        neighbour's connection ends (its process died or closed the ring):
+        the liveness check of a group whose sums travel through another
+        transport (shared memory) while this ring idles. It only peeks, so
+        the ring's own traffic still reaches :meth:`broadcast` and
+        :meth:`allreduce`. :meth:`close` stops it.
+
+        Args:
+            on_lost: ``on_lost(peer rank, message)``; the message names both
+                ranks ("Rank P closed its connection to rank R.").
+            interval: seconds between looks (the detection latency).
+
+        Raises:
+            CollectiveError: called before :meth:`connect`.
+        """
+        if self.world_size == 1 or self._watcher is not None:
+            return
+        if self._next is None:
+            raise CollectiveError("TcpRing.watch called before connect().")
+        n = self.world_size
+        # Duplicates keep the watcher's descriptors its own: close() may free
+        # the ring's while the watcher sits in select().
+        peers = [((self.rank + 1) % n, self._next.dup()),
+                 ((self.rank - 1) % n, self._prev.dup())]
+        for _, sock in peers:
+            sock.settimeout(0.01)  # a peek whose byte the ring's reader took
+        self._watch_stop.clear()
+        self._watcher = threading.Thread(
+            target=self._watch_loop, args=(peers, on_lost, float(interval)),
+            daemon=True, name=f"kf-ring-watch-{self.rank}")
+        self._watcher.start()
+
+    def _watch_loop(self, peers, on_lost, interval):
+        stop = self._watch_stop
+        try:
+            while not stop.is_set():
+                ready, _, _ = select.select([s for _, s in peers], [], [], interval)
+                busy = False
+                for peer, sock in peers:
+                    if sock not in ready:
+                        continue
+                    try:
+                        if sock.recv(1, socket.MSG_PEEK):
+                            busy = True
+                            continue
+                    except TimeoutError:  # the ring's reader took the bytes
+                        continue
+                    except OSError:  # reset: the peer is gone as well
+                        pass
+                    if stop.is_set():
+                        return
+                    stop.set()
+                    try:
+                        on_lost(peer, f"Rank {peer} closed its connection to rank "
+                                      f"{self.rank}.")
+                    except Exception:  # a daemon thread: nobody else would see it
+                        log.exception("Rank %d: the ring's peer-loss handler failed.",
+                                      self.rank)
+                    return
+                if busy:  # the ring's own traffic, not yet read: look again later
+                    stop.wait(interval)
+        finally:
+            for _, sock in peers:
+                sock.close()
+
     def close(self):
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            self._watch_stop.set()
+            if watcher is not threading.current_thread():
+                watcher.join()
         if self._sender is not None:
             self._sends.put(None)
             self._sender = None

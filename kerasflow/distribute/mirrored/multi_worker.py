@@ -45,7 +45,9 @@ class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
     With ``TF_CONFIG`` naming this process's ``task`` (one process started
     per worker, as TF launches multi-worker jobs), the constructor returns a
     ``SpmdStrategy`` instead: this process is one replica
-    (``kerasflow/distribute/mirrored/spmd.py``).
+    (``kerasflow/distribute/mirrored/spmd.py``); its gradients are summed in
+    shared memory when every task is on this host, else over a TCP ring
+    (``CommunicationOptions(implementation="ring")`` keeps the ring).
 
     Args:
         num_workers: nodes to use (default: TF_CONFIG, the resolver, else every
@@ -79,7 +81,8 @@ class MultiWorkerMirroredStrategy(SyncReplicaStrategy):
             opts = kwargs.get("communication_options")
             return SpmdStrategy(timeout=getattr(opts, "timeout_seconds", None),
                                 bind_address=getattr(opts, "bind_address", None),
-                                allow_insecure=getattr(opts, "allow_insecure", False))
+                                allow_insecure=getattr(opts, "allow_insecure", False),
+                                implementation=getattr(opts, "implementation", "auto"))
         return super().__new__(cls)
 
     def __init__(self, num_workers=None, replicas_per_worker=1,
