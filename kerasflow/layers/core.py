@@ -183,15 +183,7 @@ class Dense(Layer):
         Raises:
             AttributeError: the layer is not built.
         """
-        if "_kernel" not in self.__dict__:
-            raise AttributeError("You must build the layer before accessing "
-                                 "`kernel`.")
-        kernel = self._kernel
-        if self.lora_enabled:
-            a, b = _lora_weights(self)
-            kernel = _cast(kernel, self.compute_dtype) + (
-                self.lora_alpha / self.lora_rank) * K.matmul(a, b)
-        return kernel
+        return _effective_kernel(self)
 
     @kernel.setter
     def kernel(self, value):
@@ -327,6 +319,24 @@ class Dense(Layer):
 
 def _cast(x, dtype):
     return x if x.dtype == np.dtype(dtype) else K.cast(x, dtype)
+
+
+def _effective_kernel(layer):
+    """``layer.kernel`` of Dense and EinsumDense: the Variable, or with LoRA
+    on ``kernel + a @ b * lora_alpha / rank`` in the compute dtype.
+
+    Raises:
+        AttributeError: the layer is not built (Keras' message).
+    """
+    if "_kernel" not in layer.__dict__:
+        raise AttributeError("You must build the layer before accessing "
+                             "`kernel`.")
+    kernel = layer._kernel
+    if layer.lora_enabled:
+        a, b = _lora_weights(layer)
+        kernel = _cast(kernel, layer.compute_dtype) + (
+            layer.lora_alpha / layer.lora_rank) * K.matmul(a, b)
+    return kernel
 
 
 def _check_lora(layer):

@@ -15,8 +15,8 @@ from kerasflow.layers._utils import WeightArgs
 from kerasflow.layers.base import InputSpec, Layer
 from kerasflow.layers.core import (
     _add_lora_weights,
-    _cast,
     _check_lora,
+    _effective_kernel,
     _lora_reset,
     _lora_weights,
     _save_kernel_slots,
@@ -210,15 +210,7 @@ class EinsumDense(Layer):
         Raises:
             AttributeError: the layer is not built.
         """
-        if "_kernel" not in self.__dict__:
-            raise AttributeError("You must build the layer before accessing "
-                                 "`kernel`.")
-        kernel = self._kernel
-        if self.lora_enabled:
-            a, b = _lora_weights(self)
-            kernel = _cast(kernel, self.compute_dtype) + (
-                self.lora_alpha / self.lora_rank) * K.matmul(a, b)
-        return kernel
+        return _effective_kernel(self)
 
     @kernel.setter
     def kernel(self, value):
