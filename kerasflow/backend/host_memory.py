@@ -7,7 +7,8 @@ A training step on the CPU allocates its large intermediates afresh each run
 unmaps them on free, so every step pays the kernel's page faults again on
 first touch: allocating and filling that array took 5.4-9.0 ms fresh against
 1.2-1.4 ms when the memory was reused (``ru_minflt`` 803 per allocation vs 0;
-measured on this project's 2-core machine, see ``benchmarks/README.md``).
+measured on this project's 2-core machine; ``tests/backend/test_host_memory.py``
+counts the faults, ``docs/benchmarks.md`` has the benchmark figures).
 
 ``tune_allocator`` raises ``M_MMAP_THRESHOLD`` and ``M_TRIM_THRESHOLD`` to 1 GiB
 with ``mallopt(3)``, as PyTorch's and TensorFlow's CPU allocators keep freed

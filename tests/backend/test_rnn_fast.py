@@ -294,6 +294,8 @@ def _numpy_blas_threads():
 def test_serial_blas_runs_the_step_products_in_one_thread_and_restores():
     with threadpool_limits(limits=2, user_api="blas"):
         before = _numpy_blas_threads()
+        if before < 2:
+            pytest.skip("this BLAS runs one thread at most: nothing to serialize")
         inner = []
 
         def nested():
@@ -307,6 +309,6 @@ def test_serial_blas_runs_the_step_products_in_one_thread_and_restores():
             worker.join()
             inner.append(_numpy_blas_threads())  # the other thread's exit kept 1
         assert inner == [1, 1, 1]
-        assert _numpy_blas_threads() == before == 2
+        assert _numpy_blas_threads() == before
     assert jit.small_products(jit.SERIAL_BLAS_MACS - 1) is jit.serial_blas
     assert jit.small_products(jit.SERIAL_BLAS_MACS) is not jit.serial_blas

@@ -146,16 +146,20 @@ def test_mnist_replica_sync_replicas_one_ps_two_workers(tmp_path):
 
 
 # -- Multi-worker training with Keras ---------------------------------------------
-def _keras_job(tmp_path, args, n=2):
+def _tf_config_job(tmp_path, script, args, n):
+    """Runs ``script`` as ``n`` TF_CONFIG worker processes; their results."""
     tasks = _Tasks(tmp_path)
     deadline = time.monotonic() + 240
     try:
         for i, conf in enumerate(_workers(n)):
-            tasks.start(f"worker{i}", "tutorial_multi_worker_keras.py", args,
-                        _env(conf))
+            tasks.start(f"worker{i}", script, args, _env(conf))
         return [tasks.wait(f"worker{i}", deadline) for i in range(n)]
     finally:
         tasks.stop()
+
+
+def _keras_job(tmp_path, args, n=2):
+    return _tf_config_job(tmp_path, "tutorial_multi_worker_keras.py", args, n)
 
 
 def _single(tmp_path, script, args):
@@ -196,15 +200,7 @@ def test_multi_worker_keras_two_tf_config_processes(tmp_path):
 
 # -- Multi-worker training with Estimator -----------------------------------------
 def _estimator_job(tmp_path, args, n=2):
-    tasks = _Tasks(tmp_path)
-    deadline = time.monotonic() + 240
-    try:
-        for i, conf in enumerate(_workers(n)):
-            tasks.start(f"worker{i}", "tutorial_multi_worker_estimator.py", args,
-                        _env(conf))
-        return [tasks.wait(f"worker{i}", deadline) for i in range(n)]
-    finally:
-        tasks.stop()
+    return _tf_config_job(tmp_path, "tutorial_multi_worker_estimator.py", args, n)
 
 
 def _weights(path):
