@@ -10,6 +10,7 @@ import pytest
 
 import kerasflow as kf
 from kerasflow import backend as K
+from kerasflow.backend.ops.arraymath import _pair_plan
 from tests.backend.gradcheck import check_gradients
 from tests.keras_oracle import keras_numpy
 
@@ -93,6 +94,12 @@ PAIR_EQUATIONS = [
     ("ab,ab->", (3, 4), (3, 4)), ("abc,bd->ad", (2, 3, 4), (3, 5)),
     ("ijk,ik->j", (2, 3, 4), (2, 4)), ("a,a->a", (4,), (4,)),
     ("ba,ca->abc", (3, 4), (5, 4)),
+    # the output's last index from the first operand: operands swapped
+    ("aecd,abcd->acbe", (3, 6, 2, 4), (3, 5, 2, 4)), ("abd,bc->adc", (2, 3, 4), (3, 5)),
+    # a swapped group that is not adjacent in the output: product transposed back
+    ("abd,bc->acd", (2, 3, 4), (3, 5)), ("xay,by->xba", (2, 3, 4), (5, 4)),
+    # batch indices between the free ones, several indices per group
+    ("bxhy,bhyz->xbhz", (2, 3, 4, 5), (2, 4, 5, 6)), ("pqrs,rst->pqt", (2, 3, 4, 5), (4, 5, 6)),
     # numpy's own path: a repeated index
     ("ii,ij->j", (3, 3), (3, 4)),
 ]
@@ -112,3 +119,16 @@ def test_two_operand_einsum_as_one_gemm_equals_numpy(eq, sa, sb, dtype):
     assert value.flags.c_contiguous
     tol = 1e-5 if dtype == "float32" else 1e-12
     np.testing.assert_allclose(value, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("eq,sa,sb", PAIR_EQUATIONS[:-1], ids=[e[0] for e in PAIR_EQUATIONS[:-1]])
+def test_two_operand_einsum_reads_strided_views(eq, sa, sb):
+    # Operands that are every-other-element views (no unit stride anywhere):
+    # BLAS cannot read them, so the plan copies; reversed views likewise.
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal(tuple(2 * d for d in sa))[(slice(None, None, 2),) * len(sa)]
+    b = rng.standard_normal(sb)[(slice(None, None, -1),) * len(sb)]
+    plan = _pair_plan(eq, a, b)
+    got = plan(np, a, b)
+    np.testing.assert_allclose(got, np.einsum(eq, a, b), rtol=1e-12, atol=1e-12)
+    assert got.flags.c_contiguous

@@ -303,15 +303,26 @@ def _einsum_infer(*specs, equation):
 
 
 class _PairPlan:
-    """A two-operand einsum as one (batched) GEMM: each operand transposed to
-    (batch, free, contracted) / (batch, contracted, free), reshaped to 3-D,
-    one ``matmul``, then reshaped and transposed to the output's order (made
-    contiguous). Indices of one operand only, absent from the output, are
-    summed first. ``numpy.einsum(optimize=True)`` runs contractions that keep
-    a batch index (attention's ``bhqk,bkhd->bqhd``) in its own loops, not
-    BLAS: 2x slower on the transformer benchmark's shapes."""
+    """A two-operand einsum as one (batched) GEMM on strided views. Indices
+    of one operand only, absent from the output, are summed first; the rest
+    fall in four groups: batch (both operands and the output), left (first
+    operand and output), right (second operand and output), contracted (both
+    operands only). Each operand is viewed as (batch..., free, contracted) /
+    (batch..., contracted, free) by a transpose (copied only when a group of
+    several indices cannot be merged in place or BLAS cannot read the view)
+    and ``matmul`` writes straight into a transposed view of the output, the
+    operands swapped when the output's last index belongs to the first
+    operand (BLAS needs the result's rows contiguous). Attention's
+    ``aecd,abcd->acbe`` thus reads (B, T, H, D) projections as they lie and
+    writes the (B, H, T, T) scores with no transpose copy.
 
-    __slots__ = ("lone", "perm_a", "perm_b", "shape_a", "shape_b", "mid", "perm_out")
+    ``numpy.einsum(optimize=True)`` runs contractions that keep a batch index
+    in its own loops, not BLAS (2x slower on the transformer benchmark's
+    shapes); on other array modules (cupy) the operands are made contiguous
+    (batch, free, contracted) stacks and the result transposed back."""
+
+    __slots__ = ("lone", "perm_a", "perm_b", "shape_a", "shape_b", "mid", "perm_out",
+                 "swap", "out_shape", "view_perm", "view_shape", "direct")
 
     def __init__(self, equation, shape_a, shape_b):
         ins, out = equation.split("->")
@@ -326,23 +337,71 @@ class _PairPlan:
         left = [c for c in out if c in a and c not in b]
         right = [c for c in out if c in b and c not in a]
         con = [c for c in a if c in b and c not in out]
-        n = [_pymath.prod(size[c] for c in part) for part in (batch, left, con, right)]
+        # The output's last index must be a column of the product.
+        self.swap = bool(out) and out[-1] in left
+        if self.swap:
+            a, b, left, right = b, a, right, left
+        self.out_shape = tuple(size[c] for c in out)
+
+        def prod(part):
+            return _pymath.prod(size[c] for c in part)
+
+        bshape = tuple(size[c] for c in batch)
         self.perm_a = tuple(a.index(c) for c in batch + left + con)
         self.perm_b = tuple(b.index(c) for c in batch + con + right)
-        self.shape_a, self.shape_b = (n[0], n[1], n[2]), (n[0], n[2], n[3])
+        self.shape_a = bshape + (prod(left), prod(con))
+        self.shape_b = bshape + (prod(con), prod(right))
         mid = batch + left + right
         self.mid = tuple(size[c] for c in mid)
         self.perm_out = tuple(mid.index(c) for c in out)
+        # The product written in place: left and right each occupy adjacent
+        # positions of the output, in order (so each merges into one axis).
+        pos = [out.index(c) for c in left], [out.index(c) for c in right]
+        # (this module's own all/any/max shadow the builtins)
+        self.direct = not [p for p in pos if p and p != list(range(p[0], p[0] + len(p)))]
+        self.view_perm = tuple(out.index(c) for c in mid)
+        self.view_shape = bshape + (prod(left), prod(right))
 
     def __call__(self, xp, a, b):
         if self.lone[0]:
             a = a.sum(axis=self.lone[0])
         if self.lone[1]:
             b = b.sum(axis=self.lone[1])
-        a = a.transpose(self.perm_a).reshape(self.shape_a)
-        b = b.transpose(self.perm_b).reshape(self.shape_b)
-        out = xp.matmul(a, b).reshape(self.mid).transpose(self.perm_out)
-        return out if out.flags.c_contiguous else out.copy()
+        if self.swap:
+            a, b = b, a
+        if xp is not np:
+            a = a.transpose(self.perm_a).reshape(self.shape_a)
+            b = b.transpose(self.perm_b).reshape(self.shape_b)
+            out = xp.matmul(a, b).reshape(self.mid).transpose(self.perm_out)
+            return out if out.flags.c_contiguous else out.copy()
+        a = _blas_view(a.transpose(self.perm_a).reshape(self.shape_a))
+        b = _blas_view(b.transpose(self.perm_b).reshape(self.shape_b))
+        dtype = np.result_type(a, b)
+        if self.direct:
+            out = np.empty(self.out_shape, dtype)
+            view = out.transpose(self.view_perm)
+            if view.shape != self.view_shape:
+                view = view.reshape(self.view_shape)   # merges in place (adjacent axes)
+            np.matmul(a, b, out=view)
+            return out
+        out = np.matmul(a, b).reshape(self.mid).transpose(self.perm_out)
+        return np.ascontiguousarray(out)
+
+
+def _blas_view(x):
+    """``x`` when BLAS can read its trailing (rows, cols) matrices as they lie
+    (one axis of unit stride, the other a multiple of the item size and at
+    least the unit axis' extent), else a C-contiguous copy: numpy's ``matmul``
+    falls back to its own loops otherwise."""
+    if x.ndim < 2 or x.size == 0:
+        return x
+    item = x.itemsize
+    (m, n), (sm, sn) = x.shape[-2:], x.strides[-2:]
+    if (sn == item or n == 1) and sm % item == 0 and sm >= n * item:
+        return x
+    if (sm == item or m == 1) and sn % item == 0 and sn >= m * item:
+        return x
+    return np.ascontiguousarray(x)
 
 
 _PLANS: dict = {}
