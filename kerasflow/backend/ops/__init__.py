@@ -16,6 +16,7 @@ from kerasflow.backend.ops.embedding import *  # noqa: F403
 from kerasflow.backend.ops.normalization import *  # noqa: F403
 from kerasflow.backend.ops.scan import *  # noqa: F403
 from kerasflow.backend.ops import scan_grad  # noqa: F401  (registers RNNLoopGrad)
+from kerasflow.backend.ops import batch_norm_fast  # noqa: F401  (fused batch norm)
 from kerasflow.backend.ops import conv_fast  # noqa: F401  (fused conv kernels)
 from kerasflow.backend.ops import pool_relu_grad  # noqa: F401  (fused conv block grad)
 from kerasflow.backend.ops import conv_bias_relu  # noqa: F401  (conv + bias + ReLU)
