@@ -47,6 +47,7 @@ from threadpoolctl import ThreadpoolController, threadpool_info, threadpool_limi
 __all__ = ["PARALLEL_MIN", "THREAD_VARIABLES", "blas_threads", "cache_dir",
            "kernels", "launch", "load_source", "num_threads", "numba_module",
            "refresh_threads", "serial_blas", "share_threads", "small_products",
+           "worker_threads",
            "SERIAL_BLAS_MACS"]
 
 # The variables through which a user sets BLAS's and numba's thread counts.
@@ -89,6 +90,18 @@ def refresh_threads():
     with _LOCK:
         if _STATE.get("numba") is not None:
             _STATE["threads"] = num_threads(_STATE["numba"])
+
+
+def worker_threads() -> int:
+    """Threads for work spread by the package itself (numba kernels, the
+    fused attention's chunks): numba's count capped by ``OMP_NUM_THREADS``,
+    or without numba the core count under the same cap. Cheap (no library
+    scan), so callable per step."""
+    if numba_module() is not None:
+        return _STATE["threads"]
+    n = os.cpu_count() or 1
+    omp = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return max(1, min(n, int(omp)) if omp.isdigit() and int(omp) > 0 else n)
 
 
 def blas_threads():

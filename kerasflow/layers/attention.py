@@ -208,11 +208,17 @@ class MultiHeadAttention(Layer):
                         ("key", key_mask)):
             if m is not None:
                 attention_mask = _combine(attention_mask, name, m)
-        q = self._project("query", query) * (1.0 / np.sqrt(self.key_dim))
+        q = self._project("query", query)
         k = self._project("key", key)
         v = self._project("value", value)
-        scores = K.einsum(self._dot_eq, k, q)  # (B, ..., N, <T axes>, <S axes>)
         keep = self._mask(query, value, key, attention_mask, use_causal_mask)
+        if keep is None and self._fusable(q, training, return_attention_scores):
+            # One op for scores, softmax and the weighted sum (backend.ops.attention).
+            out = K.fused_attention(q, k, v, 1.0 / np.sqrt(self.key_dim))
+            out = K.einsum(self._out_eq, out, self._out_kernel)
+            return out if self._out_bias is None else out + self._out_bias
+        q = q * (1.0 / np.sqrt(self.key_dim))
+        scores = K.einsum(self._dot_eq, k, q)  # (B, ..., N, <T axes>, <S axes>)
         if keep is not None:
             # Keras 3: the mask gains axes from the heads' axis on.
             expand = -2 * len(self._axes) - 1
@@ -229,6 +235,14 @@ class MultiHeadAttention(Layer):
         if self._out_bias is not None:
             out = out + self._out_bias
         return (out, weights) if return_attention_scores else out
+
+    def _fusable(self, q, training, return_scores):
+        """Whether the fused attention op computes what the einsum/softmax
+        graph would: one attention axis over 3-D inputs, float32/float64, no
+        dropout on the weights in training, weights not returned."""
+        return (K.fused_attention_enabled() and self._axes == (1,)
+                and self._score_rank == 4 and q.dtype in (np.float32, np.float64)
+                and not return_scores and not (training and self.dropout > 0))
 
     def get_config(self):
         return {**super().get_config(), "num_heads": self.num_heads,

@@ -307,6 +307,19 @@ def _softmax(b, node, ins, axis):
     return b.add("Div", [e, total])
 
 
+def _fused_attention(b, node, ins, scale):
+    # softmax(scale * q k^T) v per batch and head, in (B, T, H, D) layout.
+    q = b.add("Transpose", [ins[0]], perm=[0, 2, 1, 3])
+    kt = b.add("Transpose", [ins[1]], perm=[0, 2, 3, 1])
+    v = b.add("Transpose", [ins[2]], perm=[0, 2, 1, 3])
+    dtype = node.inputs[0].dtype
+    logits = b.add("Mul", [b.add("MatMul", [q, kt]),
+                           b.const(np.asarray(scale, dtype), "scale")])
+    weights = b.add("Softmax", [logits], axis=3)
+    out = b.add("Transpose", [b.add("MatMul", [weights, v])], perm=[0, 2, 1, 3])
+    return [out, weights]
+
+
 def _cast(b, node, ins, dtype, **_):
     return b.add("Cast", ins, to=_elem_type(b.onnx, dtype))
 
@@ -519,6 +532,12 @@ def _conv_transpose(b, node, ins, strides, padding, dilation_rate, output_shape)
     return _channels_last(b, y, 4)
 
 
+def _layer_norm(b, node, ins, axes, epsilon):
+    # Only y: the statistics feed the gradient, which is not exported.
+    return [b.add("LayerNormalization", [ins[0], ins[1], ins[2]], axis=-len(axes),
+                  epsilon=float(epsilon)), None, None]
+
+
 def _einsum(b, node, ins, equation):
     return b.add("Einsum", list(ins), equation=equation)
 
@@ -575,7 +594,7 @@ _CONVERTERS = {
     "MatMul": _matmul, "Cast": _cast, "Reshape": _reshape,
     "Transpose": _transpose, "ExpandDims": _expand_dims, "Squeeze": _squeeze,
     "Concat": _concat, "ClipByValue": _clip, "StridedSlice": _strided_slice,
-    "Softmax": _softmax,
+    "Softmax": _softmax, "FusedAttention": _fused_attention,
     "Sum": _reduce("ReduceSum"), "Mean": _reduce("ReduceMean"),
     "Max": _reduce("ReduceMax"), "Min": _reduce("ReduceMin"),
     "Prod": _reduce("ReduceProd"),
@@ -585,5 +604,5 @@ _CONVERTERS = {
     "Conv2D": _conv, "Conv3D": _conv, "Conv2DTranspose": _conv_transpose,
     "MaxPool": _pool("MaxPool"), "MaxPool3D": _pool("MaxPool"),
     "AvgPool": _pool("AveragePool"), "AvgPool3D": _pool("AveragePool"),
-    "RNNLoop": _rnn_loop,
+    "RNNLoop": _rnn_loop, "LayerNorm": _layer_norm,
 }

@@ -14,6 +14,7 @@ from kerasflow.backend.ops.pooling import *  # noqa: F403
 from kerasflow.backend.ops.checks import *  # noqa: F403
 from kerasflow.backend.ops.embedding import *  # noqa: F403
 from kerasflow.backend.ops.normalization import *  # noqa: F403
+from kerasflow.backend.ops.attention import *  # noqa: F403
 from kerasflow.backend.ops.scan import *  # noqa: F403
 from kerasflow.backend.ops import scan_grad  # noqa: F401  (registers RNNLoopGrad)
 from kerasflow.backend.ops import batch_norm_fast  # noqa: F401  (fused batch norm)
@@ -27,11 +28,11 @@ from kerasflow.backend.ops.ctc import *  # noqa: F403
 from kerasflow.backend.ops.arraymath import *  # noqa: F403
 from kerasflow.backend.ops import npcall  # noqa: F401  (numpy-call ops)
 from kerasflow.backend.ops import (  # noqa: F401
-    arraymath, checks, conv, ctc, elementwise, embedding, linalg, math, nn,
-    normalization, pooling, random, reduction, scan, shape, slicing, state,
+    arraymath, attention, checks, conv, ctc, elementwise, embedding, linalg, math,
+    nn, normalization, pooling, random, reduction, scan, shape, slicing, state,
 )
 
 __all__ = [name for module in (
     math, elementwise, reduction, shape, slicing, linalg, state, random, nn, conv,
-    pooling, checks, embedding, normalization, scan, ctc, arraymath,
+    pooling, checks, embedding, normalization, attention, scan, ctc, arraymath,
 ) for name in module.__all__]
