@@ -195,7 +195,9 @@ class LayerNormalization(Layer):
     """Normalizes each sample over ``axis`` (Ba et al. 2016; Keras'
     ``LayerNormalization``): ``y = gamma * (x - mean) / sqrt(var + epsilon) +
     beta`` with the mean and biased variance of each sample over ``axis``;
-    the same in training and inference.
+    the same in training and inference. Over trailing axes (the default) it
+    is one ``fused_layer_norm`` op, and its gradient one op; other axis lists
+    are composed from reductions and elementwise ops.
 
     Args:
         axis: int or list of ints (any rank; negative ones count from the
@@ -227,6 +229,15 @@ class LayerNormalization(Layer):
     def call(self, inputs):
         axes = tuple(self._axes)
         x = _wide(inputs)
+        rank, k = len(inputs.shape), len(axes)
+        if axes == tuple(range(rank - k, rank)):
+            # Trailing axes (the common case): one op forward, one backward.
+            shape = self._param_view[rank - k:]
+            y, _, _ = K.fused_layer_norm(
+                x, self._trailing_param(self.gamma, shape, x.dtype, np.ones),
+                self._trailing_param(self.beta, shape, x.dtype, np.zeros), axes,
+                self.epsilon)
+            return _as(y, self.compute_dtype)
         mean = K.mean(x, axis=axes, keepdims=True)
         centered = x - mean
         var = K.mean(K.square(centered), axis=axes, keepdims=True)
@@ -236,6 +247,16 @@ class LayerNormalization(Layer):
         if self.beta is not None:
             y = y + K.reshape(self.beta, self._param_view)
         return _as(y, self.compute_dtype)
+
+    @staticmethod
+    def _trailing_param(weight, shape, dtype, default):
+        """gamma or beta shaped as the trailing axes, in x's dtype (``default``'s
+        constant when the layer has none)."""
+        if weight is None:
+            return default(shape, dtype)
+        if tuple(weight.shape) != shape:
+            weight = K.reshape(weight, shape)
+        return _as(weight, dtype)
 
     def get_config(self):
         config = super().get_config()

@@ -702,6 +702,11 @@ def dot_product_attention(query, key, value, bias=None, mask=None, scale=None,
                                   "attn_logits_soft_cap are not supported here.")
     dim = query.shape[-1]
     scale = 1.0 / np.sqrt(dim) if scale is None else float(scale)
+    if (bias is None and mask is None and not is_causal and K.fused_attention_enabled()
+            and len(query.shape) == 4 and query.dtype in (np.float32, np.float64)
+            and query.dtype == key.dtype == value.dtype):
+        # One op (backend.ops.attention): scores never leave the cache.
+        return K.fused_attention(query, key, value, scale)
     logits = K.einsum("btnh,bsnh->bnts", query, key) * scale
     if bias is not None:
         logits = logits + bias

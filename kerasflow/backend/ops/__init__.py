@@ -24,6 +24,7 @@ from kerasflow.backend.ops import conv_bias_relu  # noqa: F401  (conv + bias + R
 from kerasflow.backend.ops import rnn_fast  # noqa: F401  (fused LSTM kernels)
 from kerasflow.backend.ops import xent_fast  # noqa: F401  (fused loss kernels)
 from kerasflow.backend.ops import sum_fast  # noqa: F401  (fused bias-gradient sum)
+from kerasflow.backend.ops import layer_norm_fast  # noqa: F401  (fused layer norm)
 from kerasflow.backend.ops.ctc import *  # noqa: F403
 from kerasflow.backend.ops.arraymath import *  # noqa: F403
 from kerasflow.backend.ops import npcall  # noqa: F401  (numpy-call ops)
