@@ -212,9 +212,11 @@ class MultiHeadAttention(Layer):
         k = self._project("key", key)
         v = self._project("value", value)
         keep = self._mask(query, value, key, attention_mask, use_causal_mask)
-        if keep is None and self._fusable(q, training, return_attention_scores):
+        if self._fusable(q, training, return_attention_scores):
             # One op for scores, softmax and the weighted sum (backend.ops.attention).
-            out = K.fused_attention(q, k, v, 1.0 / np.sqrt(self.key_dim))
+            if keep is not None and len(keep.shape) == 3:
+                keep = K.expand_dims(keep, 1)   # (batch or 1, 1, T, S)
+            out = K.fused_attention(q, k, v, 1.0 / np.sqrt(self.key_dim), mask=keep)
             out = K.einsum(self._out_eq, out, self._out_kernel)
             return out if self._out_bias is None else out + self._out_bias
         q = q * (1.0 / np.sqrt(self.key_dim))

@@ -315,6 +315,11 @@ def _fused_attention(b, node, ins, scale):
     dtype = node.inputs[0].dtype
     logits = b.add("Mul", [b.add("MatMul", [q, kt]),
                            b.const(np.asarray(scale, dtype), "scale")])
+    if len(node.inputs) > 3:
+        # False in the mask: -1e9 added to the logit, as the backend's kernel.
+        bias = b.add("Where", [ins[3], b.const(np.asarray(0.0, dtype), "zero"),
+                               b.const(np.asarray(-1e9, dtype), "masked")])
+        logits = b.add("Add", [logits, bias])
     weights = b.add("Softmax", [logits], axis=3)
     out = b.add("Transpose", [b.add("MatMul", [weights, v])], perm=[0, 2, 1, 3])
     return [out, weights]
@@ -586,6 +591,7 @@ _CONVERTERS = {
     "Sign": _same("Sign"), "Floor": _same("Floor"), "Sin": _same("Sin"),
     "Cos": _same("Cos"), "Softplus": _softplus,
     "Equal": _same("Equal"), "Less": _same("Less"), "Greater": _same("Greater"),
+    "NotEqual": lambda b, node, ins: b.add("Not", [b.add("Equal", list(ins))]),
     "LessEqual": _same("LessOrEqual"), "GreaterEqual": _same("GreaterOrEqual"),
     "LogicalAnd": _same("And"), "LogicalOr": _same("Or"),
     "LogicalNot": _same("Not"), "Select": _same("Where"),

@@ -76,7 +76,7 @@ def test_values_do_not_depend_on_chunks_or_threads(monkeypatch):
     for chunk, threads in ((1 << 30, 1), (1, 1), (1, 2), (3000, 2)):
         monkeypatch.setattr(attention, "CHUNK_BYTES", chunk)
         monkeypatch.setattr(jit, "worker_threads", lambda n=threads: n)
-        out, w = attention._fused_attention(np, q, k, v, 0.3)
+        out, w = attention._fused_attention(np, q, k, v, scale=0.3)
         got.append((out, w, *attention._fused_attention_grad_kernel(
             np, q, k, v, w, g, 0.3)))
     for other in got[1:]:
@@ -134,8 +134,8 @@ def test_multi_head_attention_uses_the_fused_op_only_where_it_applies(monkeypatc
     assert "FusedAttention" in ops_of(kf.layers.MultiHeadAttention(2, 4))
     assert "FusedAttention" not in ops_of(kf.layers.MultiHeadAttention(2, 4),
                                           return_attention_scores=True)
-    assert "FusedAttention" not in ops_of(kf.layers.MultiHeadAttention(2, 4),
-                                          use_causal_mask=True)
+    assert "FusedAttention" in ops_of(kf.layers.MultiHeadAttention(2, 4),
+                                      use_causal_mask=True)
     assert "FusedAttention" not in ops_of(kf.layers.MultiHeadAttention(2, 4, dropout=0.2),
                                           training=True)
     assert "FusedAttention" in ops_of(kf.layers.MultiHeadAttention(2, 4, dropout=0.2),
@@ -152,7 +152,50 @@ def test_errors_name_what_was_received():
     b = K.placeholder("float64", (2, 3, 1, 4))
     with pytest.raises(TypeError, match="float32, float64"):
         K.fused_attention(a, b, b, 1.0)
+    with pytest.raises(TypeError, match="bool mask. Received: dtype=float32"):
+        K.fused_attention(a, a, a, 1.0, mask=K.placeholder("float32", (2, 1, 3, 3)))
     y = K.fused_attention(a, a, a, 1.0)
     (g,) = K.gradients(K.sum(y), [a])
     with pytest.raises(NotImplementedError, match="KERASFLOW_FUSED_ATTENTION=0"):
         K.gradients(K.sum(g), [a])
+
+
+@pytest.mark.parametrize("mask_shape", [(3, 1, 5, 7), (1, 1, 5, 7), (3, 2, 5, 7),
+                                        (3, 1, 5, 1)])
+def test_mask_adds_minus_1e9_where_false(mask_shape):
+    q, k, v = _inputs(SHAPES[0], np.float64, seed=5)
+    rng = np.random.default_rng(6)
+    keep = rng.random(mask_shape) > 0.4
+    keep[0, 0, 0] = False                       # one fully masked row: uniform
+    got = K.Function([], [K.fused_attention(K.constant(q), K.constant(k), K.constant(v),
+                                            0.7, mask=K.constant(keep))])()[0]
+    logits = np.einsum("btnh,bsnh->bnts", q, k) * 0.7 + (1.0 - keep) * -1e9
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    want = np.einsum("bnts,bsnh->btnh", e / e.sum(axis=-1, keepdims=True), v)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_masked_gradients_match_central_differences(float64, tiny_chunks):
+    keep = np.random.default_rng(7).random((3, 1, 5, 7)) > 0.3
+    check_gradients(lambda q, k, v: K.fused_attention(q, k, v, 0.6,
+                                                      mask=K.constant(keep)),
+                    _inputs(SHAPES[0], np.float64, seed=8))
+
+
+def test_masked_multi_head_attention_equals_the_einsum_graph(monkeypatch):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((4, 6, 8)).astype("float32")
+    user_mask = rng.random((4, 6, 6)) > 0.3
+    got = {}
+    for fused in ("1", "0"):
+        monkeypatch.setenv("KERASFLOW_FUSED_ATTENTION", fused)
+        layer = kf.layers.MultiHeadAttention(2, 4, seed=1)
+        layer(x, x)
+        if fused == "1":
+            weights = layer.get_weights()
+        layer.set_weights(weights)
+        q = K.constant(x)
+        outs = [layer(q, q, use_causal_mask=True), layer(q, q, attention_mask=user_mask)]
+        got[fused] = K.Function([], outs)()
+    for a, b in zip(got["1"], got["0"]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -160,8 +160,22 @@ def test_transformer_text_classifier_matches_predict(tmp_path):
     np.testing.assert_allclose(got, model.predict(tokens[:2], verbose=0),
                                rtol=1e-5, atol=1e-5)
     used = {n.op_type for n in onnx.load(str(path)).graph.node}
-    # Attention's six einsums stay einsums; both lookups are gathers.
-    assert {"Einsum", "Gather"} <= used
+    # The projections stay einsums, the fused attention is MatMul/Softmax/
+    # MatMul; both lookups are gathers.
+    assert {"Einsum", "Gather", "MatMul", "Softmax"} <= used
+
+
+def test_masked_attention_matches_predict(tmp_path):
+    # Causal and padding masks (Embedding(mask_zero=True)) reach the fused
+    # attention op as its bool input.
+    inputs = L.Input((6,), dtype="int32")
+    x = L.Embedding(12, 8, mask_zero=True)(inputs)
+    x = L.MultiHeadAttention(2, 4)(x, x, use_causal_mask=True)
+    model = kf.Model(inputs, L.Dense(3)(x))
+    tokens = np.random.default_rng(3).integers(0, 12, (4, 6)).astype("int32")
+    tokens[:, -2:] = 0
+    path = _check_export(model, [tokens], tmp_path)
+    assert "Where" in {n.op_type for n in onnx.load(str(path)).graph.node}
 
 
 @pytest.mark.parametrize("layer, shape", [

@@ -22,8 +22,10 @@ output's gradient): dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dP P))
 (the softmax's Jacobian), dQ = scale dS K, dK = scale dS^T Q; only the
 weights are read back from memory. Second-order gradients through it are
 not implemented (``NotImplementedError``); ``MultiHeadAttention`` uses the
-op only where the unfused graph would compute the same thing (no mask,
-no dropout on the weights, scores not returned).
+op only where the unfused graph would compute the same thing (one attention
+axis, no dropout on the weights, scores not returned); its masks (padding,
+causal, ``attention_mask``) enter as a bool input whose False entries add
+-1e9 to the logits, as Keras adds them.
 
 Each chunk's arithmetic is the same whatever the thread count, so results
 do not depend on it; values equal the einsum/softmax graph's up to float
@@ -98,7 +100,13 @@ def _softmax_rows(xp, s):
     s /= s.sum(axis=-1, keepdims=True)
 
 
-def _infer(q, k, v, scale):
+def _infer(q, k, v, *mask, scale):
+    if mask and mask[0].dtype != np.bool_:
+        raise TypeError(f"fused_attention expects a bool mask. Received: "
+                        f"dtype={mask[0].dtype}.")
+    if mask and mask[0].shape is not None and len(mask[0].shape) != 4:
+        raise ValueError(f"fused_attention expects a 4-D mask (batch or 1, heads or "
+                         f"1, T, S). Received: shape {mask[0].shape}.")
     for name, spec in (("query", q), ("key", k), ("value", v)):
         if spec.shape is not None and len(spec.shape) != 4:
             raise ValueError(f"fused_attention expects 4-D (batch, length, heads, "
@@ -114,18 +122,25 @@ def _infer(q, k, v, scale):
 
 
 @register_op("FusedAttention", _infer, num_outputs=2)
-def _fused_attention(xp, q, k, v, scale):
+def _fused_attention(xp, q, k, v, *mask, scale):
     b, t, h, _ = q.shape
     s = k.shape[1]
     out = xp.empty((b, t, h, v.shape[3]), q.dtype)
     weights = xp.empty((b, h, t, s), q.dtype)
     qv, kt = q.transpose(0, 2, 1, 3), k.transpose(0, 2, 3, 1)
     vv, ov = v.transpose(0, 2, 1, 3), out.transpose(0, 2, 1, 3)
+    # Masked logits get -1e9 added, as Keras' MultiHeadAttention adds
+    # (1 - mask) * -1e9 (a fully masked row comes out uniform).
+    bias = None if not mask else (1.0 - mask[0].astype(q.dtype)) * q.dtype.type(-1e9)
+    if bias is not None and bias.shape[0] == 1:
+        bias = xp.broadcast_to(bias, (b, *bias.shape[1:]))
 
     def work(i, j):
         p = weights[i:j]
         xp.matmul(qv[i:j], kt[i:j], out=p)
         p *= scale
+        if bias is not None:
+            p += bias[i:j]
         _softmax_rows(xp, p)
         xp.matmul(p, vv[i:j], out=ov[i:j])
 
@@ -139,9 +154,10 @@ def _fused_attention_grad(node, g_out, g_weights):
         raise NotImplementedError(
             "fused_attention: gradients through its attention-weights output are "
             "not implemented (it feeds the gradient only).")
-    q, k, v = node.inputs
-    return tuple(apply("FusedAttentionGrad", q, k, v, node.outputs[1], g_out,
-                       **node.attrs))
+    q, k, v = node.inputs[:3]
+    grads = tuple(apply("FusedAttentionGrad", q, k, v, node.outputs[1], g_out,
+                        **node.attrs))
+    return grads + (None,) * (len(node.inputs) - 3)   # the mask: bool, none
 
 
 def _grad_infer(q, k, v, weights, g, scale):
@@ -180,7 +196,7 @@ def _no_second_order(node, *grads):
         "einsum/softmax graph instead when KERASFLOW_FUSED_ATTENTION=0.")
 
 
-def fused_attention(q, k, v, scale):
+def fused_attention(q, k, v, scale, mask=None):
     """``softmax(scale * q k^T) v`` per batch element and head, in one op
     (Vaswani et al. 2017, eq. 1; see the module docstring for how it runs).
 
@@ -188,15 +204,20 @@ def fused_attention(q, k, v, scale):
         q: (batch, T, heads, D) float tensor; k: (batch, S, heads, D); v:
             (batch, S, heads, Dv), all of one float dtype.
         scale: float multiplying the logits (``1 / sqrt(D)`` in Keras).
+        mask: optional bool (batch or 1, heads or 1, T, S); where False the
+            logit gets -1e9 added (Keras' ``MultiHeadAttention`` rule), so a
+            fully masked row comes out uniform. It gets no gradient.
 
     Returns:
         (batch, T, heads, Dv) tensor of q's dtype.
 
     Raises:
-        ValueError: inputs not 4-D. TypeError: non-float or mixed dtypes.
+        ValueError: inputs or mask not 4-D. TypeError: non-float or mixed
+            dtypes, a non-bool mask.
         NotImplementedError: (on differentiating twice) second-order gradients.
     """
-    return apply("FusedAttention", q, k, v, scale=float(scale))[0]
+    extra = () if mask is None else (mask,)
+    return apply("FusedAttention", q, k, v, *extra, scale=float(scale))[0]
 
 
 def fused_attention_enabled() -> bool:
