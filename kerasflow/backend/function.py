@@ -119,8 +119,15 @@ class Function:
                     f"outputs. Received: {type(t).__name__} {t!r}."
                 )
         self.updates = [self._as_update(u) for u in updates]
+        # A flat list of tensors comes back as a list of the flat results.
+        self._flat_list = type(outputs) is list and all(
+            isinstance(t, SymbolicTensor) for t in outputs)
         self._xp = _array.get_xp()
         self._specs = [(t.shape, t.dtype, t.name) for t in self.inputs]
+        # Per input: (dim index, size) of its static dims, checked per call.
+        self._known = [None if t.shape is None else tuple(
+            (j, d) for j, d in enumerate(t.shape) if d is not None)
+            for t in self.inputs]
         self.rngs = []  # one generator per random node, in plan order
         self._run, self._lines = self._compile()
 
@@ -245,9 +252,12 @@ class Function:
             value = cast_fed(value, dtype, name)
         if shape is not None:
             vs = value.shape
-            if len(vs) != len(shape) or any(
-                d is not None and d != v for d, v in zip(shape, vs)
-            ):
+            ok = len(vs) == len(shape)
+            for j, d in self._known[i] if ok else ():
+                if vs[j] != d:
+                    ok = False
+                    break
+            if not ok:
                 raise ValueError(
                     f"Placeholder '{name}' expects shape {tuple(shape)}. "
                     f"Received: a value of shape {tuple(vs)}."
@@ -283,6 +293,8 @@ class Function:
             raise err.with_traceback(None) from e
         if self._single:
             return flat[0]
+        if self._flat_list:
+            return list(flat)
         return tree.pack_sequence_as(self._structure, flat)
 
     def _check_into(self, into):

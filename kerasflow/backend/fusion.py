@@ -147,31 +147,24 @@ class FusedNode:
         self.kinds = "".join(_kind(t.shape, rank) for t in self.inputs)
 
     def _fallback(self, xp):
-        steps = []
-        for m in self.members:
+        # Straight-line Python, one call per member (as Function's plan): no
+        # per-step lookups of operands in a list or dict of values.
+        env, names, lines = {}, {}, []
+        for i, t in enumerate(self.inputs):
+            names[t] = f"a{i}"
+        for n, m in enumerate(self.members):
             opdef = get_op(m.op)
             bind = getattr(opdef.kernel, "bind", None)
-            k = bind(xp) if bind is not None and not m.attrs else functools.partial(
-                opdef.kernel, xp, **m.attrs)
-            steps.append((k, m.inputs, m.outputs[0]))
-        # Slots instead of a dict keyed by tensors: the inputs, then each step's
-        # result (hashing tensors cost ~40 calls per chain and step).
-        slot = {t: i for i, t in enumerate(self.inputs)}
-        plan = []
-        for k, ins, out in steps:
-            plan.append((k, tuple(slot[t] for t in ins)))
-            slot[out] = len(slot)
-        outs = tuple(slot[t] for t in self.outputs)
-
-        def run(*arrays):
-            env = list(arrays)
-            for k, ins in plan:
-                env.append(k(*[env[i] for i in ins]))
-            if len(outs) == 1:
-                return env[outs[0]]
-            return tuple(env[i] for i in outs)
-
-        return run
+            env[f"k{n}"] = bind(xp) if bind is not None and not m.attrs else \
+                functools.partial(opdef.kernel, xp, **m.attrs)
+            lines.append(f"    v{n} = k{n}({', '.join(names[t] for t in m.inputs)})")
+            names[m.outputs[0]] = f"v{n}"
+        outs = [names[t] for t in self.outputs]
+        args = ", ".join(names[t] for t in self.inputs)
+        ret = outs[0] if len(outs) == 1 else f"({', '.join(outs)},)"
+        src = "\n".join([f"def run({args}):", *lines, f"    return {ret}", ""])
+        exec(compile(src, "<kerasflow fused chain>", "exec"), env)  # noqa: S102
+        return env["run"]
 
     def build(self, xp):
         """The callable for the plan: numba (CPU), cupy.fuse (GPU) or op by op."""
@@ -216,20 +209,17 @@ def _numpy_runner(kernel, fallback, kinds, dtype, n_out):
 
     def run(*arrays):
         ref = arrays[first]
-        shape = getattr(ref, "shape", None)
-        size = getattr(ref, "size", 0)
-        cols = shape[-1] if shape else 1
-        ok = size >= MIN_SIZE and size > 0
-        if ok:
-            for a, k in zip(arrays, kinds):
-                if (type(a) is not np.ndarray or a.dtype != dtype
-                        or (k == "f" and a.shape != shape)
-                        or (k == "r" and a.shape[-1] != cols)
-                        or (k == "s" and a.size != 1)):
-                    ok = False
-                    break
-        if not ok:
+        # Below MIN_SIZE (or for other array types) the ops run one by one.
+        if type(ref) is not np.ndarray or ref.size < MIN_SIZE or ref.size == 0:
             return fallback(*arrays)
+        shape, size = ref.shape, ref.size
+        cols = shape[-1] if shape else 1
+        for a, k in zip(arrays, kinds):
+            if (type(a) is not np.ndarray or a.dtype != dtype
+                    or (k == "f" and a.shape != shape)
+                    or (k == "r" and a.shape[-1] != cols)
+                    or (k == "s" and a.size != 1)):
+                return fallback(*arrays)
         out = np.empty(shape, dtype)
         rows = size // cols
         args = []
@@ -238,8 +228,11 @@ def _numpy_runner(kernel, fallback, kinds, dtype, n_out):
                 args.append(a.reshape(rows, cols) if two_d else a.reshape(-1))
             else:
                 args.append(a.reshape(-1))
-        jit.launch(kernel, size,
-                   out.reshape(rows, cols) if two_d else out.reshape(-1), *args)
+        dest = out.reshape(rows, cols) if two_d else out.reshape(-1)
+        if size < jit.PARALLEL_MIN:  # what jit.launch runs, without its frame
+            kernel[0](dest, *args)
+        else:
+            jit.launch(kernel, size, dest, *args)
         return out if n_out == 1 else (out,) * n_out
 
     return run

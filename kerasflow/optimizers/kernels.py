@@ -39,9 +39,29 @@ __all__ = [
     "set_update_target",
 ]
 
-# Variable -> its value before the last update, the next update's output buffer.
-# Weak keys: a Variable that is dropped frees its spare.
-_SPARES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# id(Variable) -> its value before the last update, the next update's output
+# buffer. Keyed by id, not by a weak key: a Variable's ``==`` and hash are
+# Python methods (``==`` builds a graph op), which a WeakKeyDictionary calls
+# on every lookup. A weak reference per Variable drops its entry (and frees
+# the spare) when the Variable goes, before its id can be reused.
+_SPARES: dict = {}
+_WATCHED: dict = {}  # id(Variable) -> the weak reference that cleans up
+
+
+def _forget(key):
+    """The weak reference's callback: drops the entry of the Variable ``key``."""
+    def drop(_ref):
+        _SPARES.pop(key, None)
+        _WATCHED.pop(key, None)
+    return drop
+
+
+def _keep_spare(var, buf):
+    """Keeps ``buf`` as the next output buffer of ``var``."""
+    key = id(var)
+    if key not in _WATCHED:
+        _WATCHED[key] = weakref.ref(var, _forget(key))
+    _SPARES[key] = buf
 
 
 def _probe_refcount():
@@ -55,7 +75,7 @@ _SOLE = _probe_refcount()
 
 def _output_buffer(xp, var):
     """A writeable array shaped like ``var`` that no one else can see."""
-    buf = _SPARES.pop(var, None)
+    buf = _SPARES.pop(id(var), None)
     # Another reference (a value fetched by a caller, a view, the plan's read
     # of this variable when it is updated twice in one run) rules reuse out.
     if buf is None or sys.getrefcount(buf) > _SOLE:
@@ -72,7 +92,7 @@ def _publish(var, new):
     # would not show up in its reference count.
     if (old.base is None and getattr(old.flags, "writeable", True)
             and old.shape == new.shape and old.dtype == new.dtype):
-        _SPARES[var] = old
+        _keep_spare(var, old)
     return var.value
 
 
@@ -90,7 +110,7 @@ def set_update_target(var, buf) -> None:
             the kernel may write into it; otherwise the update allocates and
             the caller copies).
     """
-    _SPARES[var] = buf
+    _keep_spare(var, buf)
 
 
 def _check_slot(var, slot):

@@ -41,7 +41,8 @@ class StepResult(NamedTuple):
 def take_rows(arrays, idx) -> list:
     """Rows ``idx`` (int64, sorted or not) of each array of ``arrays``: a view
     when the rows are contiguous and ascending, else a gather copy."""
-    if len(idx) and idx[-1] - idx[0] == len(idx) - 1 and np.all(np.diff(idx) == 1):
+    # n strictly increasing integers spanning n - 1 are consecutive.
+    if len(idx) and idx[-1] - idx[0] == len(idx) - 1 and (idx[1:] > idx[:-1]).all():
         s = slice(int(idx[0]), int(idx[-1]) + 1)
         return [a[s] for a in arrays]
     return [a[idx] for a in arrays]

@@ -452,8 +452,17 @@ def _split_like_infer(g, *likes, axis=0):
 
 
 def _split_like_kernel(xp, g, *likes, axis=0):
-    idx = np.cumsum([x.shape[axis] for x in likes])[:-1]
-    return tuple(xp.split(g, idx, axis=axis))
+    # Basic slicing gives the views xp.split gives, without its Python
+    # set-up (~15 us for two pieces); the last piece runs to the end, as there.
+    index = [slice(None)] * g.ndim
+    ax = axis % g.ndim
+    pieces, start = [], 0
+    for i, x in enumerate(likes):
+        stop = None if i == len(likes) - 1 else start + x.shape[axis]
+        index[ax] = slice(start, stop)
+        pieces.append(g[tuple(index)])
+        start = stop
+    return tuple(pieces)
 
 
 def concatenate(tensors, axis=-1):
