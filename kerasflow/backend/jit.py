@@ -23,10 +23,12 @@ every launch goes through ``launch``, which serializes them with a lock (each
 kernel already uses all its threads) and applies the thread count in the
 calling thread (numba's setting is per thread).
 
-Each kernel is compiled twice: serial, for arrays below ``PARALLEL_MIN``
-elements, and with ``parallel=True`` (``prange`` loops; every output element is
-written by exactly one iteration and no loop reduces across iterations, so
-results do not depend on the thread count, schedule or variant),
+Each kernel is compiled twice: serial (releasing the GIL, for arrays below
+``PARALLEL_MIN`` elements and for work that ``spread`` shares out over
+threads, BLAS on one thread each), and with ``parallel=True`` (``prange``
+loops; every output element is written by exactly one iteration and no loop
+reduces across iterations, so results do not depend on the thread count,
+schedule or variant),
 ``cache=True`` (compiled machine code persists across processes) and without
 ``fastmath`` (IEEE semantics: no reassociation, no flush-to-zero), and with
 ``error_model="numpy"`` (x / 0 gives inf or nan, no ZeroDivisionError), so a
@@ -41,14 +43,16 @@ import importlib.util
 import os
 import sys
 import threading
+from concurrent import futures
 
+import numpy as np
 from threadpoolctl import ThreadpoolController, threadpool_info, threadpool_limits
 
 __all__ = ["PARALLEL_MIN", "THREAD_VARIABLES", "blas_threads", "cache_dir",
            "kernels", "launch", "load_source", "num_threads", "numba_module",
            "refresh_threads", "serial_blas", "share_threads", "small_products",
-           "worker_threads",
-           "SERIAL_BLAS_MACS"]
+           "spread", "spread_sum", "worker_threads",
+           "SERIAL_BLAS_MACS", "SPREAD_MIN", "SUM_BYTES", "SUM_GROUPS"]
 
 # The variables through which a user sets BLAS's and numba's thread counts.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -207,6 +211,100 @@ def small_products(macs: int):
     return serial_blas if macs < SERIAL_BLAS_MACS else contextlib.nullcontext()
 
 
+# Below this many elements touched, ``spread`` runs its work in the calling
+# thread: handing out shares costs more than they gain (tens of microseconds).
+SPREAD_MIN = 1 << 19
+
+
+def spread(items, work, size):
+    """Runs ``work(share)`` on up to ``worker_threads()`` threads at once (the
+    calling thread and a pool kept for the next call), each ``share`` a
+    round-robin share of ``items`` (``items[i::threads]``), with BLAS on one
+    thread (``serial_blas``); returns when all are done, re-raising the first
+    error. With one thread, or below ``SPREAD_MIN`` elements (``size``, the
+    elements the work touches), ``work(items)`` runs as it is, BLAS on its
+    threads.
+
+    For work cut into items whose arithmetic does not depend on how they are
+    shared out. On 2 cores, BLAS products run one per thread on one BLAS
+    thread each scale where one product split by BLAS over both does not, or
+    stalls while another process holds a core; and BLAS's threads, which spin
+    for a while after each threaded product, are not left competing with the
+    kernels that follow (the resnet benchmark's step: 436 -> 316 ms of
+    kernels with no threaded BLAS, ``OPENBLAS_NUM_THREADS=1``). Serial numba
+    kernels release the GIL (``kernels``), so threads run them side by side.
+    ``work`` must not call ``spread`` (its share would wait on the pool it
+    runs in).
+    """
+    threads = min(len(items), worker_threads())
+    if threads <= 1 or size < SPREAD_MIN:
+        work(items)
+        return
+    # By process: a forked child inherits the pool object but not its threads.
+    key = ("pool", os.getpid(), threads - 1)
+    with serial_blas:
+        with _LOCK:
+            pool = _STATE.get(key)
+            if pool is None:
+                pool = _STATE[key] = futures.ThreadPoolExecutor(
+                    threads - 1, thread_name_prefix="kf-spread")
+        pending = [pool.submit(work, items[i::threads]) for i in range(1, threads)]
+        try:
+            work(items[::threads])
+        finally:
+            for f in pending:
+                f.result()
+
+
+# ``spread_sum``'s partial sums: at most SUM_GROUPS of them, within SUM_BYTES
+# (2 where the items allow, whatever their size).
+SUM_GROUPS = 8
+SUM_BYTES = 64 << 20
+
+
+def spread_sum(items, shape, dtype, size, make):
+    """The sum over ``items`` of one array each, computed on ``spread``'s
+    threads, the same whatever their count.
+
+    The items are cut into fixed groups of consecutive items (at most
+    ``SUM_GROUPS``, their partial sums within ``SUM_BYTES``, at least 2 where
+    there are 2 items); each group's items are summed in order, then the
+    groups in order. The threads share out the groups.
+
+    Args:
+        items: a sequence (the slices of a batch, say).
+        shape, dtype: of each item's array and of the sum.
+        size: elements the work touches, as for ``spread``.
+        make: called once in each thread; returns ``product(item, dst)``,
+            which writes the item's array into ``dst`` (a C-contiguous array
+            of ``shape``); per-thread buffers live in its closure.
+
+    Returns:
+        A new array of ``shape`` and ``dtype`` (zeros for no items).
+    """
+    if not len(items):
+        return np.zeros(shape, dtype)
+    part_bytes = max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize)
+    groups = min(len(items), max(2, min(SUM_GROUPS, SUM_BYTES // part_bytes)))
+    bounds = [len(items) * i // groups for i in range(groups + 1)]
+    parts = np.empty((groups, *shape), dtype)
+
+    def run(members):
+        product = make()
+        part = np.empty(shape, dtype)
+        for i in members:
+            for j, item in enumerate(items[bounds[i]:bounds[i + 1]]):
+                product(item, part if j else parts[i])
+                if j:
+                    parts[i] += part
+
+    spread(range(groups), run, size)
+    total = parts[0]
+    for part in parts[1:]:
+        total += part
+    return total
+
+
 # Below this many elements a kernel runs in the calling thread: waking the
 # pool costs more than the work (tens of microseconds on a loaded machine).
 PARALLEL_MIN = 1 << 18
@@ -235,7 +333,9 @@ def kernels(source: str, name: str):
     ``prange``. It is written to the kernel cache folder with a copy named
     ``name_serial`` (plain loop), so the serial and the ``parallel=True``
     versions get distinct entries in numba's on-disk cache (``cache=True``).
-    Each compiles at its first call.
+    Each compiles at its first call. The serial one releases the GIL
+    (``nogil``), so ``spread``'s threads run serial kernels side by side (the
+    conv kernels' batch slices).
     """
     key = ("kernels", source, name)
     with _LOCK:
@@ -244,12 +344,14 @@ def kernels(source: str, name: str):
             numba = numba_module()
             serial = source.replace(f"def {name}(", f"def {name}_serial(", 1)
             serial = serial.replace("prange(", "range(")
-            mod = load_source("import numpy as np\n\nprange = range\n\n\n"
-                              + source + "\n\n" + serial)
+            # numba's cache index ignores compile options: the comment gives
+            # the nogil build a file of its own, apart from older GIL builds.
+            mod = load_source("import numpy as np\n\n# serial copy: nogil\n"
+                              "prange = range\n\n\n" + source + "\n\n" + serial)
             mod.prange = numba.prange
             opts = {"cache": True, "error_model": "numpy"}
             pair = _STATE[key] = (
-                numba.njit(**opts)(getattr(mod, f"{name}_serial")),
+                numba.njit(nogil=True, **opts)(getattr(mod, f"{name}_serial")),
                 numba.njit(parallel=True, **opts)(getattr(mod, name)))
         return pair
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from kerasflow import backend as K
+from kerasflow.backend import jit
 from kerasflow.backend.ops import conv as conv_module
 from kerasflow.backend.ops import conv_direct, conv_fast, conv_winograd
 from kerasflow.backend.ops import pooling as pool_module
@@ -34,9 +35,10 @@ CONV_CASES = [
     # odd output sizes (tiles that stick out) and SAME padding.
     ((3, 10, 11, 16), (3, 3, 16, 17), (1, 1), "VALID", (1, 1)),
     ((2, 9, 8, 16), (3, 3, 16, 16), (1, 1), "SAME", (1, 1)),
+    ((1, 7, 9, 18), (3, 3, 18, 16), (1, 1), "SAME", (1, 1)),  # batch 1
 ]
-WINOGRAD = CONV_CASES[-2:]
-DIRECT = CONV_CASES[-5:-2]
+WINOGRAD = CONV_CASES[-3:]
+DIRECT = CONV_CASES[-6:-3]
 POOL_CASES = [
     ((3, 8, 8, 5), (2, 2), (2, 2), "VALID"),
     ((2, 7, 9, 3), (3, 2), (3, 2), "VALID"),  # tiled (unrolled), with leftovers
@@ -129,7 +131,35 @@ def test_plan_with_fused_kernels_matches_unfused(monkeypatch, dtype):
 def test_winograd_applies_to_3x3_stride_1_with_16_channels():
     assert all(conv_winograd.applies(k, s, d, x[-1]) for x, k, s, _, d in WINOGRAD)
     assert not any(conv_winograd.applies(k, s, d, x[-1])
-                   for x, k, s, _, d in CONV_CASES[:-2])
+                   for x, k, s, _, d in CONV_CASES[:-3])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CONV_CASES[:2] + CONV_CASES[5:7] + WINOGRAD)
+@pytest.mark.parametrize("sum_groups", [8, 2])  # filter gradients' partial sums
+def test_conv_results_do_not_depend_on_the_thread_count(monkeypatch, dtype, case,
+                                                        sum_groups):
+    # Slices of one image (im2col) or one tile row (Winograd), spread over the
+    # threads; the filter gradients sum them in fixed groups, in order.
+    monkeypatch.setattr(conv_fast, "COLUMN_BYTES", 1)
+    monkeypatch.setattr(jit, "SUM_GROUPS", sum_groups)
+    monkeypatch.setattr(conv_winograd, "SLICE_BYTES", 1)
+    monkeypatch.setattr(jit, "SPREAD_MIN", 0)  # threads for these small arrays
+    shape, kshape, strides, padding, dilation = case
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(shape).astype(dtype)
+    k = rng.standard_normal(kshape).astype(dtype)
+    attrs = (strides, padding, dilation)
+    g = rng.standard_normal(conv_module._conv(np, x, k, *attrs).shape).astype(dtype)
+    got = {}
+    for threads in (1, 2, 3, 5):
+        monkeypatch.setattr(jit, "worker_threads", lambda t=threads: t)
+        got[threads] = (conv_fast.conv2d_forward(x, k, *attrs),
+                        conv_fast.conv2d_backprop_input(x.shape, k, g, *attrs),
+                        conv_fast.conv2d_backprop_filter(x, k, g, *attrs))
+    for threads in (2, 3, 5):
+        for a, b in zip(got[1], got[threads]):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_direct_loops_apply_to_few_output_channels():

@@ -8,11 +8,14 @@ rtol 1e-12 / atol 1e-12 in float64.
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
 from kerasflow import backend as K
 from kerasflow.backend import fusion, jit
@@ -177,6 +180,62 @@ def test_thread_count_follows_omp_num_threads(monkeypatch):
     assert jit.num_threads(numba) == 8
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert jit.num_threads(numba) == 8
+
+
+def test_spread_runs_round_robin_shares_at_once_with_serial_blas(monkeypatch):
+    jit.numba_module()
+    monkeypatch.setattr(jit, "worker_threads", lambda: 3)
+    together = threading.Barrier(3, timeout=30)  # all three shares run at once
+    seen = {}
+
+    def work(share):
+        together.wait()
+        infos = [i for i in threadpool_info() if i["user_api"] == "blas"]
+        mine = [i for i in infos if "numpy" in i["filepath"]] or infos
+        seen[threading.get_ident()] = (list(share),
+                                       max(i["num_threads"] for i in mine))
+
+    jit.spread(range(7), work, jit.SPREAD_MIN)
+    assert sorted(share for share, _ in seen.values()) == [[0, 3, 6], [1, 4], [2, 5]]
+    assert {blas for _, blas in seen.values()} == {1}
+
+    def fail(share):
+        if share[0] == 1:
+            raise ValueError(f"share {list(share)}")
+
+    with pytest.raises(ValueError, match=r"share \[1, 4\]"):
+        jit.spread(range(6), fail, jit.SPREAD_MIN)
+    calls = []
+
+    def record(share):
+        calls.append((list(share), threading.get_ident()))
+
+    jit.spread(range(4), record, jit.SPREAD_MIN - 1)  # too small to share out
+    monkeypatch.setattr(jit, "worker_threads", lambda: 1)
+    jit.spread(range(4), record, jit.SPREAD_MIN)
+    assert calls == [([0, 1, 2, 3], threading.get_ident())] * 2  # in this thread
+
+
+def test_spread_sum_is_the_same_for_any_thread_count(monkeypatch):
+    jit.numba_module()
+    monkeypatch.setattr(jit, "SPREAD_MIN", 0)
+    # Values whose float sum depends on the order of the additions.
+    rng = np.random.default_rng(7)
+    values = rng.standard_normal((20, 3)) * 10.0 ** rng.integers(-8, 9, (20, 3))
+
+    def make():
+        def product(i, dst):
+            dst[...] = values[i]
+        return product
+
+    sums = []
+    for threads in (1, 2, 3, 8):
+        monkeypatch.setattr(jit, "worker_threads", lambda t=threads: t)
+        sums.append(jit.spread_sum(range(20), (3,), np.float64, 60, make))
+    for other in sums[1:]:
+        np.testing.assert_array_equal(other, sums[0])
+    np.testing.assert_allclose(sums[0], [math.fsum(c) for c in values.T],
+                               rtol=1e-12)
 
 
 def test_import_kerasflow_does_not_import_numba():

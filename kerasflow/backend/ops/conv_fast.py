@@ -13,18 +13,24 @@ second convolution, (128, 26, 26, 32) * (3, 3, 32, 64)):
 * Kernels with <= 2 output channels (``conv_direct.MAX_OUT``; the
   autoencoder's last Conv2D 32 -> 1) use direct loops (``conv_direct``): there
   im2col + GEMM is a memory-bound matrix-vector product.
-* Otherwise im2col runs as a parallel numba loop (numpy copies in one thread)
-  into a buffer of a few images, which is still in cache when the GEMM reads
-  it; the GEMM is one plain ``(images * out pixels, kh * kw * Cin) @
-  (kh * kw * Cin, Cout)`` product with no transposed copy.
+* Otherwise im2col runs as a numba loop (numpy copies in one thread) into a
+  buffer of a few images, which is still in cache when the GEMM reads it; the
+  GEMM is one plain ``(images * out pixels, kh * kw * Cin) @ (kh * kw * Cin,
+  Cout)`` product with no transposed copy.
 * The input gradient (outside Winograd) is one GEMM per batch slice,
-  ``g @ kernel^T`` into columns, then a parallel col2im that *gathers*: each
-  thread writes its own rows of dx, adding its window taps in a fixed order
-  (no scatter, no ``np.add.at``, no padded buffer to crop), instead of one
-  small GEMM and one strided add per tap.
+  ``g @ kernel^T`` into columns, then a col2im that *gathers*: each image's
+  dx rows add their window taps in a fixed order (no scatter, no
+  ``np.add.at``, no padded buffer to crop), instead of one small GEMM and one
+  strided add per tap.
 * Outside Winograd, the filter gradient rebuilds the columns by slice (cheaper
   than keeping the forward's columns, kh * kw times the input, 85 MB here)
-  and sums ``columns^T @ g`` over the slices.
+  and sums ``columns^T @ g`` over the slices (``jit.spread_sum``: in order
+  within fixed groups of slices, then over the groups in order).
+* The slices (or groups) are shared out over the threads (``jit.spread``):
+  each thread runs its slices' numba loops and GEMMs, BLAS on one thread, so
+  no op hands the cores between numba's and BLAS's pools, and BLAS's threads
+  never spin beside the next kernel. The slicing depends on sizes only, so
+  results do not depend on the thread count.
 * Max pooling reads each input element once; its gradient finds each window's
   first maximum (TF's rule) in one pass and writes dx, zeros included, in the
   same pass.
@@ -55,6 +61,11 @@ MIN_SIZE = 4096
 # Columns of one batch slice: a few images, so that the slice is still in the
 # last-level cache when the GEMM reads it (see benchmarks/profile_cnn_step.py).
 COLUMN_BYTES = 4 * 2**20
+# Slices per batch at least (``_images_per_slice``), so that threads share
+# them even where one slice could hold the batch's columns (the resnet's 1x1
+# convolutions: one slice ran on BLAS's threads, which then spun beside the
+# next kernels). A constant: results do not depend on the thread count.
+MIN_SLICES = 8
 
 # Both im2col kernels: one parallel iteration per output row (n, i) of the
 # slice that starts at image n0, ``{setup}`` lines after the shapes, ``{body}``
@@ -227,14 +238,18 @@ def _im2col(channels):
 
 
 def _images_per_slice(n, row_bytes):
-    return max(1, min(n, COLUMN_BYTES // max(row_bytes, 1)))
+    """Images per slice: columns within ``COLUMN_BYTES``, and at least
+    ``MIN_SLICES`` slices where they would still hold 1/8 of that."""
+    row_bytes = max(row_bytes, 1)
+    return min(n, max(1, COLUMN_BYTES // 8 // row_bytes,
+                      min(-(-n // MIN_SLICES), COLUMN_BYTES // row_bytes)))
 
 
 def _columns(im2col, x, cols_buf, n0, nb, out, kshape, strides, dilation, pads):
     oh, ow = out
     cols = cols_buf[:nb * oh * ow]
-    _wino.launch(im2col, cols.size, x, cols, n0, oh, ow, kshape[0], kshape[1],
-               strides[0], strides[1], dilation[0], dilation[1], *pads)
+    im2col[0](x, cols, n0, oh, ow, kshape[0], kshape[1], strides[0], strides[1],
+              dilation[0], dilation[1], *pads)
     return cols
 
 
@@ -251,15 +266,19 @@ def conv2d_forward(x, kernel, strides, padding, dilation_rate):
     n, cout = x.shape[0], kernel.shape[-1]
     k2 = _c(kernel).reshape(-1, cout)
     y = np.empty((n, *out, cout), x.dtype)
-    step = _images_per_slice(n, math.prod(out) * k2.shape[0] * x.itemsize)
-    buf = np.empty((step * math.prod(out), k2.shape[0]), x.dtype)
-    y2 = y.reshape(-1, cout)
     rows = math.prod(out)
-    for n0 in range(0, n, step):
-        nb = min(step, n - n0)
-        cols = _columns(im2col, x, buf, n0, nb, out, kernel.shape, strides,
-                        dilation_rate, pads)
-        np.matmul(cols, k2, out=y2[n0 * rows:(n0 + nb) * rows])
+    step = _images_per_slice(n, rows * k2.shape[0] * x.itemsize)
+    y2 = y.reshape(-1, cout)
+
+    def run(starts):
+        buf = np.empty((step * rows, k2.shape[0]), x.dtype)
+        for n0 in starts:
+            nb = min(step, n - n0)
+            cols = _columns(im2col, x, buf, n0, nb, out, kernel.shape, strides,
+                            dilation_rate, pads)
+            np.matmul(cols, k2, out=y2[n0 * rows:(n0 + nb) * rows])
+
+    jit.spread(range(0, n, step), run, n * rows * k2.shape[0])
     return y
 
 
@@ -278,16 +297,21 @@ def conv2d_backprop_filter(x, kernel, g, strides, padding, dilation_rate):
     g2 = g.reshape(-1, cout)
     rows = math.prod(out)
     step = _images_per_slice(n, rows * taps * x.itemsize)
-    buf = np.empty((step * rows, taps), x.dtype)
-    dk = np.zeros((taps, cout), g.dtype)
-    part = np.empty_like(dk)
-    for n0 in range(0, n, step):
-        nb = min(step, n - n0)
-        cols = _columns(im2col, x, buf, n0, nb, out, kernel.shape, strides,
-                        dilation_rate, pads)
-        # cols.T is a transposed view: BLAS reads it in place.
-        np.matmul(cols.T, g2[n0 * rows:(n0 + nb) * rows], out=part)
-        dk += part
+
+    def make():
+        buf = np.empty((step * rows, taps), x.dtype)
+
+        def product(n0, dst):
+            nb = min(step, n - n0)
+            cols = _columns(im2col, x, buf, n0, nb, out, kernel.shape,
+                            strides, dilation_rate, pads)
+            # cols.T is a transposed view: BLAS reads it in place.
+            np.matmul(cols.T, g2[n0 * rows:(n0 + nb) * rows], out=dst)
+
+        return product
+
+    dk = jit.spread_sum(range(0, n, step), (taps, cout), g.dtype,
+                        n * rows * taps, make)
     return dk.reshape(kernel.shape)
 
 
@@ -308,17 +332,20 @@ def conv2d_backprop_input(shape, kernel, g, strides, padding, dilation_rate):
     kt = _c(kernel).reshape(-1, cout).T
     rows = math.prod(out)
     step = _images_per_slice(n, rows * kt.shape[1] * g.itemsize)
-    buf = np.empty((step * rows, kt.shape[1]), g.dtype)
     dx = np.empty(shape, g.dtype)
     g2 = g.reshape(-1, cout)
     kh, kw = kernel.shape[:2]
-    for n0 in range(0, n, step):
-        nb = min(step, n - n0)
-        cols = buf[:nb * rows]
-        np.matmul(g2[n0 * rows:(n0 + nb) * rows], kt, out=cols)
-        part = dx[n0:n0 + nb]
-        _wino.launch(col2im, part.size, cols, part, *out, kh, kw, *strides,
-                   *dilation_rate, *pads)
+
+    def run(starts):
+        buf = np.empty((step * rows, kt.shape[1]), g.dtype)
+        for n0 in starts:
+            nb = min(step, n - n0)
+            cols = buf[:nb * rows]
+            np.matmul(g2[n0 * rows:(n0 + nb) * rows], kt, out=cols)
+            col2im[0](cols, dx[n0:n0 + nb], *out, kh, kw, *strides,
+                      *dilation_rate, *pads)
+
+    jit.spread(range(0, n, step), run, n * rows * kt.shape[1])
     return dx
 
 
