@@ -73,7 +73,8 @@ def test_gradients_equal_the_einsum_graphs():
 def test_values_do_not_depend_on_chunks_or_threads(monkeypatch):
     q, k, v, g = _inputs(((16, 20, 2, 8),) * 4, np.float32, seed=3)
     got = []
-    for chunk, threads in ((1 << 30, 1), (1, 1), (1, 2), (3000, 2)):
+    monkeypatch.setattr(jit, "SPREAD_MIN", 0)   # threads even at this size
+    for chunk, threads in ((1 << 30, 1), (1, 1), (1, 2), (3000, 2), (1, 3)):
         monkeypatch.setattr(attention, "CHUNK_BYTES", chunk)
         monkeypatch.setattr(jit, "worker_threads", lambda n=threads: n)
         out, w = attention._fused_attention(np, q, k, v, scale=0.3)

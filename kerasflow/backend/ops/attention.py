@@ -12,9 +12,9 @@ whose scores fit in a core's cache (``CHUNK_BYTES``) and each chunk runs all
 its steps while its scores are still cached: scores by one batched GEMM
 on strided views of q and k (no transposed copies), softmax in place,
 weights times v written into the output's strided view. The chunks are
-shared between threads (``jit.worker_threads()``, each chunk's BLAS on
-one thread), which also spreads the softmax's elementwise passes, single-threaded
-in numpy, over the cores. The weights are kept (one (B, H, T, S) array, as
+shared between threads (``jit.spread``: each chunk's BLAS on one thread),
+which also spreads the softmax's elementwise passes, single-threaded in
+numpy, over the cores. The weights are kept (one (B, H, T, S) array, as
 the unfused graph keeps its softmax output) for the gradient.
 
 Gradient (``FusedAttentionGrad``, per chunk, P the weights, dO the
@@ -35,8 +35,6 @@ rounding. Other array modules (cupy) run the whole batch as one chunk.
 from __future__ import annotations
 
 import os
-import threading
-from concurrent import futures
 
 import numpy as np
 
@@ -49,20 +47,6 @@ __all__ = ["fused_attention", "fused_attention_enabled"]
 # half of a core's L2 here (1 MiB per core on the 2-core EPYC).
 CHUNK_BYTES = 512 * 1024
 
-_POOL: dict = {}
-_POOL_LOCK = threading.Lock()
-
-
-def _pool(workers):
-    """A shared executor of ``workers`` threads (made on first use)."""
-    with _POOL_LOCK:
-        pool = _POOL.get(workers)
-        if pool is None:
-            pool = _POOL[workers] = futures.ThreadPoolExecutor(
-                workers, thread_name_prefix="kf-attention")
-        return pool
-
-
 def _chunks(batch, row_bytes):
     """[(start, stop)] slices of the batch whose scores fit ``CHUNK_BYTES``."""
     step = max(1, CHUNK_BYTES // max(row_bytes, 1))
@@ -70,27 +54,19 @@ def _chunks(batch, row_bytes):
 
 
 def _parallel(xp, batch, row_bytes, work):
-    """Runs ``work(start, stop)`` over the batch's chunks: on numpy arrays
-    spread over one thread per BLAS thread, each with BLAS on one thread."""
+    """Runs ``work(start, stop)`` over the batch's chunks (``row_bytes``: one
+    batch element's scores): on numpy arrays shared out by ``jit.spread``
+    (threads at once, BLAS on one thread each)."""
     if xp is not np:
         work(0, batch)
         return
     spans = _chunks(batch, row_bytes)
-    threads = min(len(spans), jit.worker_threads())
-    with jit.serial_blas:
-        if threads == 1:
-            for span in spans:
-                work(*span)
-            return
 
-        def run(first):
-            for span in spans[first::threads]:
-                work(*span)
+    def run(share):
+        for span in share:
+            work(*span)
 
-        pending = [_pool(threads - 1).submit(run, i) for i in range(1, threads)]
-        run(0)
-        for f in pending:
-            f.result()
+    jit.spread(spans, run, batch * row_bytes // 4)   # about the elements touched
 
 
 def _softmax_rows(xp, s):
