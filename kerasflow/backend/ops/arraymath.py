@@ -15,6 +15,7 @@ import numpy as np
 from kerasflow.backend import array as _array
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.ops.elementwise import _erf_kernel, exp, sqrt, square
+from kerasflow.backend.ops.gemm import matmul_into
 from kerasflow.backend.ops.math import (
     _unary, cast, divide, multiply, ones_like, subtract, where,
 )
@@ -382,9 +383,9 @@ class _PairPlan:
             view = out.transpose(self.view_perm)
             if view.shape != self.view_shape:
                 view = view.reshape(self.view_shape)   # merges in place (adjacent axes)
-            np.matmul(a, b, out=view)
+            matmul_into(a, b, view)
             return out
-        out = np.matmul(a, b).reshape(self.mid).transpose(self.perm_out)
+        out = matmul_into(a, b).reshape(self.mid).transpose(self.perm_out)
         return np.ascontiguousarray(out)
 
 

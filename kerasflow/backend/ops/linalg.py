@@ -17,6 +17,7 @@ import numpy as np
 
 from kerasflow.backend.ops import infer as I
 from kerasflow.backend.ops.arraymath import tril
+from kerasflow.backend.ops.gemm import matmul_into
 from kerasflow.backend.ops.math import add, divide, multiply, subtract, where
 from kerasflow.backend.ops.shape import expand_dims, reshape, transpose
 from kerasflow.backend.registry import apply, register_gradient, register_op
@@ -57,6 +58,8 @@ def _matmul(xp, a, b, transpose_a=False, transpose_b=False, out=None):
         a = a.swapaxes(-1, -2)
     if transpose_b:
         b = b.swapaxes(-1, -2)
+    if xp is np:
+        return matmul_into(a, b, out)   # never wakes BLAS's threads (gemm.py)
     return xp.matmul(a, b, out=out)
 
 
