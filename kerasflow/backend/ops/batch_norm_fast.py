@@ -40,8 +40,10 @@ MIN_SIZE = 1 << 14
 # here; each block's partial row is a few hundred bytes).
 BLOCKS = 64
 
-_STATS = '''
-def bn_stats(x, shift, part_s, part_q):
+# Both reductions: row block ``b`` adds its rows, in order, into row ``b`` of
+# the partial sums ``part_s`` / ``part_q`` (float64); ``{body}`` per element.
+_BLOCK_SUMS = '''
+def {name}({args}, part_s, part_q):
     rows, c = x.shape
     nb = part_s.shape[0]
     for b in prange(nb):
@@ -49,10 +51,13 @@ def bn_stats(x, shift, part_s, part_q):
         hi = (b + 1) * rows // nb
         for r in range(lo, hi):
             for k in range(c):
+{body}
+'''
+
+_STATS = _BLOCK_SUMS.format(name="bn_stats", args="x, shift", body='''\
                 d = np.float64(x[r, k]) - shift[k]
                 part_s[b, k] += d
-                part_q[b, k] += d * d
-'''
+                part_q[b, k] += d * d''')
 
 _APPLY = '''
 def bn_apply(x, mean, scale, beta, y):
@@ -62,19 +67,10 @@ def bn_apply(x, mean, scale, beta, y):
             y[r, k] = (x[r, k] - mean[k]) * scale[k] + beta[k]
 '''
 
-_GRAD_SUMS = '''
-def bn_grad_sums(x, mean, gy, part_s, part_p):
-    rows, c = x.shape
-    nb = part_s.shape[0]
-    for b in prange(nb):
-        lo = b * rows // nb
-        hi = (b + 1) * rows // nb
-        for r in range(lo, hi):
-            for k in range(c):
+_GRAD_SUMS = _BLOCK_SUMS.format(name="bn_grad_sums", args="x, mean, gy", body='''\
                 g = np.float64(gy[r, k])
                 part_s[b, k] += g
-                part_p[b, k] += g * (np.float64(x[r, k]) - mean[k])
-'''
+                part_q[b, k] += g * (np.float64(x[r, k]) - mean[k])''')
 
 _GRAD_APPLY = '''
 def bn_grad_apply(x, mean, gy, k_dy, k_x, k_0, dx):
