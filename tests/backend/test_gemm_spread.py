@@ -11,7 +11,8 @@ from kerasflow.backend import jit
 from kerasflow.backend.ops import gemm
 
 CASES = [((8, 8), (8, 8)),                 # below SERIAL_MACS
-         ((100, 90), (90, 80)),            # serial_blas
+         ((100, 90), (90, 80)),            # below SERIAL_MACS too
+         ((128, 128), (128, 128)),         # serial_blas
          ((300, 250), (250, 200)),         # BLAS's threads
          ((600, 256), (256, 512)),         # row blocks
          ((70, 512), (512, 900)),          # column blocks (few rows)

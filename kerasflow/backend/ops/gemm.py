@@ -11,8 +11,9 @@ loads): the transformer block 246 vs 170, the Conv1D text convnet 103 vs 62,
 the MLP 4.5 vs 3.9. So ``matmul_into`` wakes BLAS's threads only for
 mid-sized products:
 
-* products below ``SERIAL_MACS`` multiply-adds run as ``numpy.matmul`` (OpenBLAS
-  itself keeps those on the calling thread);
+* products up to ``SERIAL_MACS`` multiply-adds run as ``numpy.matmul``
+  (OpenBLAS keeps the smallest on the calling thread; for the rest, switching
+  BLAS to one thread costs more than it saves);
 * up to ``jit.SERIAL_BLAS_MACS`` they run inside ``jit.serial_blas`` (one
   thread is about as fast there, and faster under load);
 * up to ``SPREAD_MACS`` BLAS's threads run them (faster than blocks at those
@@ -35,8 +36,12 @@ from kerasflow.backend import jit
 
 __all__ = ["matmul_into"]
 
-# OpenBLAS's own single-thread limit for GEMM (M * N * K <= 65536 * 4).
-SERIAL_MACS = 1 << 18
+# Up to here plain ``numpy.matmul``: OpenBLAS keeps products up to 256K
+# multiply-adds on the calling thread, and up to 1M entering and leaving
+# ``serial_blas`` (~4 us) costs more than BLAS's threads lose (a (128, 70) x
+# (70, 100) product, the wide & deep model's: 19.6 us threaded, 27.1 us through
+# serial_blas, quiet machine).
+SERIAL_MACS = 1 << 20
 # From here products are cut into blocks on the package's threads; between
 # jit.SERIAL_BLAS_MACS and this, BLAS's threads do better (the MLP's 33-51M
 # multiply-add products: 0.39-0.59 ms threaded, 0.54-0.83 ms in blocks, where
