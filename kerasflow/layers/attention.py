@@ -212,27 +212,26 @@ class MultiHeadAttention(Layer):
         k = self._project("key", key)
         v = self._project("value", value)
         keep = self._mask(query, value, key, attention_mask, use_causal_mask)
-        if self._fusable(q, training, return_attention_scores):
-            # One op for scores, softmax and the weighted sum (backend.ops.attention).
-            if keep is not None and len(keep.shape) == 3:
-                keep = K.expand_dims(keep, 1)   # (batch or 1, 1, T, S)
-            out = K.fused_attention(q, k, v, 1.0 / np.sqrt(self.key_dim), mask=keep)
-            out = K.einsum(self._out_eq, out, self._out_kernel)
-            return out if self._out_bias is None else out + self._out_bias
-        q = q * (1.0 / np.sqrt(self.key_dim))
-        scores = K.einsum(self._dot_eq, k, q)  # (B, ..., N, <T axes>, <S axes>)
         if keep is not None:
             # Keras 3: the mask gains axes from the heads' axis on.
             expand = -2 * len(self._axes) - 1
             for _ in range(self._score_rank - len(keep.shape)):
                 keep = K.expand_dims(keep, expand)
-            scores = scores + (1.0 - K.cast(keep, scores.dtype)) * -1e9
-        norm = tuple(range(self._score_rank - len(self._axes), self._score_rank))
-        weights = K.softmax(scores, axis=norm if len(norm) > 1 else -1)
-        dropped = weights
-        if training and self.dropout > 0:
-            dropped = K.dropout(weights, self.dropout, seed=self.seed)
-        out = K.einsum(self._combine_eq, dropped, v)  # (B, ..., T, N, dv)
+        scale = 1.0 / np.sqrt(self.key_dim)
+        weights = None
+        if self._fusable(q, training, return_attention_scores):
+            # One op for scores, softmax and the weighted sum (backend.ops.attention).
+            out = K.fused_attention(q, k, v, scale, mask=keep)
+        else:
+            scores = K.einsum(self._dot_eq, k, q * scale)  # (B, ..., N, <T>, <S>)
+            if keep is not None:
+                scores = scores + (1.0 - K.cast(keep, scores.dtype)) * -1e9
+            norm = tuple(range(self._score_rank - len(self._axes), self._score_rank))
+            weights = K.softmax(scores, axis=norm if len(norm) > 1 else -1)
+            dropped = weights
+            if training and self.dropout > 0:
+                dropped = K.dropout(weights, self.dropout, seed=self.seed)
+            out = K.einsum(self._combine_eq, dropped, v)  # (B, ..., T, N, dv)
         out = K.einsum(self._out_eq, out, self._out_kernel)
         if self._out_bias is not None:
             out = out + self._out_bias

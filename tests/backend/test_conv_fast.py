@@ -134,6 +134,13 @@ def test_winograd_applies_to_3x3_stride_1_with_16_channels():
                    for x, k, s, _, d in CONV_CASES[:-3])
 
 
+def _conv_and_grads(x, k, g, attrs):
+    """Forward, input gradient and filter gradient of the fast kernels."""
+    return (conv_fast.conv2d_forward(x, k, *attrs),
+            conv_fast.conv2d_backprop_input(x.shape, k, g, *attrs),
+            conv_fast.conv2d_backprop_filter(x, k, g, *attrs))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", CONV_CASES[:2] + CONV_CASES[5:7] + WINOGRAD)
 @pytest.mark.parametrize("sum_groups", [8, 2])  # filter gradients' partial sums
@@ -154,9 +161,7 @@ def test_conv_results_do_not_depend_on_the_thread_count(monkeypatch, dtype, case
     got = {}
     for threads in (1, 2, 3, 5):
         monkeypatch.setattr(jit, "worker_threads", lambda t=threads: t)
-        got[threads] = (conv_fast.conv2d_forward(x, k, *attrs),
-                        conv_fast.conv2d_backprop_input(x.shape, k, g, *attrs),
-                        conv_fast.conv2d_backprop_filter(x, k, g, *attrs))
+        got[threads] = _conv_and_grads(x, k, g, attrs)
     for threads in (2, 3, 5):
         for a, b in zip(got[1], got[threads]):
             np.testing.assert_array_equal(a, b)
@@ -179,9 +184,7 @@ def test_direct_loops_match_im2col(monkeypatch, dtype, case):
     got = {}
     for max_out in (conv_direct.MAX_OUT, 0):  # direct, then im2col + GEMM
         monkeypatch.setattr(conv_direct, "MAX_OUT", max_out)
-        got[max_out] = (conv_fast.conv2d_forward(x, k, *attrs),
-                        conv_fast.conv2d_backprop_input(x.shape, k, g, *attrs),
-                        conv_fast.conv2d_backprop_filter(x, k, g, *attrs))
+        got[max_out] = _conv_and_grads(x, k, g, attrs)
     for a, b in zip(*got.values()):
         _close(a, b, dtype)
 

@@ -76,15 +76,7 @@ def _weights(path):
 
 @pytest.mark.parametrize("n", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_processes_end_with_one_process_weights(tmp_path, n):
-    procs = _launch(n, tmp_path / "w", ["--epochs=2"])
-    try:
-        outs = [p.communicate(timeout=300)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out[-3000:]
+    results = _finish(_launch(n, tmp_path / "w", ["--epochs=2"]))
     single = subprocess.run([sys.executable, str(EXAMPLE), f"--out={tmp_path}/one",
                              *ARGS, "--epochs=2"], env=_env(), capture_output=True,
                             text=True, timeout=300)
@@ -94,7 +86,6 @@ def test_processes_end_with_one_process_weights(tmp_path, n):
         got = _weights(tmp_path / f"w.task{rank}.npz")
         for a, b in zip(ref, got):
             np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
-    results = [json.loads(o.splitlines()[-1][len("RESULT "):]) for o in outs]
     assert all(r["replicas"] == n for r in results)
     assert [r["transport"] for r in results] == ["shm"] * n  # all on this host
     assert results[0]["test_accuracy"] > 0.85

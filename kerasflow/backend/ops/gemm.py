@@ -30,6 +30,8 @@ do not either. Callers pass numpy arrays; other array modules keep
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from kerasflow.backend import jit
@@ -67,7 +69,7 @@ def matmul_into(a, b, out=None):
     """
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    macs = m * k * n * (int(np.prod(a.shape[:-2])) if a.ndim > 2 else 1)
+    macs = m * k * n * math.prod(a.shape[:-2])   # per call: no numpy reduction
     if macs <= SERIAL_MACS:
         return np.matmul(a, b, out=out)
     if macs < jit.SERIAL_BLAS_MACS:
